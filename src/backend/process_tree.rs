@@ -1,0 +1,135 @@
+//! Finding and killing a command's whole process tree on Linux.
+//!
+//! A command runs as the leader of a new session (so its process group id
+//! is its pid) and with a unique marker in its environment. On timeout we
+//! kill the group, every descendant found by walking parent links, and every
+//! process that still carries the marker — which catches descendants that
+//! called `setsid()` and were re-parented away (the same cookie technique
+//! Jenkins uses for build processes). Zombies are ignored: they are dead.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// Name of the environment variable that marks a command's processes.
+pub const MARKER_VAR: &str = "WSBENCH_EXEC_ID";
+
+#[derive(Debug, Clone, Copy)]
+struct ProcStat {
+    ppid: i32,
+    pgid: i32,
+    sid: i32,
+    zombie: bool,
+}
+
+fn read_stat(pid: i32) -> Option<ProcStat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: split after the last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut it = rest.split_ascii_whitespace();
+    let state = it.next()?;
+    let ppid = it.next()?.parse().ok()?;
+    let pgid = it.next()?.parse().ok()?;
+    let sid = it.next()?.parse().ok()?;
+    Some(ProcStat {
+        ppid,
+        pgid,
+        sid,
+        zombie: state == "Z" || state == "X",
+    })
+}
+
+fn has_marker(pid: i32, needle: &[u8]) -> bool {
+    match fs::read(format!("/proc/{pid}/environ")) {
+        Ok(env) => env.split(|b| *b == 0).any(|kv| kv == needle),
+        Err(_) => false,
+    }
+}
+
+fn all_pids() -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Live (non-zombie) processes that belong to the tree rooted at `root`:
+/// its group and session, its descendants, and any process whose
+/// environment holds `MARKER_VAR=marker`.
+pub fn members(root: i32, marker: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let needle = format!("{MARKER_VAR}={marker}").into_bytes();
+    let mut stats = HashMap::new();
+    for pid in all_pids() {
+        if let Some(st) = read_stat(pid) {
+            stats.insert(pid, st);
+        }
+    }
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (pid, st) in &stats {
+        children.entry(st.ppid).or_default().push(*pid);
+    }
+    let mut found: HashSet<i32> = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(p) = stack.pop() {
+        if found.insert(p)
+            && let Some(kids) = children.get(&p)
+        {
+            stack.extend(kids);
+        }
+    }
+    for (pid, st) in &stats {
+        if st.pgid == root || st.sid == root || has_marker(*pid, &needle) {
+            found.insert(*pid);
+        }
+    }
+    found
+        .into_iter()
+        .filter(|p| *p != me && *p > 1)
+        .filter(|p| stats.get(p).is_some_and(|st| !st.zombie))
+        .collect()
+}
+
+fn signal_all(pids: &[i32], sig: Signal) {
+    for pid in pids {
+        let _ = kill(Pid::from_raw(*pid), sig);
+    }
+}
+
+/// Kills the tree rooted at `root`: SIGTERM, up to `grace` for it to exit,
+/// then SIGKILL until nothing is left (re-scanning, since processes may fork
+/// while we work). Blocking; call from `spawn_blocking`.
+pub fn kill_tree(root: i32, marker: &str, grace: Duration) {
+    let _ = kill(Pid::from_raw(-root), Signal::SIGTERM);
+    let first = members(root, marker);
+    signal_all(&first, Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if members(root, marker).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..100 {
+        let _ = kill(Pid::from_raw(-root), Signal::SIGKILL);
+        let left = members(root, marker);
+        if left.is_empty() {
+            return;
+        }
+        // Freeze first so nothing forks between the scan and the kill.
+        signal_all(&left, Signal::SIGSTOP);
+        let left = members(root, marker);
+        signal_all(&left, Signal::SIGKILL);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    tracing::warn!(root, "process tree still has members after 100 kill rounds");
+}
+
+/// A fresh marker value.
+pub fn new_marker() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}

@@ -1,0 +1,134 @@
+//! The session journal: one JSON line per tool call in
+//! `sessions/<session>/journal.jsonl` (wsbench's addition; the reference
+//! ignores files it does not know). It feeds `sessions show`, the command
+//! history and the TUI's session view.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::tools::ToolState;
+use super::workspace::{Workspace, WsResult};
+
+/// One tool call, as journalled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// When the call started (UTC, RFC 3339).
+    pub started_at: DateTime<Utc>,
+    /// Call id.
+    pub call_id: String,
+    /// Agent id (`""` for none).
+    pub agent: String,
+    /// Session id.
+    pub session: String,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as given.
+    pub args: Value,
+    /// Outcome state.
+    #[serde(with = "state_serde")]
+    pub state: ToolState,
+    /// Bash: exit code.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Bash: the timeout fired.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// First line of the error text, for failed calls.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Duration in milliseconds.
+    pub duration_ms: u64,
+    /// Size of the full output in bytes.
+    pub output_bytes: u64,
+    /// Backend path of the offloaded full output, if any.
+    #[serde(default)]
+    pub offload_path: Option<String>,
+}
+
+mod state_serde {
+    use super::ToolState;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(s: &ToolState, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_str(s.as_str())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ToolState, D::Error> {
+        Ok(match String::deserialize(d)?.as_str() {
+            "success" => ToolState::Success,
+            "interrupted" => ToolState::Interrupted,
+            _ => ToolState::Error,
+        })
+    }
+}
+
+impl JournalEntry {
+    /// The command line of a Bash call, or a short summary of the args.
+    pub fn summary(&self) -> String {
+        if let Some(cmd) = self.args.get("command").and_then(Value::as_str) {
+            return cmd.to_string();
+        }
+        for key in ["file_path", "pattern", "path"] {
+            if let Some(v) = self.args.get(key).and_then(Value::as_str) {
+                return v.to_string();
+            }
+        }
+        self.args.to_string()
+    }
+}
+
+/// Lines of a journal that could not be parsed are reported, not fatal.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct JournalRead {
+    /// Entries in file order.
+    pub entries: Vec<JournalEntry>,
+    /// `(line number, parser message)` of unreadable lines.
+    pub bad_lines: Vec<(usize, String)>,
+}
+
+impl Workspace {
+    /// Appends one entry to its session's journal (in place, one write).
+    pub async fn append_journal(&self, entry: &JournalEntry) -> WsResult<()> {
+        let path = self.layout.journal_file(&entry.session)?;
+        let mut line = serde_json::to_vec(entry).expect("journal entry serialises");
+        line.push(b'\n');
+        self.append_or_rewrite(&path, &line).await
+    }
+
+    /// Reads a session's journal; a missing file is an empty journal.
+    pub async fn read_journal(&self, session: &str) -> WsResult<JournalRead> {
+        let path = self.layout.journal_file(session)?;
+        let bytes = match self.sandbox.read(&path, None).await {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => return Ok(JournalRead::default()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = JournalRead::default();
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice(line) {
+                Ok(e) => out.entries.push(e),
+                Err(e) => out.bad_lines.push((i + 1, e.to_string())),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Appends in place where the backend can; otherwise read + atomic
+    /// rewrite under the workspace's lock (remote backends without append).
+    pub(crate) async fn append_or_rewrite(&self, path: &str, data: &[u8]) -> WsResult<()> {
+        if self.sandbox.capabilities().append {
+            return Ok(self.sandbox.append(path, data).await?);
+        }
+        static REWRITE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _guard = REWRITE.lock().await;
+        let mut existing = match self.sandbox.read(path, None).await {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        existing.extend_from_slice(data);
+        Ok(self.sandbox.write(path, &existing).await?)
+    }
+}

@@ -1,0 +1,14 @@
+//! The engine: a workspace on a backend sandbox — layout, built-in tools,
+//! skills, MCP declarations, offloading, the session journal and the typed
+//! event bus. Knows nothing of which backend it runs on, nor of any UI.
+
+pub mod events;
+pub mod journal;
+pub mod layout;
+pub mod message;
+pub mod skills;
+pub mod tools;
+pub mod workspace;
+
+pub use events::{Event, EventBus};
+pub use workspace::{ToolCall, Workspace, WorkspaceConfig, WorkspaceError};

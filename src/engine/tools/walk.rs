@@ -1,0 +1,1 @@
+//! Shared directory walking for Glob and Grep (placeholder).
