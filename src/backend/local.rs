@@ -21,9 +21,9 @@ use tokio::sync::mpsc;
 use super::process_tree::{self, MARKER_VAR};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ChangeKind, ExecOutcome,
-    ExecRequest, FileChange, FileKind, FileStat, OutputChunk, OutputSink, Process,
-    ProcessControl, ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo,
-    SandboxState, SpawnRequest, StreamKind, Watch, labels, path as bpath,
+    ExecRequest, FileChange, FileKind, FileStat, OutputChunk, OutputSink, Process, ProcessControl,
+    ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState,
+    SpawnRequest, StreamKind, Watch, labels, path as bpath,
 };
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
@@ -47,7 +47,8 @@ impl LocalSandbox {
     /// Errors: the directory cannot be created or is not a directory.
     pub fn open(root: impl AsRef<Path>) -> BackendResult<Self> {
         let root = root.as_ref();
-        std::fs::create_dir_all(root).map_err(|e| BackendError::from_io(e, root.display().to_string()))?;
+        std::fs::create_dir_all(root)
+            .map_err(|e| BackendError::from_io(e, root.display().to_string()))?;
         let root = std::fs::canonicalize(root)
             .map_err(|e| BackendError::from_io(e, root.display().to_string()))?;
         if !root.is_dir() {
@@ -73,14 +74,22 @@ impl LocalSandbox {
         PathBuf::from(bpath::join(&self.workdir, path))
     }
 
-    fn command(&self, argv: &[String], cwd: Option<&str>, env: &BTreeMap<String, String>) -> BackendResult<Command> {
+    fn command(
+        &self,
+        argv: &[String],
+        cwd: Option<&str>,
+        env: &BTreeMap<String, String>,
+    ) -> BackendResult<Command> {
         let program = argv.first().ok_or_else(|| BackendError::Spawn {
             program: String::new(),
             reason: "empty argv".into(),
         })?;
         let mut cmd = Command::new(program);
         cmd.args(&argv[1..]);
-        cmd.current_dir(cwd.map(|c| self.resolve(c)).unwrap_or_else(|| self.root.clone()));
+        cmd.current_dir(
+            cwd.map(|c| self.resolve(c))
+                .unwrap_or_else(|| self.root.clone()),
+        );
         cmd.envs(&self.env);
         cmd.envs(env);
         // SAFETY: setsid is async-signal-safe; it makes the child the leader
@@ -133,7 +142,8 @@ async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Opti
 }
 
 async fn kill_tree_async(pid: i32, marker: String) {
-    let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, KILL_GRACE)).await;
+    let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, KILL_GRACE))
+        .await;
 }
 
 fn system_time(meta: &std::fs::Metadata) -> Option<SystemTime> {
@@ -149,7 +159,9 @@ pub fn stat_host(p: &Path) -> std::io::Result<FileStat> {
         .unwrap_or_else(|| "/".into());
     let ft = meta.file_type();
     let (kind, size, target, target_is_dir) = if ft.is_symlink() {
-        let target = std::fs::read_link(p).ok().map(|t| t.to_string_lossy().into_owned());
+        let target = std::fs::read_link(p)
+            .ok()
+            .map(|t| t.to_string_lossy().into_owned());
         let followed = std::fs::metadata(p).ok();
         (
             FileKind::Symlink,
@@ -193,7 +205,8 @@ fn resolve_link_target(target: &Path) -> PathBuf {
     match std::fs::symlink_metadata(target) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(target)
             .or_else(|_| {
-                std::fs::read_link(target).map(|t| target.parent().unwrap_or(Path::new("/")).join(t))
+                std::fs::read_link(target)
+                    .map(|t| target.parent().unwrap_or(Path::new("/")).join(t))
             })
             .unwrap_or_else(|_| target.to_path_buf()),
         _ => target.to_path_buf(),
@@ -204,7 +217,8 @@ fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Result
     let mode = std::fs::metadata(target)
         .map(|m| m.permissions().mode())
         .unwrap_or(0o644);
-    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.persist(target).map_err(|e| e.error)?;
     Ok(())
 }
@@ -262,9 +276,13 @@ impl Sandbox for LocalSandbox {
         let mut env = req.env.clone();
         env.insert(MARKER_VAR.into(), marker.clone());
         let mut cmd = self.command(&req.argv, req.cwd.as_deref(), &env)?;
-        cmd.stdin(if req.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| spawn_error(&req.argv[0], e))?;
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
@@ -274,8 +292,16 @@ impl Sandbox for LocalSandbox {
                 let _ = stdin.shutdown().await;
             });
         }
-        let out = tokio::spawn(pump(child.stdout.take().expect("piped"), StreamKind::Stdout, sink.clone()));
-        let err = tokio::spawn(pump(child.stderr.take().expect("piped"), StreamKind::Stderr, sink));
+        let out = tokio::spawn(pump(
+            child.stdout.take().expect("piped"),
+            StreamKind::Stdout,
+            sink.clone(),
+        ));
+        let err = tokio::spawn(pump(
+            child.stderr.take().expect("piped"),
+            StreamKind::Stderr,
+            sink,
+        ));
 
         let timeout = async {
             match req.timeout {
@@ -322,7 +348,9 @@ impl Sandbox for LocalSandbox {
         let mut env = req.env.clone();
         env.insert(MARKER_VAR.into(), marker.clone());
         let mut cmd = self.command(&req.argv, req.cwd.as_deref(), &env)?;
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| spawn_error(&req.argv[0], e))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
@@ -348,8 +376,10 @@ impl Sandbox for LocalSandbox {
             match range {
                 None => std::fs::read(&p).map_err(|e| BackendError::from_io(e, &path_s)),
                 Some(r) => {
-                    let mut f = std::fs::File::open(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-                    f.seek(SeekFrom::Start(r.offset)).map_err(|e| BackendError::from_io(e, &path_s))?;
+                    let mut f =
+                        std::fs::File::open(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
+                    f.seek(SeekFrom::Start(r.offset))
+                        .map_err(|e| BackendError::from_io(e, &path_s))?;
                     let mut buf = Vec::with_capacity(r.len.min(meta.len()) as usize);
                     std::io::Read::read_to_end(&mut std::io::Read::take(f, r.len), &mut buf)
                         .map_err(|e| BackendError::from_io(e, &path_s))?;
@@ -403,9 +433,11 @@ impl Sandbox for LocalSandbox {
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || append_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s)))
-            .await
-            .expect("append task")
+        tokio::task::spawn_blocking(move || {
+            append_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))
+        })
+        .await
+        .expect("append task")
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
@@ -416,9 +448,14 @@ impl Sandbox for LocalSandbox {
             if let Some(dir) = p.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| BackendError::from_io(e, &path_s))?;
             }
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&p) {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&p)
+            {
                 Ok(mut f) => {
-                    std::io::Write::write_all(&mut f, &data).map_err(|e| BackendError::from_io(e, &path_s))?;
+                    std::io::Write::write_all(&mut f, &data)
+                        .map_err(|e| BackendError::from_io(e, &path_s))?;
                     Ok(true)
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
@@ -448,16 +485,19 @@ impl Sandbox for LocalSandbox {
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || stat_host(&p).map_err(|e| BackendError::from_io(e, path_s)))
-            .await
-            .expect("stat task")
+        tokio::task::spawn_blocking(move || {
+            stat_host(&p).map_err(|e| BackendError::from_io(e, path_s))
+        })
+        .await
+        .expect("stat task")
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
         let p = self.resolve(path);
         let path_s = path.to_string();
         tokio::task::spawn_blocking(move || {
-            let meta = std::fs::symlink_metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
+            let meta =
+                std::fs::symlink_metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
             let res = if meta.is_dir() {
                 if recursive {
                     std::fs::remove_dir_all(&p)
@@ -476,9 +516,13 @@ impl Sandbox for LocalSandbox {
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
         let (a, b) = (self.resolve(from), self.resolve(to));
         if let Some(dir) = b.parent() {
-            tokio::fs::create_dir_all(dir).await.map_err(|e| BackendError::from_io(e, to))?;
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|e| BackendError::from_io(e, to))?;
         }
-        tokio::fs::rename(&a, &b).await.map_err(|e| BackendError::from_io(e, from))
+        tokio::fs::rename(&a, &b)
+            .await
+            .map_err(|e| BackendError::from_io(e, from))
     }
 
     async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
@@ -502,7 +546,10 @@ impl Sandbox for LocalSandbox {
 /// directory created under the watch is walked at once and every entry
 /// already inside is reported as created: inotify cannot report what was
 /// made before the watch on its parent existed (`mkdir -p`, C20).
-pub fn watch_host(root: &Path, map: Option<Arc<dyn Fn(&Path) -> String + Send + Sync>>) -> BackendResult<Watch> {
+pub fn watch_host(
+    root: &Path,
+    map: Option<Arc<dyn Fn(&Path) -> String + Send + Sync>>,
+) -> BackendResult<Watch> {
     use notify::{EventKind, RecursiveMode, Watcher};
     let (tx, rx) = mpsc::channel(4096);
     let to_backend = map.unwrap_or_else(|| Arc::new(|p: &Path| p.to_string_lossy().into_owned()));
@@ -512,7 +559,10 @@ pub fn watch_host(root: &Path, map: Option<Arc<dyn Fn(&Path) -> String + Send + 
         };
         if ev.need_rescan() {
             for p in &ev.paths {
-                let _ = tx.try_send(FileChange { path: to_backend(p), kind: ChangeKind::Rescan });
+                let _ = tx.try_send(FileChange {
+                    path: to_backend(p),
+                    kind: ChangeKind::Rescan,
+                });
             }
             return;
         }
@@ -522,8 +572,15 @@ pub fn watch_host(root: &Path, map: Option<Arc<dyn Fn(&Path) -> String + Send + 
             EventKind::Modify(notify::event::ModifyKind::Name(_)) => {
                 // A rename: report each side by whether it exists now.
                 for p in &ev.paths {
-                    let kind = if p.exists() { ChangeKind::Created } else { ChangeKind::Removed };
-                    let _ = tx.try_send(FileChange { path: to_backend(p), kind });
+                    let kind = if p.exists() {
+                        ChangeKind::Created
+                    } else {
+                        ChangeKind::Removed
+                    };
+                    let _ = tx.try_send(FileChange {
+                        path: to_backend(p),
+                        kind,
+                    });
                 }
                 return;
             }
@@ -531,10 +588,16 @@ pub fn watch_host(root: &Path, map: Option<Arc<dyn Fn(&Path) -> String + Send + 
             _ => return,
         };
         for p in &ev.paths {
-            let _ = tx.try_send(FileChange { path: to_backend(p), kind });
+            let _ = tx.try_send(FileChange {
+                path: to_backend(p),
+                kind,
+            });
             if kind == ChangeKind::Created && p.is_dir() {
                 for entry in walk_dir_entries(p) {
-                    let _ = tx.try_send(FileChange { path: to_backend(&entry), kind: ChangeKind::Created });
+                    let _ = tx.try_send(FileChange {
+                        path: to_backend(&entry),
+                        kind: ChangeKind::Created,
+                    });
                 }
             }
         }
@@ -559,7 +622,9 @@ fn walk_dir_entries(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -603,10 +668,16 @@ impl ProcessControl for LocalProcess {
         if let Some(s) = *self.status.lock().expect("status lock") {
             return Ok(s);
         }
-        let status = self.child.lock().await.wait().await.map_err(|e| BackendError::Io {
-            context: format!("waiting for pid {}", self.pid),
-            source: e,
-        })?;
+        let status = self
+            .child
+            .lock()
+            .await
+            .wait()
+            .await
+            .map_err(|e| BackendError::Io {
+                context: format!("waiting for pid {}", self.pid),
+                source: e,
+            })?;
         let code = exit_code_of(status).0;
         *self.status.lock().expect("status lock") = Some(code);
         Ok(code)
@@ -631,7 +702,10 @@ impl ProcessControl for LocalProcess {
         if self.try_status().is_some() {
             // The leader is gone; still sweep anything it left behind.
             let (pid, marker) = (self.pid, self.marker.clone());
-            let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, Duration::ZERO)).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                process_tree::kill_tree(pid, &marker, Duration::ZERO)
+            })
+            .await;
             return Ok(());
         }
         kill_tree_async(self.pid, self.marker.clone()).await;
@@ -644,7 +718,9 @@ impl Drop for LocalProcess {
     fn drop(&mut self) {
         if self.try_status().is_none() {
             let (pid, marker) = (self.pid, self.marker.clone());
-            std::thread::spawn(move || process_tree::kill_tree(pid, &marker, Duration::from_millis(200)));
+            std::thread::spawn(move || {
+                process_tree::kill_tree(pid, &marker, Duration::from_millis(200))
+            });
         }
     }
 }
@@ -672,7 +748,9 @@ pub struct LocalProvisioner {
 
 impl std::fmt::Debug for LocalProvisioner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalProvisioner").field("base", &self.base).finish()
+        f.debug_struct("LocalProvisioner")
+            .field("base", &self.base)
+            .finish()
     }
 }
 
@@ -682,7 +760,13 @@ impl std::fmt::Debug for LocalProvisioner {
 pub fn sanitize_segment(id: &str) -> String {
     let clean: String = id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let clean = clean.trim_start_matches('.').to_string();
     if clean == id && !clean.is_empty() {
@@ -690,7 +774,11 @@ pub fn sanitize_segment(id: &str) -> String {
     }
     use sha2::Digest;
     let h = hex::encode(&sha2::Sha256::digest(id.as_bytes())[..4]);
-    if clean.is_empty() { h } else { format!("{clean}-{h}") }
+    if clean.is_empty() {
+        h
+    } else {
+        format!("{clean}-{h}")
+    }
 }
 
 impl LocalProvisioner {
@@ -705,7 +793,10 @@ impl LocalProvisioner {
     }
 
     /// Replaces the directory layout.
-    pub fn with_layout(mut self, layout: impl Fn(&ProvisionSpec) -> PathBuf + Send + Sync + 'static) -> Self {
+    pub fn with_layout(
+        mut self,
+        layout: impl Fn(&ProvisionSpec) -> PathBuf + Send + Sync + 'static,
+    ) -> Self {
         self.layout = Box::new(layout);
         self
     }
@@ -770,7 +861,8 @@ impl Provisioner for LocalProvisioner {
         };
         let path = self.record_path(&spec.workspace_id);
         let body = serde_json::to_vec_pretty(&rec).expect("record json");
-        atomic_write_host(&path, &body).map_err(|e| BackendError::from_io(e, path.display().to_string()))?;
+        atomic_write_host(&path, &body)
+            .map_err(|e| BackendError::from_io(e, path.display().to_string()))?;
         Ok(Arc::new(sandbox))
     }
 
@@ -836,7 +928,10 @@ mod tests {
         let (_d, sb) = sandbox();
         let (tx, mut rx) = mpsc::channel(16);
         let out = sb
-            .exec(ExecRequest::shell("echo out; echo err >&2; exit 3"), Some(tx))
+            .exec(
+                ExecRequest::shell("echo out; echo err >&2; exit 3"),
+                Some(tx),
+            )
             .await
             .unwrap();
         assert_eq!(out.exit_code, Some(3));
@@ -855,7 +950,10 @@ mod tests {
     #[tokio::test]
     async fn missing_program_is_a_spawn_error() {
         let (_d, sb) = sandbox();
-        let err = sb.exec(ExecRequest::new(["definitely-missing-cmd-xyz"]), None).await.unwrap_err();
+        let err = sb
+            .exec(ExecRequest::new(["definitely-missing-cmd-xyz"]), None)
+            .await
+            .unwrap_err();
         assert!(matches!(err, BackendError::Spawn { .. }), "{err}");
     }
 
@@ -880,18 +978,31 @@ mod tests {
         let p = format!("{}/a/b/c.txt", sb.workdir());
         sb.write(&p, b"0123456789").await.unwrap();
         assert_eq!(sb.read(&p, None).await.unwrap(), b"0123456789");
-        let r = sb.read(&p, Some(ByteRange { offset: 3, len: 4 })).await.unwrap();
+        let r = sb
+            .read(&p, Some(ByteRange { offset: 3, len: 4 }))
+            .await
+            .unwrap();
         assert_eq!(r, b"3456");
         sb.append(&p, b"ab").await.unwrap();
         assert_eq!(sb.read(&p, None).await.unwrap(), b"0123456789ab");
         assert!(!sb.create_new(&p, b"x").await.unwrap());
         let q = format!("{}/a/new.txt", sb.workdir());
         assert!(sb.create_new(&q, b"x").await.unwrap());
-        let names: Vec<_> = sb.list(&format!("{}/a", sb.workdir())).await.unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = sb
+            .list(&format!("{}/a", sb.workdir()))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
         assert_eq!(names, ["b", "new.txt"]);
-        sb.rename(&q, &format!("{}/a/renamed.txt", sb.workdir())).await.unwrap();
+        sb.rename(&q, &format!("{}/a/renamed.txt", sb.workdir()))
+            .await
+            .unwrap();
         assert!(sb.stat(&q).await.unwrap_err().is_not_found());
-        sb.remove(&format!("{}/a", sb.workdir()), true).await.unwrap();
+        sb.remove(&format!("{}/a", sb.workdir()), true)
+            .await
+            .unwrap();
         assert!(sb.stat(&p).await.unwrap_err().is_not_found());
     }
 
@@ -902,10 +1013,20 @@ mod tests {
         std::fs::write(&target, "old").unwrap();
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::symlink(&target, sb.root.join("link.sh")).unwrap();
-        sb.write(&format!("{}/link.sh", sb.workdir()), b"new").await.unwrap();
-        assert!(std::fs::symlink_metadata(sb.root.join("link.sh")).unwrap().file_type().is_symlink());
+        sb.write(&format!("{}/link.sh", sb.workdir()), b"new")
+            .await
+            .unwrap();
+        assert!(
+            std::fs::symlink_metadata(sb.root.join("link.sh"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
-        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
     }
 
     #[test]
@@ -921,15 +1042,25 @@ mod tests {
     async fn provisioner_creates_lists_and_reattaches() {
         let base = tempfile::tempdir().unwrap();
         let prov = LocalProvisioner::new(base.path());
-        let spec = ProvisionSpec { workspace_id: "ws/1".into(), labels: BTreeMap::new() };
+        let spec = ProvisionSpec {
+            workspace_id: "ws/1".into(),
+            labels: BTreeMap::new(),
+        };
         let sb = prov.create(&spec).await.unwrap();
-        sb.write(&format!("{}/f", sb.workdir()), b"x").await.unwrap();
+        sb.write(&format!("{}/f", sb.workdir()), b"x")
+            .await
+            .unwrap();
         let again = LocalProvisioner::new(base.path());
         let list = again.list().await.unwrap();
         assert_eq!(list.len(), 1);
         assert_eq!(list[0].labels[labels::WORKSPACE_ID], "ws/1");
         let sb2 = again.provision(&spec).await.unwrap();
-        assert_eq!(sb2.read(&format!("{}/f", sb2.workdir()), None).await.unwrap(), b"x");
+        assert_eq!(
+            sb2.read(&format!("{}/f", sb2.workdir()), None)
+                .await
+                .unwrap(),
+            b"x"
+        );
         again.destroy("ws/1").await.unwrap();
         assert!(again.list().await.unwrap().is_empty());
     }

@@ -624,7 +624,9 @@ pub trait Provisioner: Send + Sync {
     /// Find-or-create: reattaches when a sandbox exists for the id.
     async fn provision(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
         match self.find(&spec.workspace_id).await? {
-            Some(info) if !matches!(info.state, SandboxState::Failed(_)) => self.attach(&info).await,
+            Some(info) if !matches!(info.state, SandboxState::Failed(_)) => {
+                self.attach(&info).await
+            }
             _ => self.create(spec).await,
         }
     }

@@ -324,10 +324,14 @@ mod tests {
         bus.publish(
             "w",
             Event::Workspace {
-                state: WorkspaceState::Failed { reason: "boom".into() },
+                state: WorkspaceState::Failed {
+                    reason: "boom".into(),
+                },
             },
         );
-        let Some(Received::Event(e)) = sub.try_recv() else { panic!() };
+        let Some(Received::Event(e)) = sub.try_recv() else {
+            panic!()
+        };
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["type"], "workspace");
         assert_eq!(v["state"], "failed");

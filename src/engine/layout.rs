@@ -40,7 +40,9 @@ pub mod names {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
     /// A session id that is empty, `.`/`..`, or holds `/`, `\` or NUL.
-    #[error("invalid session id {0:?}: it is used as a directory name, so it cannot be empty, `.`, `..` or contain `/`, `\\` or NUL")]
+    #[error(
+        "invalid session id {0:?}: it is used as a directory name, so it cannot be empty, `.`, `..` or contain `/`, `\\` or NUL"
+    )]
     Session(String),
     /// An agent id that starts with `.` or holds `/`, `\` or NUL
     /// (contract §2.3).
@@ -136,16 +138,29 @@ impl Layout {
 
     /// `sessions/<id>/context.jsonl`.
     pub fn context_file(&self, session: &str) -> Result<String, IdError> {
-        Ok(format!("{}/{}", self.session_dir(session)?, names::CONTEXT_FILE))
+        Ok(format!(
+            "{}/{}",
+            self.session_dir(session)?,
+            names::CONTEXT_FILE
+        ))
     }
 
     /// `sessions/<id>/journal.jsonl`.
     pub fn journal_file(&self, session: &str) -> Result<String, IdError> {
-        Ok(format!("{}/{}", self.session_dir(session)?, names::JOURNAL_FILE))
+        Ok(format!(
+            "{}/{}",
+            self.session_dir(session)?,
+            names::JOURNAL_FILE
+        ))
     }
 
     /// `sessions/<id>/tool_result-<rid>.txt`, or `...(<n>).txt` for n > 0.
-    pub fn tool_result_file(&self, session: &str, result_id: &str, n: u32) -> Result<String, IdError> {
+    pub fn tool_result_file(
+        &self,
+        session: &str,
+        result_id: &str,
+        n: u32,
+    ) -> Result<String, IdError> {
         if bad_chars(result_id) {
             return Err(IdError::ToolResult(result_id.to_string()));
         }
@@ -178,9 +193,18 @@ mod tests {
         assert_eq!(l.mcp_file(), "/w/.mcp");
         assert_eq!(l.partition_dir("").unwrap(), "/w/skills/default");
         assert_eq!(l.partition_dir("coder").unwrap(), "/w/skills/coder");
-        assert_eq!(l.tool_result_file("s", "c1", 0).unwrap(), "/w/sessions/s/tool_result-c1.txt");
-        assert_eq!(l.tool_result_file("s", "c1", 2).unwrap(), "/w/sessions/s/tool_result-c1(2).txt");
-        assert_eq!(l.resolve_reference("workspace:///data/ab.png"), "/w/data/ab.png");
+        assert_eq!(
+            l.tool_result_file("s", "c1", 0).unwrap(),
+            "/w/sessions/s/tool_result-c1.txt"
+        );
+        assert_eq!(
+            l.tool_result_file("s", "c1", 2).unwrap(),
+            "/w/sessions/s/tool_result-c1(2).txt"
+        );
+        assert_eq!(
+            l.resolve_reference("workspace:///data/ab.png"),
+            "/w/data/ab.png"
+        );
     }
 
     #[test]

@@ -82,7 +82,9 @@ impl DataSource {
     /// The media type.
     pub fn media_type(&self) -> &str {
         match self {
-            DataSource::Base64 { media_type, .. } | DataSource::Url { media_type, .. } => media_type,
+            DataSource::Base64 { media_type, .. } | DataSource::Url { media_type, .. } => {
+                media_type
+            }
         }
     }
 }
@@ -226,7 +228,10 @@ pub fn new_id() -> String {
 /// The current time as a naive local ISO timestamp with microseconds
 /// (`2026-11-29T07:35:18.480082`), the reference's `created_at` format.
 pub fn now_naive() -> String {
-    chrono::Local::now().naive_local().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+    chrono::Local::now()
+        .naive_local()
+        .format("%Y-%m-%dT%H:%M:%S%.6f")
+        .to_string()
 }
 
 impl Msg {
@@ -250,7 +255,11 @@ impl Msg {
 
     /// Concatenated text of the text blocks.
     pub fn text_content(&self) -> String {
-        self.content.iter().filter_map(Block::as_text).collect::<Vec<_>>().join("\n")
+        self.content
+            .iter()
+            .filter_map(Block::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
@@ -258,7 +267,10 @@ impl Msg {
 mod tests {
     use super::*;
 
-    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/reference-workspace/sessions/s-001/context.jsonl");
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/reference-workspace/sessions/s-001/context.jsonl"
+    );
 
     #[test]
     fn fixture_lines_round_trip_byte_for_byte() {

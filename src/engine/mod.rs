@@ -6,6 +6,8 @@ pub mod events;
 pub mod journal;
 pub mod layout;
 pub mod message;
+pub mod offload;
+pub mod sessions;
 pub mod skills;
 pub mod tools;
 pub mod workspace;

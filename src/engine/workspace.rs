@@ -99,6 +99,8 @@ pub struct ToolCall {
     pub call_id: Option<String>,
     /// Cancels the call.
     pub cancel: Option<CancellationToken>,
+    /// Receives raw command output losslessly while the call runs.
+    pub output: Option<crate::backend::OutputSink>,
 }
 
 /// The reference's default instructions (contract §1.1), in our words.
@@ -120,7 +122,11 @@ impl Workspace {
     /// Binds a workspace to `sandbox` and initialises it: creates the
     /// layout, migrates stray skills into `.seed` and seeds skills from
     /// `config.skill_paths`. Connects no MCP server.
-    pub async fn open(sandbox: Arc<dyn Sandbox>, config: WorkspaceConfig, bus: EventBus) -> WsResult<Arc<Self>> {
+    pub async fn open(
+        sandbox: Arc<dyn Sandbox>,
+        config: WorkspaceConfig,
+        bus: EventBus,
+    ) -> WsResult<Arc<Self>> {
         let id = config
             .workspace_id
             .clone()
@@ -144,7 +150,9 @@ impl Workspace {
             Ok(()) => Ok(ws),
             Err(e) => {
                 ws.publish(Event::Workspace {
-                    state: WorkspaceState::Failed { reason: e.to_string() },
+                    state: WorkspaceState::Failed {
+                        reason: e.to_string(),
+                    },
                 });
                 Err(e)
             }
@@ -248,7 +256,11 @@ impl Workspace {
 
     /// System-prompt fragment naming the backend and workdir. Pure.
     pub fn get_instructions(&self) -> String {
-        let template = self.config.instructions.as_deref().unwrap_or(DEFAULT_INSTRUCTIONS);
+        let template = self
+            .config
+            .instructions
+            .as_deref()
+            .unwrap_or(DEFAULT_INSTRUCTIONS);
         template
             .replace("{backend}", self.backend().instructions_label())
             .replace("{workdir}", self.layout.workdir())
@@ -270,10 +282,9 @@ impl Workspace {
     /// Runs a built-in tool, publishing start/finish events and appending
     /// one line to the session journal.
     pub async fn call_tool(&self, call: ToolCall) -> ToolResult {
-        let call_id = call
-            .call_id
-            .clone()
-            .unwrap_or_else(|| format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]));
+        let call_id = call.call_id.clone().unwrap_or_else(|| {
+            format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+        });
         let Some(tool) = self.tools.iter().find(|t| t.name() == call.tool).cloned() else {
             let names: Vec<_> = self.tools.iter().map(|t| t.name()).collect();
             return ToolResult::error(format!(
@@ -300,6 +311,7 @@ impl Workspace {
             session: &call.session,
             call_id: &call_id,
             cancel: call.cancel.clone().unwrap_or_default(),
+            output: call.output.clone(),
         };
         let result = tool.call(&ctx, call.args.clone()).await;
         let duration_ms = t0.elapsed().as_millis() as u64;
@@ -328,7 +340,10 @@ impl Workspace {
             self.publish(Event::Log {
                 level: "warn".into(),
                 source: "journal".into(),
-                message: format!("could not append to the journal of session {}: {e}", entry.session),
+                message: format!(
+                    "could not append to the journal of session {}: {e}",
+                    entry.session
+                ),
             });
         }
         result

@@ -182,6 +182,9 @@ pub struct ToolContext<'a> {
     pub call_id: &'a str,
     /// Cancelled when the caller stops the call.
     pub cancel: CancellationToken,
+    /// Lossless stream of raw command output for callers that print it
+    /// live (the CLI's `exec`); the event bus also carries it, lossily.
+    pub output: Option<crate::backend::OutputSink>,
 }
 
 /// One built-in tool.
@@ -225,6 +228,10 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 }
 
 /// Typed argument parsing with reference-style error text.
-pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolResult> {
-    serde_json::from_value(args).map_err(|e| ToolResult::error(format!("Invalid arguments for {tool}: {e}")))
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: Value,
+) -> Result<T, ToolResult> {
+    serde_json::from_value(args)
+        .map_err(|e| ToolResult::error(format!("Invalid arguments for {tool}: {e}")))
 }

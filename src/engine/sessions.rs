@@ -1,0 +1,143 @@
+//! Sessions of a workspace, from `sessions/` and the journals.
+
+use serde::Serialize;
+
+use super::journal::JournalRead;
+use super::layout::names;
+use super::message::Msg;
+use super::offload::{OffloadItem, epoch_secs};
+use super::workspace::{Workspace, WsResult};
+use crate::backend::FileKind;
+
+/// One session at a glance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionSummary {
+    /// Session id (its directory name).
+    pub id: String,
+    /// Latest modification among the session's files, seconds since epoch.
+    pub last_activity: Option<f64>,
+    /// Tool calls in the journal.
+    pub tool_calls: usize,
+    /// Offloaded files: context.jsonl (if any) plus tool results.
+    pub offloads: usize,
+    /// Size of context.jsonl in bytes (0 if absent).
+    pub context_bytes: u64,
+}
+
+/// Everything about one session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionDetail {
+    /// The summary.
+    pub summary: SessionSummary,
+    /// Journal entries (and unreadable lines).
+    pub journal: JournalRead,
+    /// Offloaded items, newest first (including data blobs it refers to).
+    pub offloads: Vec<OffloadItem>,
+}
+
+/// Messages read back from a `context.jsonl`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ContextRead {
+    /// Messages in file order.
+    pub messages: Vec<Msg>,
+    /// `(line number, parser message)` of lines that are not messages.
+    pub bad_lines: Vec<(usize, String)>,
+}
+
+/// Parses context.jsonl bytes; bad lines are reported, not fatal.
+pub fn parse_context(bytes: &[u8]) -> ContextRead {
+    let mut out = ContextRead::default();
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice(line) {
+            Ok(m) => out.messages.push(m),
+            Err(e) => out.bad_lines.push((i + 1, e.to_string())),
+        }
+    }
+    out
+}
+
+impl Workspace {
+    /// Ids of the session directories under `sessions/`, sorted.
+    pub async fn session_ids(&self) -> WsResult<Vec<String>> {
+        match self.sandbox.list(&self.layout.sessions_dir()).await {
+            Ok(entries) => Ok(entries
+                .into_iter()
+                .filter(|e| e.is_dir_like())
+                .map(|e| e.name)
+                .filter(|n| super::layout::check_session_id(n).is_ok())
+                .collect()),
+            Err(e) if e.is_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Summary of one session (a missing session gives an empty summary).
+    pub async fn session_summary(&self, id: &str) -> WsResult<SessionSummary> {
+        let dir = self.layout.session_dir(id)?;
+        let entries = match self.sandbox.list(&dir).await {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let mut s = SessionSummary {
+            id: id.to_string(),
+            last_activity: None,
+            tool_calls: 0,
+            offloads: 0,
+            context_bytes: 0,
+        };
+        for e in entries.iter().filter(|e| e.kind == FileKind::File) {
+            let t = epoch_secs(e.modified);
+            if t > s.last_activity {
+                s.last_activity = t;
+            }
+            if e.name == names::CONTEXT_FILE {
+                s.offloads += 1;
+                s.context_bytes = e.size;
+            } else if e.name.starts_with("tool_result-") {
+                s.offloads += 1;
+            }
+        }
+        if entries.iter().any(|e| e.name == names::JOURNAL_FILE) {
+            s.tool_calls = self.read_journal(id).await?.entries.len();
+        }
+        Ok(s)
+    }
+
+    /// Summaries of every session, most recently active first.
+    pub async fn list_sessions(&self) -> WsResult<Vec<SessionSummary>> {
+        let mut out = Vec::new();
+        for id in self.session_ids().await? {
+            out.push(self.session_summary(&id).await?);
+        }
+        out.sort_by(|a, b| {
+            b.last_activity
+                .partial_cmp(&a.last_activity)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+
+    /// Journal and offloads of one session.
+    pub async fn session_detail(&self, id: &str) -> WsResult<SessionDetail> {
+        Ok(SessionDetail {
+            summary: self.session_summary(id).await?,
+            journal: self.read_journal(id).await?,
+            offloads: self.list_offloads(Some(id)).await?,
+        })
+    }
+
+    /// Reads a session's `context.jsonl` back as messages.
+    pub async fn read_context(&self, session: &str) -> WsResult<ContextRead> {
+        let path = self.layout.context_file(session)?;
+        match self.sandbox.read(&path, None).await {
+            Ok(b) => Ok(parse_context(&b)),
+            Err(e) if e.is_not_found() => Ok(ContextRead::default()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
