@@ -4,4 +4,6 @@
 //! (see `../shared/DESIGN.md`).
 
 pub mod backend;
+pub mod cli;
+pub mod config;
 pub mod engine;

@@ -23,17 +23,36 @@ async fn fixture_sessions_and_offloads_are_listed() {
     let s1 = ws.session_summary("s-001").await.unwrap();
     assert_eq!(s1.offloads, 3);
     let detail = ws.session_detail("s-001").await.unwrap();
-    let kinds: Vec<_> = detail.offloads.iter().map(|o| (o.kind, o.path.rsplit('/').next().unwrap().to_string())).collect();
+    let kinds: Vec<_> = detail
+        .offloads
+        .iter()
+        .map(|o| (o.kind, o.path.rsplit('/').next().unwrap().to_string()))
+        .collect();
     assert!(kinds.contains(&(OffloadKind::Context, "context.jsonl".into())));
-    assert!(kinds.contains(&(OffloadKind::ToolResult, "tool_result-call_grep_1.txt".into())));
-    assert!(kinds.contains(&(OffloadKind::ToolResult, "tool_result-call_grep_1(1).txt".into())));
-    assert!(kinds.contains(&(OffloadKind::Data, format!("{PNG_SHA}.png"))), "{kinds:?}");
+    assert!(kinds.contains(&(
+        OffloadKind::ToolResult,
+        "tool_result-call_grep_1.txt".into()
+    )));
+    assert!(kinds.contains(&(
+        OffloadKind::ToolResult,
+        "tool_result-call_grep_1(1).txt".into()
+    )));
+    assert!(
+        kinds.contains(&(OffloadKind::Data, format!("{PNG_SHA}.png"))),
+        "{kinds:?}"
+    );
     let s2 = ws.session_detail("s-002").await.unwrap();
-    assert!(s2.offloads.iter().any(|o| o.kind == OffloadKind::Data), "s-002 refers to the PNG");
+    assert!(
+        s2.offloads.iter().any(|o| o.kind == OffloadKind::Data),
+        "s-002 refers to the PNG"
+    );
     let ctx = ws.read_context("s-001").await.unwrap();
     assert_eq!(ctx.messages.len(), 4);
     assert!(ctx.bad_lines.is_empty());
-    assert_eq!(ctx.messages[0].text_content(), "List the Rust files and count the TODOs.");
+    assert_eq!(
+        ctx.messages[0].text_content(),
+        "List the Rust files and count the TODOs."
+    );
 }
 
 #[tokio::test]
@@ -46,13 +65,19 @@ async fn offloaded_png_lands_under_the_reference_name() {
     let mut msg = Msg::text("user", "user", "Here is a screenshot.");
     msg.content.push(Block::Data(DataBlock {
         id: "d1".into(),
-        source: DataSource::Base64 { data: b64, media_type: "image/png".into() },
+        source: DataSource::Base64 {
+            data: b64,
+            media_type: "image/png".into(),
+        },
         name: Some("shot.png".into()),
         created_at: None,
         finished_at: None,
         extra: Default::default(),
     }));
-    let path = ws.offload_context("s-003", &[msg.clone(), msg]).await.unwrap();
+    let path = ws
+        .offload_context("s-003", &[msg.clone(), msg])
+        .await
+        .unwrap();
     assert!(path.ends_with("sessions/s-003/context.jsonl"));
     let written = std::fs::read(dir.path().join(format!("data/{PNG_SHA}.png"))).unwrap();
     assert_eq!(written, png);
@@ -69,9 +94,20 @@ async fn offloaded_png_lands_under_the_reference_name() {
         other => panic!("{other:?}"),
     }
     // Same record shape as the reference's lines: same keys in the same order.
-    let ours: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&path).unwrap().lines().next().unwrap()).unwrap();
+    let ours: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     let theirs: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(dir.path().join("sessions/s-001/context.jsonl")).unwrap().lines().nth(2).unwrap(),
+        std::fs::read_to_string(dir.path().join("sessions/s-001/context.jsonl"))
+            .unwrap()
+            .lines()
+            .nth(2)
+            .unwrap(),
     )
     .unwrap();
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
@@ -105,7 +141,9 @@ async fn tool_result_with_data_blocks_names_the_url() {
         id: "call_bash_8".into(),
         name: "Bash".into(),
         output: ToolOutput::Blocks(vec![
-            Block::Text(wsbench::engine::message::TextBlock::new("exit code 0\nhello\n")),
+            Block::Text(wsbench::engine::message::TextBlock::new(
+                "exit code 0\nhello\n",
+            )),
             Block::Data(DataBlock {
                 id: "d".into(),
                 source: DataSource::Base64 {
@@ -124,7 +162,11 @@ async fn tool_result_with_data_blocks_names_the_url() {
     };
     let p = ws.offload_tool_result("s-002", &block).await.unwrap();
     let ours = std::fs::read_to_string(&p).unwrap();
-    let theirs = std::fs::read_to_string(dir.path().join("sessions/s-002/tool_result-call_bash_7.txt")).unwrap();
+    let theirs = std::fs::read_to_string(
+        dir.path()
+            .join("sessions/s-002/tool_result-call_bash_7.txt"),
+    )
+    .unwrap();
     assert_eq!(ours, theirs, "same text format as the reference");
 }
 
@@ -141,7 +183,9 @@ async fn fifty_sessions_offloading_at_once_lose_and_interleave_nothing() {
                 let msgs = vec![Msg::text("u", "user", format!("{i}-{round}-{big}")); 3];
                 // All sessions share one file here on purpose, to race appends.
                 ws.offload_context("shared", &msgs).await.unwrap();
-                ws.offload_context(&format!("s{i}"), &msgs[..1]).await.unwrap();
+                ws.offload_context(&format!("s{i}"), &msgs[..1])
+                    .await
+                    .unwrap();
             }
             let block = ToolResultBlock {
                 id: "same".into(),
@@ -160,13 +204,27 @@ async fn fifty_sessions_offloading_at_once_lose_and_interleave_nothing() {
     }
     assert_eq!(paths.len(), 50);
     let ctx = ws.read_context("shared").await.unwrap();
-    assert!(ctx.bad_lines.is_empty(), "interleaved lines: {:?}", &ctx.bad_lines[..1]);
+    assert!(
+        ctx.bad_lines.is_empty(),
+        "interleaved lines: {:?}",
+        &ctx.bad_lines[..1]
+    );
     assert_eq!(ctx.messages.len(), 50 * 4 * 3);
     for i in 0..50 {
-        assert_eq!(ws.read_context(&format!("s{i}")).await.unwrap().messages.len(), 4);
+        assert_eq!(
+            ws.read_context(&format!("s{i}"))
+                .await
+                .unwrap()
+                .messages
+                .len(),
+            4
+        );
     }
     // Each path's content is its own writer's.
-    let mut contents: Vec<String> = paths.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let mut contents: Vec<String> = paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
     contents.sort();
     contents.dedup();
     assert_eq!(contents.len(), 50);
@@ -178,7 +236,10 @@ async fn data_blobs_are_deduplicated() {
     let ws = open(dir.path(), WorkspaceConfig::default()).await;
     let block = DataBlock {
         id: "a".into(),
-        source: DataSource::Base64 { data: "aGVsbG8=".into(), media_type: "text/plain".into() },
+        source: DataSource::Base64 {
+            data: "aGVsbG8=".into(),
+            media_type: "text/plain".into(),
+        },
         name: None,
         created_at: None,
         finished_at: None,
@@ -188,11 +249,26 @@ async fn data_blobs_are_deduplicated() {
     let b = ws.offload_data(&block).await.unwrap();
     assert_eq!(a.source, b.source);
     let sha = hex::encode(sha2::Sha256::digest(b"aGVsbG8="));
-    assert_eq!(std::fs::read(dir.path().join(format!("data/{sha}.txt"))).unwrap(), b"hello");
-    assert_eq!(std::fs::read_dir(dir.path().join("data")).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read(dir.path().join(format!("data/{sha}.txt"))).unwrap(),
+        b"hello"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("data")).unwrap().count(),
+        1
+    );
     let bad = DataBlock {
-        source: DataSource::Base64 { data: "!!!".into(), media_type: "image/png".into() },
+        source: DataSource::Base64 {
+            data: "!!!".into(),
+            media_type: "image/png".into(),
+        },
         ..block
     };
-    assert!(ws.offload_data(&bad).await.unwrap_err().to_string().contains("invalid base64"));
+    assert!(
+        ws.offload_data(&bad)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("invalid base64")
+    );
 }

@@ -1,0 +1,104 @@
+//! `wsbench exec`: a command through the Bash tool, output streamed live.
+
+use std::io::Write as _;
+
+use clap::Args;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::{Ctx, EXIT_TIMEOUT, output};
+use crate::backend::{OutputChunk, StreamKind, path::shell_quote};
+use crate::engine::ToolCall;
+
+/// Arguments of `exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Timeout in seconds (default: the Bash tool's 120 s; at most 600 s).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// The command: one argument is a shell line used as is; several are
+    /// quoted and joined.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+/// The shell line for the given words.
+pub fn command_line(words: &[String]) -> String {
+    match words {
+        [one] => one.clone(),
+        many => many
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
+    let ws = ctx.open_workspace().await?;
+    let command = command_line(&args.command);
+    let mut call_args = json!({ "command": command });
+    if let Some(t) = args.timeout {
+        anyhow::ensure!(
+            t >= 0.0 && t.is_finite(),
+            "--timeout must be a non-negative number of seconds"
+        );
+        call_args["timeout"] = json!((t * 1000.0).round() as u64);
+    }
+    let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
+    let printer = (!ctx.global.json).then(|| {
+        tokio::spawn(async move {
+            while let Some(c) = rx.recv().await {
+                let _ = match c.stream {
+                    StreamKind::Stdout => std::io::stdout()
+                        .write_all(&c.data)
+                        .and_then(|_| std::io::stdout().flush()),
+                    StreamKind::Stderr => std::io::stderr().write_all(&c.data),
+                };
+            }
+        })
+    });
+    let result = ws
+        .call_tool(ToolCall {
+            agent: ctx.global.agent.clone(),
+            session: ctx.session(),
+            tool: "Bash".into(),
+            args: call_args,
+            output: printer.is_some().then_some(tx),
+            ..Default::default()
+        })
+        .await;
+    if let Some(p) = printer {
+        let _ = p.await;
+    }
+    let code = if result.timed_out {
+        EXIT_TIMEOUT
+    } else {
+        result.exit_code.unwrap_or(1)
+    };
+    if ctx.global.json {
+        output::json(&result)?;
+    } else if result.timed_out {
+        eprintln!(
+            "wsbench: {}",
+            result.text().lines().next().unwrap_or("timed out")
+        );
+    } else if result.exit_code.is_none() {
+        eprintln!("wsbench: {}", result.text());
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_line;
+
+    #[test]
+    fn joins_words_with_quoting() {
+        assert_eq!(command_line(&["echo hi | wc -c".into()]), "echo hi | wc -c");
+        assert_eq!(
+            command_line(&["sh".into(), "-c".into(), "exit 7".into()]),
+            "sh -c 'exit 7'"
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! `wsbench offload list [--session S] | show PATH-OR-URL`.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{Ctx, output};
+use crate::engine::layout::names;
+use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
+use crate::engine::offload::{png_dimensions, sniff_media_type};
+use crate::engine::sessions::parse_context;
+
+/// Offload sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum OffloadCmd {
+    /// Offloaded context, tool results and data blobs, newest first (of the
+    /// `--session` given, else of every session).
+    List,
+    /// Shows one offload: a context.jsonl as a conversation, a tool result
+    /// as text, a data blob as its size and type. Takes a backend path, a
+    /// path relative to the workspace, or a `workspace:///` URL.
+    Show {
+        /// Path or URL.
+        target: String,
+    },
+}
+
+pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
+    let ws = ctx.open_workspace().await?;
+    match cmd {
+        OffloadCmd::List => {
+            let items = ws.list_offloads(ctx.global.session.as_deref()).await?;
+            if ctx.global.json {
+                output::json(&items)?;
+            } else {
+                let rows: Vec<Vec<String>> = items
+                    .iter()
+                    .map(|o| {
+                        vec![
+                            output::time(o.modified),
+                            serde_json::to_value(o.kind)
+                                .ok()
+                                .and_then(|v| v.as_str().map(String::from))
+                                .unwrap_or_default(),
+                            if o.session.is_empty() {
+                                "-".into()
+                            } else {
+                                o.session.clone()
+                            },
+                            output::size(o.bytes),
+                            o.url.clone().unwrap_or_else(|| o.path.clone()),
+                        ]
+                    })
+                    .collect();
+                output::table(&["MODIFIED", "KIND", "SESSION", "SIZE", "PATH"], &rows);
+            }
+        }
+        OffloadCmd::Show { target } => {
+            let path = ws.layout().resolve_reference(&target);
+            let stat = ws
+                .sandbox()
+                .stat(&path)
+                .await
+                .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
+            anyhow::ensure!(!stat.is_dir_like(), "{target} is a directory");
+            let name = path.rsplit('/').next().unwrap_or("");
+            let in_data = path.starts_with(&format!("{}/", ws.layout().data_dir()));
+            if name == names::CONTEXT_FILE || name.ends_with(".jsonl") && !in_data {
+                let bytes = ws.sandbox().read(&path, None).await?;
+                let ctx_read = parse_context(&bytes);
+                if ctx.global.json {
+                    output::json(
+                        &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
+                    )?;
+                } else {
+                    for m in &ctx_read.messages {
+                        print_message(m);
+                    }
+                    for (line, msg) in &ctx_read.bad_lines {
+                        println!("!! line {line} is not a message: {msg}");
+                    }
+                }
+                return Ok(0);
+            }
+            let head = ws
+                .sandbox()
+                .read(
+                    &path,
+                    Some(crate::backend::ByteRange {
+                        offset: 0,
+                        len: 4096,
+                    }),
+                )
+                .await?;
+            let sniffed = sniff_media_type(&head);
+            let is_text = sniffed.is_none() && !head.contains(&0) && !in_data;
+            if is_text {
+                let bytes = ws.sandbox().read(&path, None).await?;
+                if ctx.global.json {
+                    output::json(
+                        &json!({"path": path, "bytes": stat.size, "text": String::from_utf8_lossy(&bytes)}),
+                    )?;
+                } else {
+                    use std::io::Write as _;
+                    std::io::stdout().write_all(&bytes)?;
+                    if !bytes.ends_with(b"\n") {
+                        println!();
+                    }
+                }
+            } else {
+                let media = sniffed.unwrap_or("application/octet-stream");
+                let dims = png_dimensions(&head);
+                if ctx.global.json {
+                    output::json(&json!({
+                        "path": path, "bytes": stat.size, "media_type": media,
+                        "width": dims.map(|d| d.0), "height": dims.map(|d| d.1),
+                    }))?;
+                } else {
+                    println!("path:       {path}");
+                    println!(
+                        "size:       {} bytes ({})",
+                        stat.size,
+                        output::size(stat.size)
+                    );
+                    println!("media type: {media}");
+                    if let Some((w, h)) = dims {
+                        println!("dimensions: {w}x{h}");
+                    }
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn print_message(m: &Msg) {
+    println!("── {} ({}) · {}", m.name, m.role, m.created_at);
+    for b in &m.content {
+        match b {
+            Block::Text(t) => println!("{}", t.text),
+            Block::Thinking(_) => println!("[thinking] {}", b.as_text().unwrap_or("")),
+            Block::Hint(h) => println!(
+                "[hint] {}",
+                h.get("hint").map(|v| v.to_string()).unwrap_or_default()
+            ),
+            Block::ToolCall(c) => println!(
+                "[tool call {} {}] {}",
+                c.name,
+                c.id,
+                c.input
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| c.input.to_string())
+            ),
+            Block::ToolResult(r) => {
+                println!("[tool result {} {} · {}]", r.name, r.id, r.state);
+                match &r.output {
+                    ToolOutput::Text(t) => println!("{t}"),
+                    ToolOutput::Blocks(bs) => {
+                        for b in bs {
+                            match b {
+                                Block::Text(t) => println!("{}", t.text),
+                                Block::Data(d) => print_data(d.name.as_deref(), &d.source),
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            Block::Data(d) => print_data(d.name.as_deref(), &d.source),
+        }
+    }
+    println!();
+}
+
+fn print_data(name: Option<&str>, source: &DataSource) {
+    match source {
+        DataSource::Url { url, media_type } => {
+            println!("[data {} {media_type}] {url}", name.unwrap_or(""))
+        }
+        DataSource::Base64 { data, media_type } => {
+            println!(
+                "[data {} {media_type}, {} base64 chars inline]",
+                name.unwrap_or(""),
+                data.len()
+            )
+        }
+    }
+}

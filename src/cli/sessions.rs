@@ -1,0 +1,106 @@
+//! `wsbench sessions list | show ID`.
+
+use clap::Subcommand;
+
+use super::{Ctx, output};
+
+/// Session sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCmd {
+    /// Every session with last activity, tool calls and offload count.
+    List,
+    /// Journal entries and offloads of one session.
+    Show {
+        /// Session id.
+        id: String,
+    },
+}
+
+pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
+    let ws = ctx.open_workspace().await?;
+    match cmd {
+        SessionsCmd::List => {
+            let list = ws.list_sessions().await?;
+            if ctx.global.json {
+                output::json(&list)?;
+            } else if list.is_empty() {
+                println!("no sessions in {}", ws.layout().workdir());
+            } else {
+                let rows: Vec<Vec<String>> = list
+                    .iter()
+                    .map(|s| {
+                        vec![
+                            s.id.clone(),
+                            output::time(s.last_activity),
+                            s.tool_calls.to_string(),
+                            s.offloads.to_string(),
+                            output::size(s.context_bytes),
+                        ]
+                    })
+                    .collect();
+                output::table(
+                    &[
+                        "SESSION",
+                        "LAST ACTIVITY",
+                        "TOOL CALLS",
+                        "OFFLOADS",
+                        "CONTEXT",
+                    ],
+                    &rows,
+                );
+            }
+        }
+        SessionsCmd::Show { id } => {
+            let d = ws.session_detail(&id).await?;
+            if d.summary.last_activity.is_none()
+                && d.journal.entries.is_empty()
+                && d.offloads.is_empty()
+            {
+                anyhow::bail!("no session `{id}` in {}", ws.layout().workdir());
+            }
+            if ctx.global.json {
+                output::json(&d)?;
+                return Ok(0);
+            }
+            println!(
+                "session {id}  (last activity {})",
+                output::time(d.summary.last_activity)
+            );
+            println!("\ntool calls ({}):", d.journal.entries.len());
+            for e in &d.journal.entries {
+                let status = match (e.exit_code, e.timed_out) {
+                    (_, true) => "timeout".to_string(),
+                    (Some(c), _) => format!("exit {c}"),
+                    (None, _) => e.state.as_str().to_string(),
+                };
+                println!(
+                    "  {}  {:<5} {:>9} {:>7}ms  {}",
+                    e.started_at
+                        .with_timezone(&chrono::Local)
+                        .format("%Y-%m-%d %H:%M:%S"),
+                    e.tool,
+                    status,
+                    e.duration_ms,
+                    e.summary()
+                );
+                if let Some(p) = &e.offload_path {
+                    println!("        full output: {p}");
+                }
+            }
+            for (line, msg) in &d.journal.bad_lines {
+                println!("  journal line {line} unreadable: {msg}");
+            }
+            println!("\noffloads ({}):", d.offloads.len());
+            for o in &d.offloads {
+                println!(
+                    "  {}  {:<11} {:>10}  {}",
+                    output::time(o.modified),
+                    serde_json::to_value(o.kind)?.as_str().unwrap_or(""),
+                    output::size(o.bytes),
+                    o.url.as_deref().unwrap_or(&o.path)
+                );
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,70 @@
+//! `wsbench tool NAME 'JSON'`: call any built-in tool.
+
+use clap::Args;
+
+use super::{Ctx, output};
+use crate::engine::ToolCall;
+
+/// Arguments of `tool`.
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// Tool name (`Bash`, `Read`, `Write`, `Edit`, `Glob`, `Grep`); `list`
+    /// prints the tools with their schemas.
+    pub name: String,
+    /// Arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    pub args: String,
+}
+
+pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
+    let ws = ctx.open_workspace().await?;
+    if args.name == "list" {
+        let tools = ws.list_tools();
+        if ctx.global.json {
+            output::json(&tools)?;
+        } else {
+            for t in tools {
+                println!(
+                    "{:<6} {}",
+                    t.name,
+                    t.description.lines().next().unwrap_or("")
+                );
+            }
+        }
+        return Ok(0);
+    }
+    let value: serde_json::Value = serde_json::from_str(&args.args)
+        .map_err(|e| anyhow::anyhow!("tool arguments are not valid JSON: {e}"))?;
+    anyhow::ensure!(
+        value.is_object(),
+        "tool arguments must be a JSON object, got {value}"
+    );
+    let result = ws
+        .call_tool(ToolCall {
+            agent: ctx.global.agent.clone(),
+            session: ctx.session(),
+            tool: args.name,
+            args: value,
+            ..Default::default()
+        })
+        .await;
+    if ctx.global.json {
+        output::json(&result)?;
+    } else {
+        let text = result.text();
+        print!("{text}");
+        if !text.ends_with('\n') && !text.is_empty() {
+            println!();
+        }
+        for b in &result.content {
+            if let crate::engine::message::Block::Data(d) = b {
+                println!(
+                    "[data block: {} ({})]",
+                    d.name.as_deref().unwrap_or("unnamed"),
+                    d.source.media_type()
+                );
+            }
+        }
+    }
+    Ok(if result.is_success() { 0 } else { 1 })
+}

@@ -1,0 +1,175 @@
+//! The headless CLI as a user runs it: the acceptance points of the engine
+//! issue, through the real binary.
+
+mod support;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Env {
+    home: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_wsbench"))
+            .args(args)
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env_remove("WSBENCH_WORKDIR")
+            .env_remove("WSBENCH_CONFIG")
+            .output()
+            .unwrap()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn exec_prints_output_and_passes_exit_codes() {
+    let env = Env::new();
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let o = env.run(&["exec", "--workdir", w, "--", "echo", "hi"]);
+    assert_eq!(stdout(&o), "hi\n");
+    assert_eq!(o.status.code(), Some(0));
+    let o = env.run(&["exec", "--workdir", w, "--", "sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7));
+}
+
+#[test]
+fn exec_timeout_exits_124_fast_and_leaves_nothing() {
+    let env = Env::new();
+    let t = tempfile::tempdir().unwrap();
+    let marker = format!("wsbench-cli-{}", uuid::Uuid::new_v4().simple());
+    let t0 = Instant::now();
+    let o = env.run(&[
+        "exec",
+        "--workdir",
+        t.path().to_str().unwrap(),
+        "--timeout",
+        "1",
+        "--",
+        &format!("sh -c 'sleep 100' {marker}"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let left = Command::new("pgrep").args(["-f", &marker]).output();
+    if let Ok(left) = left {
+        assert!(left.stdout.is_empty(), "left behind: {}", stdout(&left));
+    }
+}
+
+#[test]
+fn default_workspace_lives_under_xdg_data() {
+    let env = Env::new();
+    let o = env.run(&["exec", "--", "pwd"]);
+    assert_eq!(o.status.code(), Some(0));
+    let expected = env.home.path().join("data/wsbench/workspaces/default");
+    assert_eq!(
+        stdout(&o).trim(),
+        std::fs::canonicalize(expected).unwrap().to_str().unwrap()
+    );
+    let info = env.run(&["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(v["workspace"]["backend"], "local");
+    assert!(
+        v["config_file"]
+            .as_str()
+            .unwrap()
+            .ends_with("config/wsbench/config.toml")
+    );
+}
+
+#[test]
+fn fixture_sessions_and_offloads() {
+    let env = Env::new();
+    let f = support::fixture_copy();
+    let w = f.path().to_str().unwrap();
+    let o = env.run(&["sessions", "list", "--workdir", w, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<_> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        ids.contains(&"s-001".to_string()) && ids.contains(&"s-002".to_string()),
+        "{ids:?}"
+    );
+    let o = env.run(&["sessions", "show", "s-001", "--workdir", w]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("tool_result-call_grep_1(1).txt") && text.contains("context.jsonl"),
+        "{text}"
+    );
+    let o = env.run(&[
+        "offload",
+        "show",
+        "workspace:///data/917aad4aef88aecc230e317ee79eb894a1d10029b849705f0b9fbd028a8e4f91.png",
+        "--workdir",
+        w,
+    ]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("45 bytes") && text.contains("image/png"),
+        "{text}"
+    );
+    let o = env.run(&["sessions", "show", "nope", "--workdir", w]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no session `nope`"));
+}
+
+#[test]
+fn tool_command_and_errors() {
+    let env = Env::new();
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    let o = env.run(&[
+        "tool",
+        "Bash",
+        r#"{"command":"echo x"}"#,
+        "--workdir",
+        w,
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["state"], "success");
+    let o = env.run(&["tool", "Bash", "{not json", "--workdir", w]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not valid JSON"));
+    let o = env.run(&["tool", "list", "--workdir", w, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn bad_config_is_reported_with_file_and_line() {
+    let env = Env::new();
+    let cfg = env.home.path().join("bad.toml");
+    std::fs::write(&cfg, "[limits]\nnope = 1\n").unwrap();
+    let o = env.run(&["info", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:2:") && err.contains("nope"), "{err}");
+}
+
+#[test]
+fn completions_print() {
+    let o = Env::new().run(&["completions", "bash"]);
+    assert!(stdout(&o).contains("wsbench"));
+}
