@@ -92,14 +92,10 @@ impl LocalSandbox {
         );
         cmd.envs(&self.env);
         cmd.envs(env);
-        // SAFETY: setsid is async-signal-safe; it makes the child the leader
-        // of a new session and process group, so the group can be killed.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
+        // Its own process group, so the group can be killed; setting it
+        // (unlike a pre_exec setsid) keeps std's fast posix_spawn path.
+        // Descendants that leave the group are found by their marker.
+        cmd.process_group(0);
         cmd.kill_on_drop(false);
         Ok(cmd)
     }
@@ -418,7 +414,8 @@ impl Sandbox for LocalSandbox {
             .prefix(".wsbench-tmp-")
             .tempfile_in(&dir)
             .map_err(io)?;
-        let mut file = tokio::fs::File::from_std(tmp.reopen().map_err(io)?);
+        // A large buffer: each flush of tokio's File is one blocking-pool trip.
+        let mut file = tokio::io::BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(tmp.reopen().map_err(io)?));
         let n = tokio::io::copy(&mut reader, &mut file).await.map_err(io)?;
         file.flush().await.map_err(io)?;
         drop(file);

@@ -1,7 +1,7 @@
 //! Finding and killing a command's whole process tree on Linux.
 //!
-//! A command runs as the leader of a new session (so its process group id
-//! is its pid) and with a unique marker in its environment. On timeout we
+//! A command runs as the leader of its own process group (its pgid is its
+//! pid) and with a unique marker in its environment. On timeout we
 //! kill the group, every descendant found by walking parent links, and every
 //! process that still carries the marker — which catches descendants that
 //! called `setsid()` and were re-parented away (the same cookie technique
