@@ -5,6 +5,7 @@
 pub mod events;
 pub mod journal;
 pub mod layout;
+pub mod mcp;
 pub mod message;
 pub mod offload;
 pub mod sessions;

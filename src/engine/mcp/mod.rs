@@ -1,0 +1,66 @@
+//! MCP servers of a workspace: their declarations (this module) and,
+//! later, the live clients.
+//!
+//! * [`decl`] — one declaration, the reference's `MCPClient` JSON
+//!   (contract §2.1, §5.1): [`McpDecl`], validation, transport choice and
+//!   `${VAR}` expansion of secrets at client-build time.
+//! * [`store`] — the `.mcp` file: [`McpStore`] holds the per
+//!   (agent, session) declarations (`_mcp_specs`, §5.2) with the report of
+//!   the load, and writes the file back atomically.
+//!
+//! [`Workspace`] cannot hold the store itself yet, so callers get one with
+//! [`Workspace::load_mcp_store`], keep it (behind a mutex when shared) and
+//! call [`McpStore::save`] after each change.
+//!
+//! **Secrets.** The reference writes `env` / `headers` values into `.mcp`
+//! in clear text, inside the agent-readable workspace (§11 point 30).
+//! wsbench keeps the file format but lets a value say `${VAR}`: the file
+//! stores the reference, and [`McpDecl::resolved`] fills it in from the
+//! process environment only when a client is built. `$$` writes a `$`.
+//! A reference-written value that happens to contain `${...}` or `$$` is
+//! therefore read differently by wsbench than by the reference.
+
+pub mod decl;
+pub mod store;
+
+pub use decl::{
+    DEFAULT_HTTP_TIMEOUT, DeclError, EncodingErrorHandler, HttpConfig, McpConfig, McpDecl,
+    McpTransport, StdioConfig, StrMap,
+};
+pub use store::{MCP_FILE_VERSION, McpIssue, McpStore, McpStoreError, Severity};
+
+use super::events::Event;
+use super::workspace::{Workspace, WorkspaceError, WsResult};
+use crate::backend::BackendError;
+
+impl Workspace {
+    /// Reads this workspace's `.mcp` into an [`McpStore`] (contract §2.1
+    /// `_restore_mcp_specs`). Never writes the file. Each issue of the
+    /// report is also published as an [`Event::Log`] (source `mcp`), so a
+    /// bad entry is visible without failing the workspace (C07).
+    ///
+    /// Errors: only [`BackendError::Unavailable`] — the sandbox is gone,
+    /// so an empty store would be a lie; every other read problem is in
+    /// the store's report and the workspace carries on with its defaults.
+    pub async fn load_mcp_store(&self) -> WsResult<McpStore> {
+        let path = self.layout.mcp_file();
+        let store = match self.sandbox.read(&path, None).await {
+            Ok(bytes) => McpStore::parse(path, Some(&bytes)),
+            Err(e) if e.is_not_found() => McpStore::parse(path, None),
+            Err(e @ BackendError::Unavailable(_)) => return Err(WorkspaceError::Backend(e)),
+            Err(e) => McpStore::unreadable(path, &e),
+        };
+        Ok(self.publish_issues(store))
+    }
+
+    fn publish_issues(&self, store: McpStore) -> McpStore {
+        for issue in store.issues() {
+            self.publish(Event::Log {
+                level: issue.severity.as_str().to_string(),
+                source: "mcp".to_string(),
+                message: issue.to_string(),
+            });
+        }
+        store
+    }
+}
