@@ -27,7 +27,10 @@
 //!   characters, is binary; a character cut by the sample's end is not
 //!   (C26). **Binary files are an error result** (state `error`) whose text
 //!   gives the size and a type guessed from magic bytes, with no file
-//!   content; metadata `{file_path, binary: true, size, media_type}`.
+//!   content; metadata `{file_path, binary: true, size, media_type}`. A
+//!   file that only turns binary later (text, then NUL bytes) returns the
+//!   wanted lines up to the first one holding a NUL byte, plus a note
+//!   (metadata `binary_from_line`), instead of showing NULs.
 //! * Text that is not valid UTF-8 (Latin-1, ...) is decoded lossily, each
 //!   invalid sequence shown as U+FFFD, and the text ends with a note saying
 //!   the file is not valid UTF-8 (metadata `valid_utf8: false`).
@@ -232,8 +235,11 @@ struct LineCollector {
     pending_cr: bool,
     /// Kept lines: number, bytes, cut at `cap_bytes`.
     out: Vec<(u64, Vec<u8>, bool)>,
-    /// Every wanted line is complete.
+    /// Every wanted line is complete (or a wanted line holds binary data).
     done: bool,
+    /// First wanted line found to hold a NUL byte: the file turns binary
+    /// after the sniffed start, so reading stops before that line.
+    binary_line: Option<u64>,
 }
 
 impl LineCollector {
@@ -249,6 +255,7 @@ impl LineCollector {
             pending_cr: false,
             out: Vec::new(),
             done: false,
+            binary_line: None,
         }
     }
 
@@ -301,6 +308,11 @@ impl LineCollector {
             return;
         }
         let room = self.cap_bytes - self.cur.len();
+        if bytes[..bytes.len().min(room)].contains(&0) {
+            self.binary_line = Some(self.line_no);
+            self.done = true;
+            return;
+        }
         if bytes.len() > room {
             self.cur.extend_from_slice(&bytes[..room]);
             self.overflow = true;
@@ -406,14 +418,32 @@ async fn read_text(
         formatted.push(format!("{no:>6}\t{}", truncate_line(text, max_chars, cut)));
     }
     let returned = formatted.len();
-    let mut text = formatted.join("\n");
+    let mut notes = Vec::new();
+    if let Some(n) = lines.binary_line {
+        notes.push(format!(
+            "[Note: line {n} of {path} holds binary data (NUL bytes); reading stopped before it. \
+             Inspect that part with Bash, e.g. `sed -n '{n}p' {} | xxd | head`.]",
+            bpath::shell_quote(path)
+        ));
+    }
     if invalid {
-        text.push_str(&format!(
-            "\n\n[Note: {path} is not valid UTF-8 text (perhaps Latin-1 or another legacy encoding); \
+        notes.push(format!(
+            "[Note: {path} is not valid UTF-8 text (perhaps Latin-1 or another legacy encoding); \
              bytes that are not UTF-8 are shown as \u{FFFD}. Edit will not change this file; convert it \
              first (e.g. `iconv -f latin1 -t utf-8`) or replace it whole with Write.]"
         ));
     }
+    let text = formatted
+        .into_iter()
+        .chain(notes.into_iter().enumerate().map(|(i, n)| {
+            // A blank line keeps notes apart from the numbered lines.
+            if i == 0 && returned > 0 {
+                format!("\n{n}")
+            } else {
+                n
+            }
+        }));
+    let text = text.collect::<Vec<_>>().join("\n");
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path));
     meta.insert("offset".into(), json!(offset));
@@ -423,6 +453,9 @@ async fn read_text(
         meta.insert("total_lines".into(), json!(lines.line_no - 1));
     }
     meta.insert("valid_utf8".into(), json!(!invalid));
+    if let Some(n) = lines.binary_line {
+        meta.insert("binary_from_line".into(), json!(n));
+    }
     with_metadata(ToolResult::ok(text), meta)
 }
 
@@ -709,6 +742,15 @@ mod tests {
         assert_eq!(truncate_line("abcd".into(), 3, false), "abc[truncated]");
         assert_eq!(truncate_line("abc".into(), 3, false), "abc");
         assert_eq!(truncate_line("ééé".into(), 3, false), "ééé");
+    }
+
+    #[test]
+    fn a_wanted_line_with_a_nul_byte_stops_the_read() {
+        let mut c = LineCollector::new(2, 10, 2000);
+        c.feed(b"\0skipped\nok\nbin\0ary\nnever\n");
+        assert!(c.done);
+        assert_eq!(c.binary_line, Some(3));
+        assert_eq!(c.out, [(2, b"ok".to_vec(), false)]);
     }
 
     #[test]
