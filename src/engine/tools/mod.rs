@@ -10,6 +10,7 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod read;
+pub mod textfile;
 pub mod walk;
 pub mod write;
 

@@ -1,28 +1,148 @@
-//! The Write tool (placeholder being replaced).
+//! The Write tool (contract §3.3): writes a whole file.
+//!
+//! The content's UTF-8 bytes are written unchanged (no newline
+//! normalisation) through [`Sandbox::write`](crate::backend::Sandbox::write),
+//! which creates parent directories and is atomic where the backend says
+//! so (temp file + rename on local). The result text is the reference's,
+//! `The file <path> has been written successfully (<n> lines).`, with
+//! metadata `{diff, file_path, occurrences: 1}`: `diff` is a unified diff
+//! with 3 lines of context, `/dev/null` as the old name for a new file and
+//! `a/<path>` / `b/<path>` otherwise (the reference's names).
+//!
+//! Differences from the reference: a directory, FIFO, socket or device
+//! target is refused with a clear error; an existing file larger than
+//! [`DIFF_MAX_BYTES`](super::textfile::DIFF_MAX_BYTES) or holding NUL bytes
+//! is not read for the diff (the diff then adds every line and metadata
+//! has `diff_old_omitted: true`); an existing file that is not valid UTF-8
+//! is decoded lossily for the diff rather than treated as empty. There is
+//! no read-before-write check: wsbench has no per-agent read cache.
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolResult};
+use super::textfile::{self, DIFF_MAX_BYTES, OpenError};
+use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use crate::backend::BackendError;
 
 /// The Write tool.
 pub struct Write;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    file_path: String,
+    content: String,
+}
+
+const DESCRIPTION: &str = "Writes a file in the workspace, replacing it if it exists.
+
+Usage:
+- file_path must be an absolute path, not a relative one. Missing parent directories are created.
+- content is written exactly as given (UTF-8, line endings unchanged).
+- If the file already exists, Read it first so you know what you are replacing; to change part of a file, prefer the Edit tool, which sends only the change.
+- Prefer editing existing files over creating new ones, and do not create documentation files (*.md, README) unless asked.
+- The result says how many lines were written.";
 
 #[async_trait]
 impl Tool for Write {
     fn name(&self) -> &'static str {
         "Write"
     }
+
     fn description(&self) -> &'static str {
-        "Write"
+        DESCRIPTION
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "The absolute path to the file to write (must be absolute, not relative)"
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The content to write to the file"
+                }
+            },
+            "required": ["file_path", "content"]
+        })
     }
+
     fn read_only(&self) -> bool {
         false
     }
-    async fn call(&self, _ctx: &ToolContext<'_>, _args: Value) -> ToolResult {
-        ToolResult::error("PLACEHOLDER")
+
+    async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> ToolResult {
+        let args: Args = match parse_args("Write", args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let path = match textfile::absolute_path(&args.file_path) {
+            Ok(p) => p,
+            Err(e) => return ToolResult::error(e),
+        };
+        let sb = ctx.workspace.sandbox.as_ref();
+
+        let stat = match sb.stat(&path).await {
+            Ok(s) => Some(s),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return ToolResult::error(format!("Error writing file: {e}")),
+        };
+        let mut existed = false;
+        let mut old_omitted = false;
+        let mut old = String::new();
+        if let Some(stat) = &stat {
+            // A dangling symlink is fine: the write creates its target.
+            match textfile::check_openable(sb, &path, stat).await {
+                Ok(()) => existed = true,
+                Err(OpenError::Dangling(_)) => {}
+                Err(e) => return ToolResult::error(e.message(&path)),
+            }
+            if existed && stat.size > DIFF_MAX_BYTES {
+                old_omitted = true;
+            } else if existed {
+                match sb.read(&path, None).await {
+                    Ok(bytes) if bytes.contains(&0) => old_omitted = true,
+                    Ok(bytes) => old = textfile::decode_lossy(&bytes, false).0,
+                    Err(BackendError::NotFound(_)) => existed = false,
+                    Err(e) => return ToolResult::error(format!("Error reading file: {e}")),
+                }
+            }
+        }
+
+        if ctx.cancel.is_cancelled() {
+            return ToolResult {
+                state: ToolState::Interrupted,
+                ..ToolResult::error(format!("Write was interrupted; {path} was not changed."))
+            };
+        }
+        if let Err(e) = sb.write(&path, args.content.as_bytes()).await {
+            return match e {
+                BackendError::IsADirectory(_) => {
+                    ToolResult::error(format!("Error: Path is a directory, not a file: {path}"))
+                }
+                e => ToolResult::error(format!("Error writing file: {e}")),
+            };
+        }
+
+        let from = if existed {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let diff = textfile::unified_diff(&old, &args.content, &from, &format!("b/{path}"));
+        let lines = textfile::count_lines(&args.content);
+        let mut r = ToolResult::ok(format!(
+            "The file {path} has been written successfully ({lines} lines)."
+        ))
+        .with_meta("diff", diff)
+        .with_meta("file_path", path.as_str())
+        .with_meta("occurrences", 1);
+        if old_omitted {
+            r = r.with_meta("diff_old_omitted", true);
+        }
+        r
     }
 }
