@@ -16,14 +16,21 @@ use wsbench::engine::message::{Msg, ToolOutput, ToolResultBlock};
 use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn workspace(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> Arc<Workspace> {
     rt.block_on(async {
-        Workspace::open(Arc::new(LocalSandbox::open(dir).unwrap()), WorkspaceConfig::default(), EventBus::default())
-            .await
-            .unwrap()
+        Workspace::open(
+            Arc::new(LocalSandbox::open(dir).unwrap()),
+            WorkspaceConfig::default(),
+            EventBus::default(),
+        )
+        .await
+        .unwrap()
     })
 }
 
@@ -82,7 +89,8 @@ fn offload(c: &mut Criterion) {
     std::fs::create_dir_all(big.parent().unwrap()).unwrap();
     {
         use std::io::Write;
-        let line = serde_json::to_string(&Msg::text("user", "user", "y".repeat(1000))).unwrap() + "\n";
+        let line =
+            serde_json::to_string(&Msg::text("user", "user", "y".repeat(1000))).unwrap() + "\n";
         let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
         while f.get_ref().metadata().unwrap().len() < 100 << 20 {
             for _ in 0..1000 {
@@ -93,12 +101,16 @@ fn offload(c: &mut Criterion) {
     }
     g.bench_function("append_context_to_empty_file", |b| {
         b.to_async(&rt).iter(|| async {
-            ws.offload_context("small", std::slice::from_ref(&msg)).await.unwrap();
+            ws.offload_context("small", std::slice::from_ref(&msg))
+                .await
+                .unwrap();
         })
     });
     g.bench_function("append_context_to_100mb_file", |b| {
         b.to_async(&rt).iter(|| async {
-            ws.offload_context(session_big, std::slice::from_ref(&msg)).await.unwrap();
+            ws.offload_context(session_big, std::slice::from_ref(&msg))
+                .await
+                .unwrap();
         })
     });
     g.finish();

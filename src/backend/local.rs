@@ -415,7 +415,10 @@ impl Sandbox for LocalSandbox {
             .tempfile_in(&dir)
             .map_err(io)?;
         // A large buffer: each flush of tokio's File is one blocking-pool trip.
-        let mut file = tokio::io::BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(tmp.reopen().map_err(io)?));
+        let mut file = tokio::io::BufWriter::with_capacity(
+            1 << 20,
+            tokio::fs::File::from_std(tmp.reopen().map_err(io)?),
+        );
         let n = tokio::io::copy(&mut reader, &mut file).await.map_err(io)?;
         file.flush().await.map_err(io)?;
         drop(file);
@@ -537,16 +540,16 @@ impl Sandbox for LocalSandbox {
     }
 }
 
+/// Maps a host path to the backend path reported in watch events.
+pub type PathMapper = Arc<dyn Fn(&Path) -> String + Send + Sync>;
+
 /// Watches a host directory recursively with `notify`.
 ///
 /// `map` turns host paths into backend paths (identity when `None`). A
 /// directory created under the watch is walked at once and every entry
 /// already inside is reported as created: inotify cannot report what was
 /// made before the watch on its parent existed (`mkdir -p`, C20).
-pub fn watch_host(
-    root: &Path,
-    map: Option<Arc<dyn Fn(&Path) -> String + Send + Sync>>,
-) -> BackendResult<Watch> {
+pub fn watch_host(root: &Path, map: Option<PathMapper>) -> BackendResult<Watch> {
     use notify::{EventKind, RecursiveMode, Watcher};
     let (tx, rx) = mpsc::channel(4096);
     let to_backend = map.unwrap_or_else(|| Arc::new(|p: &Path| p.to_string_lossy().into_owned()));

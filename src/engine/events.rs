@@ -249,8 +249,8 @@ impl EventBus {
 /// What a subscriber receives.
 #[derive(Debug, Clone)]
 pub enum Received {
-    /// The next event.
-    Event(Envelope),
+    /// The next event (boxed: events are large, `Missed` is a number).
+    Event(Box<Envelope>),
     /// The subscriber fell behind and this many events were dropped for it.
     Missed(u64),
 }
@@ -265,7 +265,7 @@ impl Subscriber {
     /// Waits for the next event; `None` once every publisher is gone.
     pub async fn recv(&mut self) -> Option<Received> {
         match self.rx.recv().await {
-            Ok(e) => Some(Received::Event(e)),
+            Ok(e) => Some(Received::Event(Box::new(e))),
             Err(broadcast::error::RecvError::Lagged(n)) => Some(Received::Missed(n)),
             Err(broadcast::error::RecvError::Closed) => None,
         }
@@ -275,7 +275,7 @@ impl Subscriber {
     /// before drawing); `None` when nothing is pending or the bus closed.
     pub fn try_recv(&mut self) -> Option<Received> {
         match self.rx.try_recv() {
-            Ok(e) => Some(Received::Event(e)),
+            Ok(e) => Some(Received::Event(Box::new(e))),
             Err(broadcast::error::TryRecvError::Lagged(n)) => Some(Received::Missed(n)),
             Err(_) => None,
         }

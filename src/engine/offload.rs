@@ -200,9 +200,20 @@ impl Workspace {
     /// Claims a fresh `tool_result-<id>.txt` (then `(1)`, `(2)`, ...) with
     /// an exclusive create, so concurrent writers never share a name.
     pub async fn claim_tool_result_path(&self, session: &str, result_id: &str) -> WsResult<String> {
-        for n in 0..MAX_NAME_CLAIMS {
+        let key = (session.to_string(), result_id.to_string());
+        let start = self
+            .claim_hints
+            .lock()
+            .expect("hints lock")
+            .get(&key)
+            .copied()
+            .unwrap_or(0);
+        for n in start..MAX_NAME_CLAIMS {
             let path = self.layout.tool_result_file(session, result_id, n)?;
             if self.sandbox.create_new(&path, b"").await? {
+                let mut hints = self.claim_hints.lock().expect("hints lock");
+                let next = hints.entry(key).or_insert(0);
+                *next = (*next).max(n + 1);
                 return Ok(path);
             }
         }

@@ -69,9 +69,14 @@ pub struct Workspace {
     pub(crate) bus: EventBus,
     pub(crate) config: WorkspaceConfig,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
+    #[allow(dead_code)] // taken by the skills module
     pub(crate) skill_lock: tokio::sync::Mutex<()>,
     pub(crate) equipped: std::sync::Mutex<HashSet<String>>,
     pub(crate) alive: AtomicBool,
+    /// Next `(n)` suffix to try per (session, result id): claims stay
+    /// race-free through exclusive creates, the hint only skips names
+    /// this process already took.
+    pub(crate) claim_hints: std::sync::Mutex<std::collections::HashMap<(String, String), u32>>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -142,6 +147,7 @@ impl Workspace {
             skill_lock: tokio::sync::Mutex::new(()),
             equipped: Default::default(),
             alive: AtomicBool::new(false),
+            claim_hints: Default::default(),
         });
         ws.publish(Event::Workspace {
             state: WorkspaceState::Provisioning,
