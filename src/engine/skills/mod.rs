@@ -7,7 +7,7 @@
 //! skills/default/...             partition of the empty agent id
 //! ```
 //!
-//! Everything goes through the workspace's [`Sandbox`], so it works the same
+//! Everything goes through the workspace's [`Sandbox`](crate::backend::Sandbox), so it works the same
 //! on every backend. Compared with the reference:
 //!
 //! * a listing reports invalid skills (bad or missing front matter, YAML the
@@ -20,7 +20,9 @@
 //!   its entries changed; workspaces without `.index` (written by sandboxed
 //!   reference backends) list fine;
 //! * archives are expanded in-process with hard limits and no links
-//!   (weak point 33), see [`ArchiveFormat`].
+//!   (weak point 33), see [`ArchiveFormat`];
+//! * a `SKILL.md` over [`MAX_SKILL_MD_BYTES`] is listed as invalid instead
+//!   of being read whole on every listing.
 
 mod archive;
 mod frontmatter;
@@ -41,7 +43,7 @@ use self::index::{IndexEntry, SkillIndex};
 use super::events::Event;
 use super::layout::{names, partition_name};
 use super::workspace::{Workspace, WorkspaceError, WsResult};
-use crate::backend::{BackendError, ExecRequest, FileKind, path as bpath};
+use crate::backend::{BackendError, ByteRange, ExecRequest, FileKind, path as bpath};
 
 /// Partition label used in events for skills seeded into `.seed`.
 const SEED_LABEL: &str = ".seed";
@@ -51,6 +53,25 @@ const PROBE_CONCURRENCY: usize = 8;
 
 /// Host directories nested deeper than this are refused when copying a skill.
 const MAX_HOST_DEPTH: usize = 64;
+
+/// Largest `SKILL.md` read, in bytes (4 MiB); a larger one is listed as
+/// invalid rather than read whole on every listing.
+pub const MAX_SKILL_MD_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Range that reads one byte past the limit, to tell "too large" apart.
+const SKILL_MD_RANGE: ByteRange = ByteRange {
+    offset: 0,
+    len: MAX_SKILL_MD_BYTES + 1,
+};
+
+fn too_large(len: usize) -> Option<String> {
+    (len as u64 > MAX_SKILL_MD_BYTES).then(|| {
+        format!(
+            "SKILL.md is larger than {} MiB",
+            MAX_SKILL_MD_BYTES / (1024 * 1024)
+        )
+    })
+}
 
 /// A loaded skill (contract §4.1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,6 +108,21 @@ pub struct InvalidSkill {
     /// How to fix it, when the cause is a common one (for example: quote a
     /// value holding `: `, C08).
     pub hint: Option<String>,
+}
+
+impl InvalidSkill {
+    /// One line for messages: `line N: reason. Hint: ...`.
+    pub fn describe(&self) -> String {
+        let mut out = match self.line {
+            Some(l) => format!("line {l}: {}", self.reason),
+            None => self.reason.clone(),
+        };
+        if let Some(h) = &self.hint {
+            out.push_str(". Hint: ");
+            out.push_str(h);
+        }
+        out
+    }
 }
 
 /// The skills of one partition: loaded ones and invalid ones, separately.
@@ -243,7 +279,7 @@ impl Workspace {
             return Err(invalid(format!(
                 "Skill '{name}' is invalid: {}: {}",
                 bad.path,
-                describe_invalid(bad)
+                bad.describe()
             )));
         }
         let names = listing.names();
@@ -329,7 +365,7 @@ impl Workspace {
     where
         R: std::io::Read + Send + 'static,
     {
-        let origin = format!("({fmt} upload)");
+        let origin = format!("upload.{fmt}");
         self.install_archive(
             ArchiveSource::Reader(Box::new(reader)),
             fmt,
@@ -638,7 +674,10 @@ impl Workspace {
     async fn probe(&self, dir: &str, child: &str) -> Probe {
         let skill_dir = format!("{dir}/{child}");
         let path = format!("{skill_dir}/{}", names::SKILL_MD);
-        let (stat, bytes) = tokio::join!(self.sandbox.stat(&path), self.sandbox.read(&path, None));
+        let (stat, bytes) = tokio::join!(
+            self.sandbox.stat(&path),
+            self.sandbox.read(&path, Some(SKILL_MD_RANGE))
+        );
         let bad = |line, reason: String, hint| {
             Probe::Invalid(InvalidSkill {
                 dir: skill_dir.clone(),
@@ -656,6 +695,9 @@ impl Workspace {
             }
             Err(e) => return bad(None, format!("cannot read SKILL.md: {e}"), None),
         };
+        if let Some(reason) = too_large(bytes.len()) {
+            return bad(None, reason, None);
+        }
         match frontmatter::parse(&bytes) {
             Ok(fm) => Probe::Valid {
                 fm,
@@ -829,13 +871,16 @@ impl Workspace {
         origin: &str,
     ) -> WsResult<InstalledSkill> {
         let md = format!("{src}/{}", names::SKILL_MD);
-        let bytes = match self.sandbox.read(&md, None).await {
+        let bytes = match self.sandbox.read(&md, Some(SKILL_MD_RANGE)).await {
             Ok(b) => b,
             Err(e) if e.is_not_found() => {
                 return Err(invalid(format!("{origin} holds no SKILL.md")));
             }
             Err(e) => return Err(e.into()),
         };
+        if let Some(reason) = too_large(bytes.len()) {
+            return Err(invalid(format!("invalid skill at {origin}: {reason}")));
+        }
         let fm = frontmatter::parse(&bytes).map_err(|e| {
             invalid(format!(
                 "invalid skill at {origin}: SKILL.md {}",
@@ -1147,24 +1192,26 @@ impl Workspace {
     }
 }
 
-fn describe_invalid(bad: &InvalidSkill) -> String {
-    let mut out = match bad.line {
-        Some(l) => format!("line {l}: {}", bad.reason),
-        None => bad.reason.clone(),
-    };
-    if let Some(h) = &bad.hint {
-        out.push_str(". Hint: ");
-        out.push_str(h);
-    }
-    out
-}
-
 /// Reads `<dir>/SKILL.md` on the host, with a clear error when the folder or
 /// the file is missing.
 async fn read_host_skill_md(dir: &Path) -> WsResult<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
     let md = dir.join(names::SKILL_MD);
-    match tokio::fs::read(&md).await {
-        Ok(b) => Ok(b),
+    match tokio::fs::File::open(&md).await {
+        Ok(f) => {
+            let mut bytes = Vec::new();
+            f.take(SKILL_MD_RANGE.len)
+                .read_to_end(&mut bytes)
+                .await
+                .map_err(|e| invalid(format!("cannot read {}: {e}", md.display())))?;
+            match too_large(bytes.len()) {
+                Some(reason) => Err(invalid(format!(
+                    "invalid skill at {}: {reason}",
+                    dir.display()
+                ))),
+                None => Ok(bytes),
+            }
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
                 Err(invalid(format!(
