@@ -651,6 +651,23 @@ fn tar_bytes(members: &[RawMember<'_>]) -> Vec<u8> {
     b.into_inner().unwrap()
 }
 
+/// Rewrites the uncompressed size of member `name` in both its local
+/// header and its central directory entry (no zip64 in these tests).
+fn understate_zip_size(zip: &mut [u8], name: &str, size: u32) {
+    let find = |zip: &[u8], sig: &[u8], name_at: usize| -> Vec<usize> {
+        (0..zip.len().saturating_sub(name_at + name.len()))
+            .filter(|&i| {
+                zip[i..].starts_with(sig) && zip[i + name_at..].starts_with(name.as_bytes())
+            })
+            .collect()
+    };
+    let local = find(zip, b"PK\x03\x04", 30);
+    let central = find(zip, b"PK\x01\x02", 46);
+    assert_eq!((local.len(), central.len()), (1, 1));
+    zip[local[0] + 22..local[0] + 26].copy_from_slice(&size.to_le_bytes());
+    zip[central[0] + 24..central[0] + 28].copy_from_slice(&size.to_le_bytes());
+}
+
 fn gz(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).unwrap();
@@ -871,6 +888,21 @@ async fn hostile_archives_are_refused_and_leave_nothing() {
         &root,
         t,
         ArchiveFormat::TarGz,
+        Some(1024 * 1024),
+        "byte limit",
+    )
+    .await;
+
+    // A zip whose directory understates a member's size (100 bytes declared,
+    // 2 MiB inside): the bytes actually read are what count.
+    let two_mib = vec![0u8; 2 * 1024 * 1024];
+    let mut z = zip_bytes(&[("SKILL.md", md, 0o644), ("liar.bin", &two_mib, 0o644)]);
+    understate_zip_size(&mut z, "liar.bin", 100);
+    assert_refused(
+        &ws,
+        &root,
+        z,
+        ArchiveFormat::Zip,
         Some(1024 * 1024),
         "byte limit",
     )
