@@ -173,3 +173,57 @@ fn completions_print() {
     let o = Env::new().run(&["completions", "bash"]);
     assert!(stdout(&o).contains("wsbench"));
 }
+
+#[test]
+fn skills_on_the_fixture_and_a_seeded_workspace() {
+    let env = Env::new();
+    let f = support::fixture_copy();
+    let o = env.run(&[
+        "skills",
+        "list",
+        "--agent",
+        "coder",
+        "--workdir",
+        f.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<_> = v["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["git-helper", "test-runner"]);
+
+    let src = support::shared().join("fixtures/skills-src");
+    let cfg = env.home.path().join("config/wsbench/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    let paths: Vec<String> = ["git-helper", "test-runner", "broken-skill"]
+        .iter()
+        .map(|n| format!("{:?}", src.join(n).to_str().unwrap()))
+        .collect();
+    std::fs::write(
+        &cfg,
+        format!("[workspace]\nskill_paths = [{}]\n", paths.join(", ")),
+    )
+    .unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let o = env.run(&[
+        "skills",
+        "list",
+        "--agent",
+        "coder",
+        "--workdir",
+        t.path().to_str().unwrap(),
+    ]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("git-helper") && text.contains("test-runner"),
+        "{text}"
+    );
+    assert!(
+        text.contains("broken-skill  INVALID") && text.contains("line 3"),
+        "{text}"
+    );
+}

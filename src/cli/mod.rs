@@ -7,6 +7,7 @@ mod info;
 mod offload;
 mod output;
 mod sessions;
+mod skills;
 mod tool;
 
 use std::path::PathBuf;
@@ -63,6 +64,9 @@ pub enum Command {
     Exec(exec::ExecArgs),
     /// Call a built-in tool with JSON arguments and print its result.
     Tool(tool::ToolArgs),
+    /// Skills of the agent's partition.
+    #[command(subcommand)]
+    Skills(skills::SkillsCmd),
     /// Sessions of the workspace.
     #[command(subcommand)]
     Sessions(sessions::SessionsCmd),
@@ -151,6 +155,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         None => info::summary(&ctx).await,
         Some(Command::Exec(a)) => exec::run(&ctx, a).await,
         Some(Command::Tool(a)) => tool::run(&ctx, a).await,
+        Some(Command::Skills(c)) => skills::run(&ctx, c).await,
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
         Some(Command::Info) => info::run(&ctx).await,

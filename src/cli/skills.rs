@@ -1,0 +1,114 @@
+//! `wsbench skills list | show NAME | add PATH | remove NAME`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{Ctx, output};
+use crate::engine::skills::ArchiveFormat;
+
+/// Skill sub-commands (all scoped to `--agent`).
+#[derive(Debug, Subcommand)]
+pub enum SkillsCmd {
+    /// Skills of the agent's partition: valid ones, then invalid ones with
+    /// the path, line and reason.
+    List,
+    /// Prints one skill's SKILL.md body.
+    Show {
+        /// Agent-facing skill name.
+        name: String,
+    },
+    /// Installs a skill from a host directory holding SKILL.md, or from a
+    /// `.zip`, `.tar`, `.tar.gz` / `.tgz` archive.
+    Add {
+        /// Directory or archive on the host.
+        path: PathBuf,
+    },
+    /// Removes a skill by its agent-facing name.
+    Remove {
+        /// Skill name.
+        name: String,
+    },
+}
+
+pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
+    let ws = ctx.open_workspace().await?;
+    let agent = ctx.global.agent.as_str();
+    match cmd {
+        SkillsCmd::List => {
+            let listing = ws.list_skills(agent).await?;
+            if ctx.global.json {
+                output::json(&listing)?;
+                return Ok(0);
+            }
+            println!(
+                "{} skills in {} ({} valid, {} invalid)",
+                listing.skills.len() + listing.invalid.len(),
+                listing.partition,
+                listing.skills.len(),
+                listing.invalid.len()
+            );
+            let rows: Vec<Vec<String>> = listing
+                .skills
+                .iter()
+                .map(|s| vec![s.name.clone(), "ok".into(), s.description.clone()])
+                .chain(listing.invalid.iter().map(|i| {
+                    vec![
+                        i.dir.rsplit('/').next().unwrap_or(&i.dir).to_string(),
+                        "INVALID".into(),
+                        format!("{}: {}", i.path, i.describe()),
+                    ]
+                }))
+                .collect();
+            if !rows.is_empty() {
+                output::table(&["NAME", "STATUS", "DESCRIPTION"], &rows);
+            }
+        }
+        SkillsCmd::Show { name } => {
+            let skill = ws.skill(&name, agent).await?;
+            if ctx.global.json {
+                output::json(&skill)?;
+            } else {
+                println!(
+                    "# {} — {}\n({})\n",
+                    skill.name, skill.description, skill.dir
+                );
+                println!("{}", skill.markdown);
+            }
+        }
+        SkillsCmd::Add { path } => {
+            let installed = if path.is_dir() {
+                ws.add_skill(&path, agent).await?
+            } else {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let fmt = ArchiveFormat::from_file_name(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{}: not a directory and not a .zip, .tar or .tar.gz archive",
+                        path.display()
+                    )
+                })?;
+                ws.add_skill_archive_file(&path, fmt, agent, None).await?
+            };
+            if ctx.global.json {
+                output::json(&installed)?;
+            } else if installed.already_installed {
+                println!(
+                    "skill {} is already installed (same content) at {}",
+                    installed.name, installed.dir
+                );
+            } else {
+                println!("installed skill {} at {}", installed.name, installed.dir);
+            }
+        }
+        SkillsCmd::Remove { name } => {
+            ws.remove_skill(&name, agent).await?;
+            if ctx.global.json {
+                output::json(&json!({"removed": name}))?;
+            } else {
+                println!("removed skill {name}");
+            }
+        }
+    }
+    Ok(0)
+}
