@@ -337,9 +337,10 @@ async fn search_exec(
     Ok(Found::Hits(paths, total))
 }
 
-/// Modification times of `paths` (one exec; 0 for any that cannot be
-/// stat'ed). A shell loop keeps one output line per path even when a file
-/// vanished in between.
+/// Modification times of `paths` (one exec; the epoch for any that cannot
+/// be stat'ed). A shell loop keeps one output line per path even when a
+/// file vanished in between; each line holds `%Y %.9Y` so GNU stat gives
+/// nanoseconds and a stat without precision support still gives seconds.
 async fn stat_mtimes(
     ctx: &ToolContext<'_>,
     paths: &[String],
@@ -348,7 +349,7 @@ async fn stat_mtimes(
     let mut argv = vec![
         "/bin/sh".to_string(),
         "-c".into(),
-        r#"for f; do stat -c %Y -- "$f" 2>/dev/null || echo 0; done"#.into(),
+        r#"for f; do stat -c '%Y %.9Y' -- "$f" 2>/dev/null || echo 0; done"#.into(),
         "sh".into(),
     ];
     argv.extend(paths.iter().cloned());
@@ -358,20 +359,36 @@ async fn stat_mtimes(
         cancel: Some(ctx.cancel.clone()),
         ..Default::default()
     };
-    let mut secs: Vec<u64> = Vec::with_capacity(paths.len());
+    let mut times: Vec<SystemTime> = Vec::with_capacity(paths.len());
     let (outcome, _) = walk::exec_lines(ctx.workspace.sandbox.as_ref(), req, b'\n', |line| {
-        secs.push(String::from_utf8_lossy(line).trim().parse().unwrap_or(0));
+        times.push(parse_stat_mtime(&String::from_utf8_lossy(line)));
     })
     .await
     .map_err(|e| ToolResult::error(format!("Glob failed: cannot stat the matches: {e}")))?;
     if outcome.timed_out {
         return Err(timeout_error(ctx));
     }
-    secs.resize(paths.len(), 0);
-    Ok(secs
-        .into_iter()
-        .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
-        .collect())
+    times.resize(paths.len(), SystemTime::UNIX_EPOCH);
+    Ok(times)
+}
+
+/// Parses `<secs> <secs.nanos>` (the second part optional or garbage).
+fn parse_stat_mtime(line: &str) -> SystemTime {
+    let mut parts = line.split_whitespace();
+    let secs: u64 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let nanos = parts
+        .next()
+        .and_then(|p| p.split_once('.'))
+        .filter(|(whole, _)| whole.parse::<u64>().ok() == Some(secs))
+        .and_then(|(_, frac)| {
+            let digits: String = frac.chars().take(9).collect();
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            format!("{digits:0<9}").parse::<u32>().ok()
+        })
+        .unwrap_or(0);
+    SystemTime::UNIX_EPOCH + Duration::new(secs, nanos)
 }
 
 fn timeout_error(ctx: &ToolContext<'_>) -> ToolResult {
@@ -531,6 +548,18 @@ mod tests {
                 .unwrap_err()
                 .contains("invalid glob pattern")
         );
+    }
+
+    #[test]
+    fn parses_stat_output() {
+        let t = |s: u64, n: u32| SystemTime::UNIX_EPOCH + Duration::new(s, n);
+        assert_eq!(parse_stat_mtime("12 12.500000000"), t(12, 500_000_000));
+        assert_eq!(parse_stat_mtime("12 12.5"), t(12, 500_000_000));
+        assert_eq!(parse_stat_mtime("12 ?"), t(12, 0));
+        assert_eq!(parse_stat_mtime("12"), t(12, 0));
+        assert_eq!(parse_stat_mtime("12 13.1"), t(12, 0));
+        assert_eq!(parse_stat_mtime("0"), t(0, 0));
+        assert_eq!(parse_stat_mtime("junk"), t(0, 0));
     }
 
     #[test]

@@ -355,6 +355,9 @@ where
     T: Send + 'static,
     F: FnOnce(&AtomicBool) -> T + Send + 'static,
 {
+    if cancel.is_cancelled() {
+        return Budgeted::Cancelled;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let handle = {
         let stop = stop.clone();
