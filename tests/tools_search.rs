@@ -24,8 +24,9 @@ use wsbench::engine::tools::{Tool, ToolContext, ToolLimits, ToolResult, ToolStat
 use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
 
 /// A sandbox on a host directory that pretends to have no host view, so
-/// Glob and Grep take their `rg`-in-the-sandbox route.
-struct NoHostView(LocalSandbox);
+/// Glob and Grep take their `rg`-in-the-sandbox route. The second field
+/// renames the `rg` program (to simulate a sandbox without ripgrep).
+struct NoHostView(LocalSandbox, &'static str);
 
 #[async_trait]
 impl Sandbox for NoHostView {
@@ -44,7 +45,14 @@ impl Sandbox for NoHostView {
     fn host_path(&self, _path: &str) -> Option<PathBuf> {
         None
     }
-    async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
+    async fn exec(
+        &self,
+        mut req: ExecRequest,
+        sink: Option<OutputSink>,
+    ) -> BackendResult<ExecOutcome> {
+        if req.argv.first().is_some_and(|a| a == "rg") {
+            req.argv[0] = self.1.to_string();
+        }
         self.0.exec(req, sink).await
     }
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
@@ -136,7 +144,7 @@ impl Env {
         .await
         .unwrap();
         let exec = Workspace::open(
-            Arc::new(NoHostView(LocalSandbox::open(&root).unwrap())),
+            Arc::new(NoHostView(LocalSandbox::open(&root).unwrap(), "rg")),
             config,
             EventBus::default(),
         )
@@ -294,13 +302,7 @@ fn c29_tree(env: &Env) {
 async fn c29_check(env: &Env, rg: bool) {
     let wd = env.wd();
     let p = |r: &str| format!("{wd}/proj/{r}");
-    let out = both(
-        &env_ref(env),
-        &Grep,
-        json!({"pattern": "needle", "path": "proj"}),
-        rg,
-    )
-    .await;
+    let out = both(env, &Grep, json!({"pattern": "needle", "path": "proj"}), rg).await;
     assert_eq!(
         lines(&out),
         [
@@ -340,10 +342,6 @@ async fn c29_check(env: &Env, rg: bool) {
     )
     .await;
     assert_eq!(out, p("build/out.txt"));
-}
-
-fn env_ref(env: &Env) -> &Env {
-    env
 }
 
 #[tokio::test]
@@ -853,7 +851,17 @@ async fn default_root_is_the_workdir_not_the_process_cwd() {
     env.file("here/inside.txt", "zq_unique_marker\n");
     let elsewhere = tempfile::tempdir().unwrap();
     std::fs::write(elsewhere.path().join("outside.txt"), "zq_unique_marker\n").unwrap();
+    // The process cwd is shared by every test thread; put it back at the
+    // end (the temp dir is deleted then). Other tests never read it.
+    let before = std::env::current_dir().unwrap();
     std::env::set_current_dir(elsewhere.path()).unwrap();
+    struct Restore(PathBuf);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::env::set_current_dir(&self.0);
+        }
+    }
+    let _restore = Restore(before);
     let wd = env.wd();
     let out = ok(&env.local, &Grep, json!({"pattern": "zq_unique_marker"})).await;
     assert_eq!(out, format!("{wd}/here/inside.txt"));
@@ -1000,6 +1008,36 @@ async fn cancel_and_timeout_stop_the_search() {
         )
         .await;
         assert_eq!(r.state, ToolState::Interrupted, "{}", r.text());
+    }
+}
+
+#[tokio::test]
+async fn a_sandbox_without_rg_gets_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.txt"), "needle\n").unwrap();
+    let sb = NoHostView(
+        LocalSandbox::open(dir.path()).unwrap(),
+        "wsbench-no-such-rg",
+    );
+    let ws = Workspace::open(
+        Arc::new(sb),
+        WorkspaceConfig::default(),
+        EventBus::default(),
+    )
+    .await
+    .unwrap();
+    for (tool, args) in [
+        (&Grep as &dyn Tool, json!({"pattern": "needle"})),
+        (&Glob as &dyn Tool, json!({"pattern": "*.txt"})),
+    ] {
+        let r = call(&ws, tool, args).await;
+        assert_eq!(r.state, ToolState::Error);
+        assert!(
+            r.text()
+                .contains("needs ripgrep (`rg`) inside this sandbox"),
+            "{}",
+            r.text()
+        );
     }
 }
 

@@ -453,6 +453,9 @@ impl Tool for Glob {
             Ok(a) => a,
             Err(e) => return e,
         };
+        if ctx.cancel.is_cancelled() {
+            return interrupted();
+        }
         let limits = ctx.workspace.limits();
         let page = match Page::from_args(args.head_limit, args.offset, limits.search_default_limit)
         {
@@ -482,6 +485,9 @@ impl Tool for Glob {
                     Budgeted::Done(f) => f,
                     Budgeted::Cancelled => return interrupted(),
                     Budgeted::TimedOut => return timeout_error(ctx),
+                    Budgeted::Panicked(m) => {
+                        return ToolResult::error(format!("Glob failed (internal error): {m}"));
+                    }
                 }
             }
             _ => match search_exec(ctx, &plan, keep, deadline).await {

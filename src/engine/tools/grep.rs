@@ -791,6 +791,9 @@ impl Tool for Grep {
             Ok(a) => a,
             Err(e) => return e,
         };
+        if ctx.cancel.is_cancelled() {
+            return interrupted();
+        }
         let limits = ctx.workspace.limits().clone();
         let page = match Page::from_args(args.head_limit, args.offset, limits.search_default_limit)
         {
@@ -874,6 +877,9 @@ impl Tool for Grep {
                     Budgeted::Done(o) => o,
                     Budgeted::Cancelled => return interrupted(),
                     Budgeted::TimedOut => return timeout_error(limits.search_timeout_ms),
+                    Budgeted::Panicked(m) => {
+                        return ToolResult::error(format!("Grep failed (internal error): {m}"));
+                    }
                 }
             }
             None => {

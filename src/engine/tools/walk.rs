@@ -32,7 +32,6 @@
 //! files in the directories above the workdir, which in a container hold
 //! none.
 
-use std::cmp::Ordering as CmpOrdering;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -254,12 +253,6 @@ where
     }
 }
 
-/// Orders relative paths the way `rg --sort path` prints them: component
-/// by component, bytewise (so `a/b.txt` sorts before `a.txt`).
-pub fn path_order(a: &Path, b: &Path) -> CmpOrdering {
-    a.cmp(b)
-}
-
 /// Paging of a result list: the reference's `head_limit` and `offset`
 /// (contract §3.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,6 +338,8 @@ pub enum Budgeted<T> {
     Cancelled,
     /// The time budget ran out.
     TimedOut,
+    /// The job panicked (a bug); the panic message.
+    Panicked(String),
 }
 
 /// Runs blocking `job` on the blocking pool with a `stop` flag it must
@@ -366,7 +361,7 @@ where
     let out = tokio::select! {
         r = handle => match r {
             Ok(v) => Budgeted::Done(v),
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Budgeted::Panicked(panic_message(e)),
         },
         _ = cancel.cancelled() => Budgeted::Cancelled,
         _ = tokio::time::sleep(budget) => Budgeted::TimedOut,
@@ -375,9 +370,20 @@ where
     out
 }
 
+fn panic_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into()),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// `ms` as seconds for messages (`30`, `0.5`).
 pub fn format_secs(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         (ms / 1000).to_string()
     } else {
         let s = format!("{:.3}", ms as f64 / 1000.0);
@@ -629,6 +635,8 @@ mod tests {
         assert_eq!(format_secs(1_250), "1.25");
     }
 
+    /// `Path`'s order (component-wise, bytewise) is `rg --sort path`'s:
+    /// Grep relies on it to print files in rg's order.
     #[test]
     fn rg_order() {
         let mut v = vec![
@@ -637,7 +645,7 @@ mod tests {
             Path::new("B"),
             Path::new("a"),
         ];
-        v.sort_by(|a, b| path_order(a, b));
+        v.sort();
         assert_eq!(
             v,
             [
