@@ -73,6 +73,8 @@ pub enum Command {
     /// Offloaded context, tool results and data.
     #[command(subcommand)]
     Offload(offload::OffloadCmd),
+    /// The workspace at a glance: sessions, skills, MCP declarations.
+    Status,
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
     /// Print shell completions.
@@ -158,6 +160,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Skills(c)) => skills::run(&ctx, c).await,
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
+        Some(Command::Status) => info::summary(&ctx).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }
