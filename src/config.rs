@@ -120,16 +120,83 @@ impl Config {
 
     /// Parses config text; `path` names the source in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| {
+        let config: Config = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            let mut message = e.message().to_string();
+            // Type errors name the value, not the key: add the key from its line.
+            if let Some(key) = key_on_line(text, line).filter(|k| !message.contains(k.as_str())) {
+                message = format!("key `{key}`: {message}");
+            }
             ConfigError::Parse {
                 path: path.to_path_buf(),
                 line,
                 column,
-                message: e.message().to_string(),
+                message,
             }
-        })
+        })?;
+        config
+            .limits
+            .validate()
+            .map_err(|(key, message)| ConfigError::Parse {
+                path: path.to_path_buf(),
+                line: find_key_line(text, key).unwrap_or(1),
+                column: 1,
+                message: format!("key `{key}`: {message}"),
+            })?;
+        Ok(config)
     }
+
+    /// Warnings about `workspace.skill_paths` entries that cannot seed
+    /// anything: missing, or without a SKILL.md (naming subfolders that
+    /// have one, the usual mistake being the parent folder).
+    pub fn skill_path_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &self.workspace.skill_paths {
+            if !p.is_dir() {
+                out.push(format!(
+                    "skill path {} does not exist or is not a directory",
+                    p.display()
+                ));
+            } else if !p.join("SKILL.md").is_file() {
+                let mut subs: Vec<String> = std::fs::read_dir(p)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| e.path().join("SKILL.md").is_file())
+                    .map(|e| e.path().display().to_string())
+                    .collect();
+                subs.sort();
+                if subs.is_empty() {
+                    out.push(format!("skill path {} has no SKILL.md", p.display()));
+                } else {
+                    out.push(format!(
+                        "skill path {} has no SKILL.md; list its skill folders instead: {}",
+                        p.display(),
+                        subs.join(", ")
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The key of a `key = value` line (1-based), if the line has one.
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let (key, _) = l.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
+}
+
+/// 1-based line where `key = ...` is set.
+fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.split_once('=')
+                .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
+        })
+        .map(|i| i + 1)
 }
 
 /// 1-based line and column of a byte offset.
@@ -166,11 +233,52 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_are_errors() {
+    fn bad_values_are_errors_naming_the_key() {
         let err = Config::parse("[limits]\nread_max_lines = \"many\"\n", Path::new("c.toml"))
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("c.toml:2:"), "{err}");
+        assert!(err.contains("read_max_lines"), "{err}");
+        let err = Config::parse("[limits]\nread_max_lines = 0\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("c.toml:2:") && err.contains("read_max_lines"),
+            "{err}"
+        );
+        let err = Config::parse(
+            "[limits]\nbash_default_timeout_ms = 900000\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("bash_default_timeout_ms"), "{err}");
+    }
+
+    #[test]
+    fn skill_paths_that_seed_nothing_are_warned_about() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("one")).unwrap();
+        std::fs::write(
+            d.path().join("one/SKILL.md"),
+            "---\nname: a\ndescription: b\n---\n",
+        )
+        .unwrap();
+        let c = Config {
+            workspace: WorkspaceSection {
+                skill_paths: vec![
+                    d.path().to_path_buf(),
+                    d.path().join("missing"),
+                    d.path().join("one"),
+                ],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let w = c.skill_path_warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("list its skill folders instead") && w[0].contains("one"));
+        assert!(w[1].contains("does not exist"));
     }
 
     #[test]

@@ -80,3 +80,15 @@ async fn malformed_mcp_file_does_not_stop_the_workspace() {
     );
     assert_eq!(std::fs::read(d.path().join(".mcp")).unwrap(), bad);
 }
+
+#[tokio::test]
+async fn searches_never_find_their_own_journal() {
+    let (_d, ws) = temp_workspace().await;
+    let r = call(&ws, "Grep", json!({"pattern": "ZZZNOPE"})).await;
+    assert!(r.text().starts_with("No matches found"), "{}", r.text());
+    // The first call is now in sessions/s/journal.jsonl; it must stay unseen.
+    let r = call(&ws, "Grep", json!({"pattern": "ZZZNOPE"})).await;
+    assert!(r.text().starts_with("No matches found"), "{}", r.text());
+    let r = call(&ws, "Glob", json!({"pattern": "**/*.jsonl"})).await;
+    assert!(r.text().starts_with("No files found"), "{}", r.text());
+}

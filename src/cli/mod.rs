@@ -104,7 +104,16 @@ impl Ctx {
             .config
             .clone()
             .unwrap_or_else(|| paths.config_file.clone());
+        if global.config.is_some() && !config_file.is_file() {
+            anyhow::bail!(
+                "config file {} (given with --config) does not exist",
+                config_file.display()
+            );
+        }
         let config = Config::load(&config_file)?;
+        for w in config.skill_path_warnings() {
+            eprintln!("warning: {}: {w}", config_file.display());
+        }
         Ok(Ctx {
             global,
             paths,
@@ -133,6 +142,9 @@ impl Ctx {
     /// Opens the workspace on the local backend.
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
         let dir = self.workdir();
+        if self.global.workdir.is_some() {
+            check_workdir(&dir)?;
+        }
         let sandbox = LocalSandbox::open(&dir)
             .with_context(|| format!("opening workspace {}", dir.display()))?;
         let config = WorkspaceConfig {
@@ -142,6 +154,56 @@ impl Ctx {
             limits: self.config.limits.clone(),
         };
         Ok(Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?)
+    }
+}
+
+/// Cancels `token` on SIGINT, SIGTERM or SIGHUP, so a running command's
+/// whole process tree is killed and its call journalled instead of being
+/// orphaned. Returns the number of the signal received (0 while none).
+pub fn cancel_on_signals(
+    token: tokio_util::sync::CancellationToken,
+) -> Arc<std::sync::atomic::AtomicI32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let got = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let flag = got.clone();
+    // Registered here, before the command starts, not inside the task.
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return got;
+    };
+    tokio::spawn(async move {
+        let n = tokio::select! {
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
+        };
+        flag.store(n, std::sync::atomic::Ordering::SeqCst);
+        token.cancel();
+    });
+    got
+}
+
+/// Checks a `--workdir` before it is opened: an existing path must be a
+/// directory, and a new one is only made when its parent exists (a typo in
+/// a parent must not silently create a tree of directories).
+pub fn check_workdir(dir: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("--workdir {} is not a directory", dir.display()),
+        Err(_) => {
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+            match parent {
+                Some(p) if !p.is_dir() => anyhow::bail!(
+                    "--workdir {}: the parent directory {} does not exist (create it first; only the last level is made)",
+                    dir.display(),
+                    p.display()
+                ),
+                _ => Ok(()),
+            }
+        }
     }
 }
 
