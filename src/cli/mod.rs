@@ -183,12 +183,12 @@ impl Ctx {
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
         if self.global.workdir.is_none() {
             let manager = self.manager().await?;
-            return Ok(manager
+            return manager
                 .get_workspace(&self.global.user, &self.global.agent, &self.session(), None)
                 .await
                 .with_context(|| {
                     format!("opening a workspace of profile `{}`", manager.profile())
-                })?);
+                });
         }
         let dir = self.workdir();
         let sandbox = LocalSandbox::open(&dir)
