@@ -160,11 +160,14 @@ fn default_keep_alive() -> Duration {
 }
 
 impl ProfileConfig {
-    /// The built-in `local` profile: local backend, reference defaults.
+    /// The built-in `local` profile: local backend, per_user (one
+    /// workspace per user, agents as skill partitions in it, like the
+    /// embedded default workspace), reference TTLs. Its base dir is set by
+    /// [`crate::manager::open_profile`] from [`Paths`].
     pub fn builtin_local() -> Self {
         ProfileConfig {
             backend: BackendKind::Local,
-            isolation: IsolationPolicy::default(),
+            isolation: IsolationPolicy::PerUser,
             ttl: DEFAULT_TTL,
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
             keep_alive: DEFAULT_KEEP_ALIVE,

@@ -27,7 +27,9 @@ use wsbench::backend::{
 use wsbench::config::{Config, Paths};
 use wsbench::engine::EventBus;
 use wsbench::engine::events::{Event, Received, Subscriber, WorkspaceState};
-use wsbench::manager::isolation::{IsolationPolicy, assign_workspace_id, per_agent_id};
+use wsbench::manager::isolation::{
+    IsolationPolicy, assign_workspace_id, per_agent_id, per_user_id,
+};
 use wsbench::manager::{
     CloseAction, EvictionMode, ManagerError, ManagerOptions, PrewarmConfig, WorkspaceManager,
     open_profile,
@@ -742,7 +744,8 @@ fn cli_lists_workspaces_made_by_an_earlier_process() {
         "coder",
         "--json",
     ]);
-    let id = per_agent_id("alice", "coder");
+    // The built-in profile is per_user: alice's agents share her workspace.
+    let id = per_user_id("alice");
     assert_eq!(made["id"], id);
     assert_eq!(made["created"], true);
     let again = cli.json(&[
@@ -764,6 +767,7 @@ fn cli_lists_workspaces_made_by_an_earlier_process() {
     assert_eq!(w["id"], id);
     assert_eq!(w["user"], "alice");
     assert_eq!(w["agent"], "coder");
+    assert_eq!(w["labels"]["wsbench.isolation"], "per_user");
     assert_eq!(w["profile"], "local");
     assert_eq!(w["backend"], "local");
     assert_eq!(w["labels"]["wsbench.workspace.id"], id);
@@ -772,10 +776,7 @@ fn cli_lists_workspaces_made_by_an_earlier_process() {
     // Commands without --workdir use the same managed workspace.
     let o = cli.run(&["exec", "--user", "alice", "--agent", "coder", "--", "pwd"]);
     assert!(o.status.success());
-    let dir = cli
-        .home
-        .path()
-        .join("data/wsbench/profiles/local/alice/coder");
+    let dir = cli.home.path().join("data/wsbench/workspaces/alice");
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
         dir.canonicalize().unwrap().to_str().unwrap()
@@ -816,7 +817,7 @@ fn cli_profiles_select_backends_and_report_unavailable_ones() {
     let made = cli.json(&["workspaces", "create", "--user", "bob", "--json"]);
     assert_eq!(made["id"], "883053c3e4594c5b");
     assert_eq!(made["profile"], "team");
-    assert!(base.join("by-id/883053c3e4594c5b").is_dir());
+    assert!(base.join("bob").is_dir());
     let local = cli.json(&[
         "workspaces",
         "create",
@@ -826,7 +827,9 @@ fn cli_profiles_select_backends_and_report_unavailable_ones() {
         "bob",
         "--json",
     ]);
-    assert_eq!(local["id"], per_agent_id("bob", ""));
+    assert_eq!(local["id"], per_user_id("bob"));
+    let host_dir = cli.home.path().join("data/wsbench/workspaces/bob");
+    assert_eq!(local["host_dir"], host_dir.to_str().unwrap());
 
     let o = cli.run(&["workspaces", "list", "--all-profiles", "--json"]);
     assert_eq!(

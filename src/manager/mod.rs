@@ -64,6 +64,9 @@ pub mod labels {
     pub const SESSION: &str = "wsbench.session";
     /// `"true"` on workspaces built by the pre-warm pool.
     pub const PREWARM: &str = "wsbench.prewarm";
+    /// Isolation policy the workspace was assigned under (`per_agent`,
+    /// ...); the local layout picks the directory from it.
+    pub const ISOLATION: &str = "wsbench.isolation";
 }
 
 /// Default idle time before eviction (contract §8.2: 3600 s).
@@ -829,6 +832,10 @@ impl Inner {
         l.insert(blabels::USER.to_string(), user.to_string());
         l.insert(blabels::AGENT.to_string(), agent.to_string());
         l.insert(blabels::PROFILE.to_string(), self.profile.clone());
+        l.insert(
+            labels::ISOLATION.to_string(),
+            self.opts.isolation.as_str().to_string(),
+        );
         if self.opts.isolation == IsolationPolicy::PerSession {
             l.insert(labels::SESSION.to_string(), session.to_string());
         }

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::isolation::{dir_segment, per_agent_id};
-use super::{ManagerOptions, WorkspaceManager};
+use super::isolation::{IsolationPolicy, dir_segment, per_agent_id, per_user_id};
+use super::{ManagerOptions, WorkspaceManager, labels as mlabels};
 use crate::backend::local::{LocalProvisioner, sanitize_segment};
 use crate::backend::{BackendKind, ProvisionSpec, Provisioner, labels};
 use crate::config::{Config, ConfigError, Paths};
@@ -145,32 +145,62 @@ fn local(
 }
 
 /// Where a local workspace lives under `base` (contract §12, §11 point
-/// 26): `<base>/<user>/<agent>` when the id is the per_agent id of its
-/// user and agent labels — so users never share a directory — and
-/// `<base>/by-id/<id>` for every other id (per_session, per_user, explicit
-/// team ids, pre-warmed). Segments are sanitised with
-/// [`dir_segment`] / [`sanitize_segment`], so no id escapes `base`.
+/// 26), decided by its labels:
+/// * per_agent, id derived from its user and agent → `<base>/<user>/<agent>`
+///   (users never share a directory);
+/// * per_user, id derived from its user → `<base>/<user>`;
+/// * every other id (per_session, explicit team ids, pre-warmed) →
+///   `<base>/by-id/<id>`.
+///
+/// Segments go through [`dir_segment`] (`""` → `default`, reserved names
+/// suffixed) or [`sanitize_segment`], so no id escapes `base` and `by-id`
+/// is never a user's directory. A base dir should serve one isolation
+/// policy: a per_user directory would contain per_agent ones.
 pub fn local_layout(base: &Path, spec: &ProvisionSpec) -> PathBuf {
     let l = &spec.labels;
-    if let (Some(user), Some(agent)) = (l.get(labels::USER), l.get(labels::AGENT))
-        && spec.workspace_id == per_agent_id(user, agent)
-    {
-        return base.join(dir_segment(user)).join(dir_segment(agent));
+    let policy = l
+        .get(mlabels::ISOLATION)
+        .and_then(|p| p.parse::<IsolationPolicy>().ok());
+    let user = l.get(labels::USER);
+    let agent = l.get(labels::AGENT);
+    match (policy, user, agent) {
+        (Some(IsolationPolicy::PerAgent), Some(u), Some(a))
+            if spec.workspace_id == per_agent_id(u, a) =>
+        {
+            base.join(dir_segment(u)).join(dir_segment(a))
+        }
+        (Some(IsolationPolicy::PerUser), Some(u), _) if spec.workspace_id == per_user_id(u) => {
+            base.join(dir_segment(u))
+        }
+        _ => base
+            .join("by-id")
+            .join(sanitize_segment(&spec.workspace_id)),
     }
-    base.join("by-id")
-        .join(sanitize_segment(&spec.workspace_id))
 }
 
 /// Opens profile `name` of `config`: its provisioner, the manager options
 /// of the profile, and the workspace template from `[workspace]` and
 /// `[limits]`. Option errors come back placed at file, line and key.
+///
+/// The built-in `local` profile (when the file has no `[profiles.local]`)
+/// keeps the CLI's embedded workspaces: per_user under
+/// `<data_dir>/workspaces`, so the default user `""` works in
+/// `<data_dir>/workspaces/default` ([`Paths::default_workdir`]) and
+/// `--agent` picks a skills partition inside it.
 pub fn open_profile(
     config: &Config,
     name: &str,
     paths: &Paths,
     bus: EventBus,
 ) -> Result<WorkspaceManager, ProfileError> {
-    let p = config.profile(name)?;
+    let mut p = config.profile(name)?;
+    if !config.profiles.contains_key(name) {
+        let base = paths.data_dir.join("workspaces");
+        p.options.insert(
+            "base_dir".into(),
+            toml::Value::String(base.to_string_lossy().into_owned()),
+        );
+    }
     let provisioner = make_provisioner(p.backend, name, &p.options, paths).map_err(|e| {
         let keys: Option<Vec<&str>> = match &e {
             ProfileError::Unavailable { .. } => Some(vec!["profiles", name, "backend"]),
@@ -212,7 +242,12 @@ mod tests {
     }
 
     fn spec(id: &str, user: &str, agent: &str) -> ProvisionSpec {
+        spec_as(IsolationPolicy::PerAgent, id, user, agent)
+    }
+
+    fn spec_as(policy: IsolationPolicy, id: &str, user: &str, agent: &str) -> ProvisionSpec {
         let mut l = BTreeMap::new();
+        l.insert(mlabels::ISOLATION.to_string(), policy.as_str().to_string());
         l.insert(labels::USER.to_string(), user.to_string());
         l.insert(labels::AGENT.to_string(), agent.to_string());
         ProvisionSpec {
@@ -243,6 +278,27 @@ mod tests {
             local_layout(base, &spec(&per_agent_id("", ""), "", "")),
             Path::new("/b/default/default")
         );
+        let per_user = IsolationPolicy::PerUser;
+        assert_eq!(
+            local_layout(base, &spec_as(per_user, &per_user_id("bob"), "bob", "x")),
+            Path::new("/b/bob")
+        );
+        assert_eq!(
+            local_layout(base, &spec_as(per_user, &per_user_id(""), "", "")),
+            Path::new("/b/default")
+        );
+        // The reference's cross-policy collision (§11 point 28) does not
+        // move a directory: the policy label decides.
+        let id = per_user_id("user");
+        assert_eq!(id, per_agent_id("user", "user"));
+        assert_eq!(
+            local_layout(base, &spec_as(per_user, &id, "user", "user")),
+            Path::new("/b/user")
+        );
+        // Without a policy label nothing is derived: one dir per id.
+        let mut bare = spec(&per_agent_id("a", "b"), "a", "b");
+        bare.labels.remove(mlabels::ISOLATION);
+        assert!(local_layout(base, &bare).starts_with("/b/by-id"));
     }
 
     #[test]
@@ -310,6 +366,23 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = paths(d.path());
         let m = open_profile(&Config::default(), "local", &p, EventBus::default()).unwrap();
+        assert_eq!(m.options().isolation, IsolationPolicy::PerUser);
+        let ws = m.get_workspace("", "coder", "s", None).await.unwrap();
+        assert_eq!(ws.sandbox().host_root().unwrap(), p.default_workdir);
+        let alice = m.get_workspace("alice", "coder", "s", None).await.unwrap();
+        let root = alice.sandbox().host_root().unwrap().to_path_buf();
+        assert_eq!(root, p.data_dir.join("workspaces/alice"));
+        m.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_configured_local_profile_gets_its_own_base() {
+        let d = tempfile::tempdir().unwrap();
+        let p = paths(d.path());
+        let config =
+            Config::parse("[profiles.local]\nbackend = \"local\"\n", Path::new("c")).unwrap();
+        let m = open_profile(&config, "local", &p, EventBus::default()).unwrap();
+        assert_eq!(m.options().isolation, IsolationPolicy::PerAgent);
         let ws = m.get_workspace("alice", "coder", "s", None).await.unwrap();
         let root = ws.sandbox().host_root().unwrap().to_path_buf();
         assert_eq!(root, p.data_dir.join("profiles/local/alice/coder"));
