@@ -416,6 +416,35 @@ async fn close_all_leaves_nothing_running() {
 }
 
 #[tokio::test]
+async fn destroy_waits_for_a_provisioning_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let prov = TestProvisioner::new(dir.path());
+    let m = manager(&prov, |_| {});
+    let id = per_agent_id("u", "a");
+    let gate = prov.gate(&id);
+    let mg = m.clone();
+    let getting = tokio::spawn(async move { mg.get_workspace("u", "a", "s", None).await });
+    gate.started.notified().await;
+    let md = m.clone();
+    let target = id.clone();
+    let destroying = tokio::spawn(async move { md.destroy(&target).await });
+    tokio::task::yield_now().await;
+    assert!(
+        !destroying.is_finished(),
+        "destroy waits for the provisioning"
+    );
+    gate.release.notify_one();
+    let ws = getting.await.unwrap().unwrap();
+    assert!(destroying.await.unwrap().unwrap());
+    // The provisioning landed first and was then destroyed: nothing stays
+    // open or listed, and the handle is closed.
+    assert!(m.open_ids().is_empty());
+    assert!(m.list().await.unwrap().is_empty());
+    assert!(!ws.is_alive());
+    m.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn reattach_after_dropping_the_manager() {
     let dir = tempfile::tempdir().unwrap();
     let paths = paths(dir.path());
@@ -513,12 +542,22 @@ async fn keep_alive_is_renewed_while_leased() {
         prov.keep_alive_seen.notified().await;
     }
     drop(lease);
-    // The renewal task stops at its next tick; give it a few periods and
-    // check that renewals stopped growing.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let after = prov.keep_alives.load(Ordering::Acquire);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(prov.keep_alives.load(Ordering::Acquire), after);
+    // The renewal task stops at its next tick (every 10 ms). Wait for a
+    // quiet stretch of ten periods; renewals that never stop fail after
+    // a hundred tries, however slow the machine.
+    let mut stopped = false;
+    for _ in 0..100 {
+        let before = prov.keep_alives.load(Ordering::Acquire);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if prov.keep_alives.load(Ordering::Acquire) == before {
+            stopped = true;
+            break;
+        }
+    }
+    assert!(
+        stopped,
+        "keep-alive renewals went on after the lease was dropped"
+    );
     m.shutdown().await.unwrap();
 }
 
