@@ -573,6 +573,8 @@ async fn prewarm_pool_hands_out_once_and_disposes_the_rest() {
         };
     });
     let mut sub = m.events().subscribe();
+    assert_eq!(m.prewarmed(), 0);
+    m.warm_up();
     let mut ready = HashSet::new();
     while ready.len() < 2 {
         if let Some(Received::Event(e)) = sub.recv().await
@@ -642,10 +644,17 @@ async fn the_example_config_parses_and_its_profiles_open() {
     assert_eq!(scratch.sweep_interval, Duration::from_secs(60));
     let dir = tempfile::tempdir().unwrap();
     for name in names {
-        let m = open_profile(&config, &name, &paths(dir.path()), EventBus::default())
+        let bus = EventBus::default();
+        let mut sub = bus.subscribe();
+        let m = open_profile(&config, &name, &paths(dir.path()), bus)
             .unwrap_or_else(|e| panic!("profile {name}: {e}"));
-        // Opening creates nothing: a pool starts on a runtime but
-        // shutdown disposes of it.
+        // Opening builds nothing, pool or not (`scratch` has one): on this
+        // single-threaded runtime a started pool would have published its
+        // first provisioning by now.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(states(&mut sub).is_empty(), "profile {name}");
         m.shutdown().await.unwrap();
     }
 }

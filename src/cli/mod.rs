@@ -20,7 +20,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::backend::local::LocalSandbox;
 use crate::config::{Config, Paths};
 use crate::engine::{EventBus, Workspace, WorkspaceConfig};
-use crate::manager::{WorkspaceManager, open_profile};
+use crate::manager::{WorkspaceManager, profile_options};
 
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -143,13 +143,17 @@ impl Ctx {
     }
 
     /// The manager of profile `name` (not cached; see [`Ctx::manager`]).
+    /// Its pre-warm pool is off: a one-shot command would exit before
+    /// claiming, and leave the pool's workspaces behind.
     pub fn manager_for(&self, name: &str) -> anyhow::Result<WorkspaceManager> {
-        Ok(open_profile(
-            &self.config,
+        let (provisioner, mut opts) = profile_options(&self.config, name, &self.paths)?;
+        opts.prewarm.size = 0;
+        Ok(WorkspaceManager::new(
             name,
-            &self.paths,
+            provisioner,
+            opts,
             EventBus::default(),
-        )?)
+        ))
     }
 
     /// The manager of the selected profile, shared by the whole command.

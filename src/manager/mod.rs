@@ -49,7 +49,7 @@ pub use lease::Lease;
 pub use list::WorkspaceInfo;
 pub use prewarm::PrewarmConfig;
 use prewarm::{PrewarmPool, Prewarmed};
-pub use profile::{ProfileError, make_provisioner, open_profile};
+pub use profile::{ProfileError, make_provisioner, open_profile, profile_options};
 
 use crate::backend::{
     BackendError, BackendKind, ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox,
@@ -278,7 +278,8 @@ struct Inner {
     sessions: RwLock<HashMap<SessionKey, Arc<OnceCell<String>>>>,
     next_collect_ms: AtomicU64,
     shut: AtomicBool,
-    started: AtomicBool,
+    sweeper_started: AtomicBool,
+    prewarm_started: AtomicBool,
     cancel: CancellationToken,
     /// Background closes (on-access evictions) that shutdown waits for.
     tracker: TaskTracker,
@@ -301,8 +302,9 @@ impl Drop for Inner {
 }
 
 /// The workspace manager of one profile. Cheap to clone (all clones share
-/// one cache). Create it inside a Tokio runtime; background work (the
-/// sweeper, the pre-warm pool) otherwise starts on first use.
+/// one cache). Create it inside a Tokio runtime (the sweeper otherwise
+/// starts on first use). The pre-warm pool starts filling on the first
+/// provisioning, or at once with [`WorkspaceManager::warm_up`].
 ///
 /// Call [`WorkspaceManager::shutdown`] before exit: it stops the sweeper,
 /// destroys unclaimed pre-warmed workspaces and closes (suspends, where
@@ -361,13 +363,14 @@ impl WorkspaceManager {
             sessions: RwLock::new(HashMap::new()),
             next_collect_ms: AtomicU64::new(0),
             shut: AtomicBool::new(false),
-            started: AtomicBool::new(false),
+            sweeper_started: AtomicBool::new(false),
+            prewarm_started: AtomicBool::new(false),
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
             prewarm,
         });
         if tokio::runtime::Handle::try_current().is_ok() {
-            inner.ensure_started();
+            inner.start_sweeper();
         }
         WorkspaceManager { inner }
     }
@@ -402,6 +405,13 @@ impl WorkspaceManager {
         let mut ids: Vec<String> = read(&self.inner.cache).keys().cloned().collect();
         ids.sort();
         ids
+    }
+
+    /// Starts filling the pre-warm pool now (long-lived hosts call this at
+    /// start-up; otherwise the pool starts on the first provisioning).
+    /// Needs a Tokio runtime. No-op without a pool.
+    pub fn warm_up(&self) {
+        self.inner.start_prewarm();
     }
 
     /// Ready workspaces waiting in the pre-warm pool.
@@ -691,15 +701,27 @@ fn backend_err(op: &'static str, id: &str, e: BackendError) -> ManagerError {
 }
 
 impl Inner {
-    /// Starts the sweeper and fills the pre-warm pool, once.
+    /// Starts the sweeper (sandboxed managers) and, once the manager is
+    /// used to provision, the pre-warm pool — never for a manager that
+    /// only lists, so a look at a profile builds nothing.
     fn ensure_started(self: &Arc<Self>) {
-        if self.started.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        if let Some(pool) = &self.prewarm {
+        self.start_sweeper();
+        self.start_prewarm();
+    }
+
+    fn start_prewarm(&self) {
+        if let Some(pool) = &self.prewarm
+            && !self.prewarm_started.swap(true, Ordering::AcqRel)
+            && !self.shut.load(Ordering::Acquire)
+        {
             pool.refill();
         }
-        if self.opts.eviction != EvictionMode::Sweeper {
+    }
+
+    fn start_sweeper(self: &Arc<Self>) {
+        if self.opts.eviction != EvictionMode::Sweeper
+            || self.sweeper_started.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let weak: Weak<Inner> = Arc::downgrade(self);

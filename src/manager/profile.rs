@@ -178,21 +178,22 @@ pub fn local_layout(base: &Path, spec: &ProvisionSpec) -> PathBuf {
     }
 }
 
-/// Opens profile `name` of `config`: its provisioner, the manager options
-/// of the profile, and the workspace template from `[workspace]` and
-/// `[limits]`. Option errors come back placed at file, line and key.
+/// The provisioner and manager options of profile `name` of `config`:
+/// backend options, the profile's manager settings, and the workspace
+/// template from `[workspace]` and `[limits]`. Option errors come back
+/// placed at file, line and key. Callers may adjust the options (the
+/// one-shot CLI turns the pre-warm pool off) before building the manager.
 ///
 /// The built-in `local` profile (when the file has no `[profiles.local]`)
 /// keeps the CLI's embedded workspaces: per_user under
 /// `<data_dir>/workspaces`, so the default user `""` works in
 /// `<data_dir>/workspaces/default` ([`Paths::default_workdir`]) and
 /// `--agent` picks a skills partition inside it.
-pub fn open_profile(
+pub fn profile_options(
     config: &Config,
     name: &str,
     paths: &Paths,
-    bus: EventBus,
-) -> Result<WorkspaceManager, ProfileError> {
+) -> Result<(Arc<dyn Provisioner>, ManagerOptions), ProfileError> {
     let mut p = config.profile(name)?;
     if !config.profiles.contains_key(name) {
         let base = paths.data_dir.join("workspaces");
@@ -225,6 +226,18 @@ pub fn open_profile(
         instructions: config.workspace.instructions.clone(),
         limits: config.limits.clone(),
     };
+    Ok((provisioner, opts))
+}
+
+/// Opens profile `name` of `config` as a manager publishing on `bus`; see
+/// [`profile_options`].
+pub fn open_profile(
+    config: &Config,
+    name: &str,
+    paths: &Paths,
+    bus: EventBus,
+) -> Result<WorkspaceManager, ProfileError> {
+    let (provisioner, opts) = profile_options(config, name, paths)?;
     Ok(WorkspaceManager::new(name, provisioner, opts, bus))
 }
 
