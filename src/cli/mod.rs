@@ -9,6 +9,7 @@ mod output;
 mod sessions;
 mod skills;
 mod tool;
+mod workspaces;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::backend::local::LocalSandbox;
 use crate::config::{Config, Paths};
 use crate::engine::{EventBus, Workspace, WorkspaceConfig};
+use crate::manager::{WorkspaceManager, profile_options};
 
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -38,10 +40,24 @@ pub struct Cli {
 /// Options shared by every sub-command.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// Workspace directory (default: the embedded default workspace under
-    /// the XDG data dir).
+    /// Use exactly this directory as a local workspace, bypassing profiles
+    /// (default: the workspace the profile's manager assigns to
+    /// `--user`/`--agent`/`--session`).
     #[arg(long, global = true, value_name = "DIR", env = "WSBENCH_WORKDIR")]
     pub workdir: Option<PathBuf>,
+    /// Profile from the config file (default: `default_profile`, else the
+    /// built-in `local`).
+    #[arg(long, global = true, value_name = "NAME", env = "WSBENCH_PROFILE")]
+    pub profile: Option<String>,
+    /// User id the workspace manager assigns workspaces for.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        env = "WSBENCH_USER",
+        default_value = ""
+    )]
+    pub user: String,
     /// Agent id (selects the skills partition; empty = `default`).
     #[arg(long, global = true, default_value = "")]
     pub agent: String,
@@ -75,6 +91,10 @@ pub enum Command {
     Offload(offload::OffloadCmd),
     /// The workspace at a glance: sessions, skills, MCP declarations.
     Status,
+    /// Workspaces of a profile: list (including those made by earlier
+    /// runs), create, open, close, destroy.
+    #[command(subcommand)]
+    Workspaces(workspaces::WorkspacesCmd),
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
     /// Print shell completions.
@@ -94,6 +114,8 @@ pub struct Ctx {
     pub config: Config,
     /// Config file actually used.
     pub config_file: PathBuf,
+    /// The selected profile's manager, made on first use.
+    manager: tokio::sync::OnceCell<WorkspaceManager>,
 }
 
 impl Ctx {
@@ -119,7 +141,37 @@ impl Ctx {
             paths,
             config,
             config_file,
+            manager: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The profile in use: `--profile`, else the config's default.
+    pub fn profile_name(&self) -> String {
+        self.global
+            .profile
+            .clone()
+            .unwrap_or_else(|| self.config.default_profile_name().to_string())
+    }
+
+    /// The manager of profile `name` (not cached; see [`Ctx::manager`]).
+    /// Its pre-warm pool is off: a one-shot command would exit before
+    /// claiming, and leave the pool's workspaces behind.
+    pub fn manager_for(&self, name: &str) -> anyhow::Result<WorkspaceManager> {
+        let (provisioner, mut opts) = profile_options(&self.config, name, &self.paths)?;
+        opts.prewarm.size = 0;
+        Ok(WorkspaceManager::new(
+            name,
+            provisioner,
+            opts,
+            EventBus::default(),
+        ))
+    }
+
+    /// The manager of the selected profile, shared by the whole command.
+    pub async fn manager(&self) -> anyhow::Result<&WorkspaceManager> {
+        self.manager
+            .get_or_try_init(|| async { self.manager_for(&self.profile_name()) })
+            .await
     }
 
     /// The workspace directory to open.
@@ -139,12 +191,22 @@ impl Ctx {
             .unwrap_or_else(|| "default".to_string())
     }
 
-    /// Opens the workspace on the local backend.
+    /// Opens the workspace: `--workdir` as an exact local directory, else
+    /// the one the selected profile's manager assigns to
+    /// `(--user, --agent, session)` (created, or reattached when an earlier
+    /// run made it).
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
-        let dir = self.workdir();
-        if self.global.workdir.is_some() {
-            check_workdir(&dir)?;
+        if self.global.workdir.is_none() {
+            let manager = self.manager().await?;
+            return manager
+                .get_workspace(&self.global.user, &self.global.agent, &self.session(), None)
+                .await
+                .with_context(|| {
+                    format!("opening a workspace of profile `{}`", manager.profile())
+                });
         }
+        let dir = self.workdir();
+        check_workdir(&dir)?;
         let sandbox = LocalSandbox::open(&dir)
             .with_context(|| format!("opening workspace {}", dir.display()))?;
         let config = WorkspaceConfig {
@@ -223,6 +285,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
         Some(Command::Status) => info::summary(&ctx).await,
+        Some(Command::Workspaces(c)) => workspaces::run(&ctx, c).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }
