@@ -533,6 +533,10 @@ pub struct ScriptedModel {
     summaries: Mutex<VecDeque<Map<String, Value>>>,
     vars: Mutex<Vars>,
     ids: Mutex<HashMap<String, String>>,
+    /// First absolute path of each scripted call's result, remembered
+    /// when first seen: compression may later take the result out of the
+    /// conversation.
+    paths: Mutex<HashMap<String, String>>,
     pace: Duration,
 }
 
@@ -546,6 +550,7 @@ impl ScriptedModel {
             summaries: Mutex::new(t.summaries.iter().cloned().collect()),
             vars: Mutex::new(Vars::default()),
             ids: Mutex::new(HashMap::new()),
+            paths: Mutex::new(HashMap::new()),
             pace,
         }
     }
@@ -565,12 +570,25 @@ impl ScriptedModel {
         };
     }
 
+    fn remember_paths(&self, messages: &[Msg]) {
+        let ids = self.ids.lock().expect("ids lock");
+        let mut paths = self.paths.lock().expect("paths lock");
+        for real in ids.values() {
+            if !paths.contains_key(real)
+                && let Some(p) = first_path_in_result(messages, real)
+            {
+                paths.insert(real.clone(), p);
+            }
+        }
+    }
+
     fn expand(&self, s: &str, messages: &[Msg]) -> Result<String, ModelError> {
+        self.remember_paths(messages);
         expand_placeholders(
             s,
             &self.vars.lock().expect("vars lock"),
             &self.ids.lock().expect("ids lock"),
-            messages,
+            &self.paths.lock().expect("paths lock"),
         )
     }
 
@@ -598,7 +616,7 @@ fn expand_placeholders(
     s: &str,
     vars: &Vars,
     ids: &HashMap<String, String>,
-    messages: &[Msg],
+    paths: &HashMap<String, String>,
 ) -> Result<String, ModelError> {
     let mut out = String::new();
     let mut rest = s;
@@ -620,7 +638,7 @@ fn expand_placeholders(
                         "{{{{{k}}}}}: no earlier tool call has id `{script_id}`"
                     ))
                 })?;
-                first_path_in_result(messages, real).ok_or_else(|| {
+                paths.get(real).cloned().ok_or_else(|| {
                     ModelError::Script(format!(
                         "{{{{{k}}}}}: the result of call `{script_id}` names no absolute path"
                     ))
@@ -865,15 +883,19 @@ mod tests {
             metadata: Value::Null,
             extra: Map::new(),
         }));
-        let msgs = vec![m];
+        let mut paths = HashMap::new();
+        paths.insert(
+            "call_1".to_string(),
+            first_path_in_result(&[m], "call_1").unwrap(),
+        );
         assert_eq!(
-            expand_placeholders("{{workdir}}/x {{first_path:g}}", &vars, &ids, &msgs).unwrap(),
+            expand_placeholders("{{workdir}}/x {{first_path:g}}", &vars, &ids, &paths).unwrap(),
             "/w/x /w/src/a.rs"
         );
         assert!(matches!(
-            expand_placeholders("{{first_path:zz}}", &vars, &ids, &msgs),
+            expand_placeholders("{{first_path:zz}}", &vars, &ids, &paths),
             Err(ModelError::Script(m)) if m.contains("zz")
         ));
-        assert!(expand_placeholders("{{nope}}", &vars, &ids, &msgs).is_err());
+        assert!(expand_placeholders("{{nope}}", &vars, &ids, &paths).is_err());
     }
 }
