@@ -1,8 +1,8 @@
 //! `wsbench demo` and `wsbench agent` through the real binary.
 
-mod support;
 #[path = "support/fake_openai.rs"]
 mod fake_openai;
+mod support;
 
 use std::path::Path;
 use std::process::Output;
@@ -65,7 +65,10 @@ async fn demo_list_names_the_three_demos() {
 async fn demo_explore_on_a_copy_of_a_real_repo_leaves_a_session_to_inspect() {
     let env = Env::new();
     let dir = tempfile::tempdir().unwrap();
-    support::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &dir.path().join("src"));
+    support::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &dir.path().join("src"),
+    );
     let w = dir.path().to_str().unwrap();
     let o = env
         .run(&["demo", "explore", "--workdir", w, "--session", "tour"])
@@ -76,7 +79,9 @@ async fn demo_explore_on_a_copy_of_a_real_repo_leaves_a_session_to_inspect() {
     assert!(out.contains("reply completed"), "{out}");
     assert!(out.contains("context compressed"), "{out}");
     // What the sessions and offload commands (and the TUI) show.
-    let o = env.run(&["sessions", "show", "tour", "--workdir", w, "--json"]).await;
+    let o = env
+        .run(&["sessions", "show", "tour", "--workdir", w, "--json"])
+        .await;
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["journal"]["entries"].as_array().unwrap().len(), 4);
     let kinds: Vec<&str> = v["offloads"]
@@ -85,7 +90,10 @@ async fn demo_explore_on_a_copy_of_a_real_repo_leaves_a_session_to_inspect() {
         .iter()
         .map(|o| o["kind"].as_str().unwrap())
         .collect();
-    assert!(kinds.contains(&"context") && kinds.contains(&"tool_result"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"context") && kinds.contains(&"tool_result"),
+        "{kinds:?}"
+    );
     let ctx = dir.path().join("sessions/tour/context.jsonl");
     let o = env
         .run(&["offload", "show", ctx.to_str().unwrap(), "--workdir", w])
@@ -187,15 +195,27 @@ async fn agent_runs_against_an_openai_compatible_server() {
     server.push(vec![stream_text("Still just a.txt.", 1)]);
     let o = env
         .run(&[
-            "agent", "and now?", "--workdir", w, "--session", "q1", "--model-url", &server.url,
-            "--model", "fake",
+            "agent",
+            "and now?",
+            "--workdir",
+            w,
+            "--session",
+            "q1",
+            "--model-url",
+            &server.url,
+            "--model",
+            "fake",
         ])
         .await;
     let out = text(&o);
     // The user message and the one assistant message of the reply (calls
     // and results live in it, as in the reference's format).
     assert!(out.contains("continuing 2 message(s)"), "{out}");
-    assert!(server.requests()[2]["messages"].to_string().contains("which text files"));
+    assert!(
+        server.requests()[2]["messages"]
+            .to_string()
+            .contains("which text files")
+    );
 }
 
 #[tokio::test]
@@ -209,8 +229,14 @@ async fn agent_reports_a_dead_server_with_exit_code_1() {
     let url = format!("http://127.0.0.1:{port}/v1");
     let o = env
         .run(&[
-            "agent", "hi", "--workdir", dir.path().to_str().unwrap(), "--model-url", &url,
-            "--model", "m",
+            "agent",
+            "hi",
+            "--workdir",
+            dir.path().to_str().unwrap(),
+            "--model-url",
+            &url,
+            "--model",
+            "m",
         ])
         .await;
     assert_eq!(o.status.code(), Some(1));

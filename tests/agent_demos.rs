@@ -12,8 +12,8 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 use wsbench::agent::script::{self, ScriptedModel, Transcript};
 use wsbench::agent::{
-    Agent, AgentConfig, AgentEvent, AgentOffload, AgentReceived, FinishReason, Model,
-    ReplyOutcome, Toolset,
+    Agent, AgentConfig, AgentEvent, AgentOffload, AgentReceived, FinishReason, Model, ReplyOutcome,
+    Toolset,
 };
 use wsbench::engine::Workspace;
 use wsbench::engine::message::{Block, DataBlock, DataSource, Msg, new_id};
@@ -63,7 +63,12 @@ fn keys(v: &Value) -> Vec<String> {
 }
 
 /// Key order of messages and of each block type in a context.jsonl.
-fn shapes(path: &Path) -> (Vec<Vec<String>>, std::collections::BTreeMap<String, Vec<String>>) {
+fn shapes(
+    path: &Path,
+) -> (
+    Vec<Vec<String>>,
+    std::collections::BTreeMap<String, Vec<String>>,
+) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut msgs = Vec::new();
     let mut blocks = std::collections::BTreeMap::new();
@@ -80,19 +85,30 @@ fn shapes(path: &Path) -> (Vec<Vec<String>>, std::collections::BTreeMap<String, 
 #[tokio::test]
 async fn explore_on_a_copy_of_a_real_repository_runs_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
-    support::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &dir.path().join("src"));
+    support::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &dir.path().join("src"),
+    );
     let ws = support::open(dir.path(), Default::default()).await;
     let t = Transcript::demo("explore").unwrap();
     let run = run_transcript(&ws, &t, "explore").await;
     assert_eq!(run.outcomes.len(), 1);
-    assert_eq!(run.outcomes[0].reason, FinishReason::Completed, "{:?}", run.outcomes);
+    assert_eq!(
+        run.outcomes[0].reason,
+        FinishReason::Completed,
+        "{:?}",
+        run.outcomes
+    );
     // The setup saw the real sources and wrote no demo crate.
     assert!(!dir.path().join("demo-repo").exists());
     // The journal holds the four tool calls, all successful.
     let journal = ws.read_journal(&run.session).await.unwrap();
     let tools: Vec<&str> = journal.entries.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(tools, ["Glob", "Grep", "Grep", "Read"]);
-    assert!(journal.entries.iter().all(|e| e.error.is_none()), "{journal:?}");
+    assert!(
+        journal.entries.iter().all(|e| e.error.is_none()),
+        "{journal:?}"
+    );
     // The Read went to a real file the Glob found.
     let read_path = journal.entries[3].args["file_path"].as_str().unwrap();
     assert!(read_path.starts_with(dir.path().to_str().unwrap()) && read_path.ends_with(".rs"));
@@ -107,7 +123,11 @@ async fn explore_on_a_copy_of_a_real_repository_runs_to_the_end() {
     let read = ws.read_context(&run.session).await.unwrap();
     assert!(read.bad_lines.is_empty());
     assert!(!read.messages.is_empty());
-    assert!(run.events.iter().any(|e| matches!(e, AgentEvent::CompressionDone { .. })));
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::CompressionDone { .. }))
+    );
 }
 
 #[tokio::test]
@@ -115,14 +135,21 @@ async fn explore_on_an_empty_workspace_writes_its_own_repository() {
     let (dir, ws) = support::temp_workspace().await;
     let t = Transcript::demo("explore").unwrap();
     let run = run_transcript(&ws, &t, "e").await;
-    assert_eq!(run.outcomes[0].reason, FinishReason::Completed, "{:?}", run.outcomes);
+    assert_eq!(
+        run.outcomes[0].reason,
+        FinishReason::Completed,
+        "{:?}",
+        run.outcomes
+    );
     assert!(dir.path().join("demo-repo/src/lib.rs").is_file());
     let journal = ws.read_journal("e").await.unwrap();
     assert_eq!(journal.entries.len(), 4);
-    assert!(journal.entries[3].args["file_path"]
-        .as_str()
-        .unwrap()
-        .contains("demo-repo/src/"));
+    assert!(
+        journal.entries[3].args["file_path"]
+            .as_str()
+            .unwrap()
+            .contains("demo-repo/src/")
+    );
 }
 
 #[tokio::test]
@@ -130,7 +157,12 @@ async fn bugfix_runs_the_test_edits_the_code_and_the_test_passes() {
     let (dir, ws) = support::temp_workspace().await;
     let t = Transcript::demo("bugfix").unwrap();
     let run = run_transcript(&ws, &t, "fix").await;
-    assert_eq!(run.outcomes[0].reason, FinishReason::Completed, "{:?}", run.outcomes);
+    assert_eq!(
+        run.outcomes[0].reason,
+        FinishReason::Completed,
+        "{:?}",
+        run.outcomes
+    );
     let code = std::fs::read_to_string(dir.path().join("bugfix-demo/stats.sh")).unwrap();
     assert!(code.contains("echo $((total / $#))"), "{code}");
     let journal = ws.read_journal("fix").await.unwrap();
@@ -153,7 +185,12 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
     let (dir, ws) = support::temp_workspace().await;
     let t = Transcript::demo("long").unwrap();
     let run = run_transcript(&ws, &t, "long").await;
-    assert_eq!(run.outcomes[0].reason, FinishReason::Completed, "{:?}", run.outcomes);
+    assert_eq!(
+        run.outcomes[0].reason,
+        FinishReason::Completed,
+        "{:?}",
+        run.outcomes
+    );
     let tr = run
         .events
         .iter()
@@ -170,22 +207,35 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
         .events
         .iter()
         .find_map(|e| match e {
-            AgentEvent::CompressionDone { path, summary, .. } => Some((path.clone(), summary.clone())),
+            AgentEvent::CompressionDone { path, summary, .. } => {
+                Some((path.clone(), summary.clone()))
+            }
             _ => None,
         })
         .expect("a compression");
     // The kept part of the split result names the file with the marker.
-    let marked = run.events.iter().any(|e| matches!(e,
+    let marked = run.events.iter().any(|e| {
+        matches!(e,
         AgentEvent::ToolResult { text, offloaded_to: Some(p), .. }
-            if text.contains("<<<TRUNCATED>>>") && text.contains(p.as_str())));
+            if text.contains("<<<TRUNCATED>>>") && text.contains(p.as_str()))
+    });
     assert!(marked);
     // The tool-result file holds the rest of the log, not the start.
     let overflow = std::fs::read_to_string(&tr).unwrap();
-    assert!(!overflow.contains("     1\t2026-11-29"), "the kept head must not be offloaded");
-    assert!(overflow.contains("(request 595)"), "the tail must be offloaded");
+    assert!(
+        !overflow.contains("     1\t2026-11-29"),
+        "the kept head must not be offloaded"
+    );
+    assert!(
+        overflow.contains("(request 595)"),
+        "the tail must be offloaded"
+    );
     // The summary names context.jsonl, and it reads back.
     assert!(comp.1.contains(&comp.0));
-    assert!(comp.1.starts_with("<system-info>Here is a summary of your previous work"));
+    assert!(
+        comp.1
+            .starts_with("<system-info>Here is a summary of your previous work")
+    );
     let read = ws.read_context("long").await.unwrap();
     assert!(read.bad_lines.is_empty(), "{:?}", read.bad_lines);
     assert!(read.messages.len() >= 2);
@@ -193,7 +243,8 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
     // same order, text blocks alike, tool blocks as the reference writes
     // them.
     let ours = dir.path().join("sessions/long/context.jsonl");
-    let fixture = support::shared().join("fixtures/reference-workspace/sessions/s-001/context.jsonl");
+    let fixture =
+        support::shared().join("fixtures/reference-workspace/sessions/s-001/context.jsonl");
     if !fixture.is_file() {
         support::skip_or_fail("reference fixture missing");
         return;
@@ -205,11 +256,34 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
     }
     assert_eq!(our_blocks["text"], ref_blocks["text"]);
     let tc: Vec<&str> = our_blocks["tool_call"].iter().map(String::as_str).collect();
-    assert_eq!(tc, ["type", "id", "name", "input", "state", "created_at", "finished_at"]);
-    let tr: Vec<&str> = our_blocks["tool_result"].iter().map(String::as_str).collect();
+    assert_eq!(
+        tc,
+        [
+            "type",
+            "id",
+            "name",
+            "input",
+            "state",
+            "created_at",
+            "finished_at"
+        ]
+    );
+    let tr: Vec<&str> = our_blocks["tool_result"]
+        .iter()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         tr,
-        ["type", "id", "name", "output", "state", "metadata", "created_at", "finished_at"]
+        [
+            "type",
+            "id",
+            "name",
+            "output",
+            "state",
+            "metadata",
+            "created_at",
+            "finished_at"
+        ]
     );
     // Every message parses back byte for byte.
     for line in std::fs::read_to_string(&ours).unwrap().lines() {
@@ -306,7 +380,10 @@ steps:
     });
     let t0 = std::time::Instant::now();
     let outcomes = script::replay(&mut agent, &model, &t).await.unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(10), "stop must not wait for sleep 30");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "stop must not wait for sleep 30"
+    );
     assert_eq!(outcomes[0].reason, FinishReason::Interrupted);
     let states: Vec<String> = agent
         .context()
@@ -369,7 +446,11 @@ async fn images_past_the_cap_go_to_data_and_leave_a_reminder() {
     let out = agent.reply(msg).await.unwrap();
     assert_eq!(out.reason, FinishReason::Completed);
     let user = &agent.context()[0];
-    let images = user.content.iter().filter(|b| matches!(b, Block::Data(_))).count();
+    let images = user
+        .content
+        .iter()
+        .filter(|b| matches!(b, Block::Data(_)))
+        .count();
     assert_eq!(images, 5);
     let reminders: Vec<String> = user
         .content
@@ -382,7 +463,9 @@ async fn images_past_the_cap_go_to_data_and_leave_a_reminder() {
     // The oldest two went, each named by its workspace:/// URL.
     assert!(reminders[0].contains("shot-0.png") && reminders[0].contains("workspace:///data/"));
     assert!(reminders[1].contains("shot-1.png"));
-    let data: Vec<_> = std::fs::read_dir(dir.path().join("data")).unwrap().collect();
+    let data: Vec<_> = std::fs::read_dir(dir.path().join("data"))
+        .unwrap()
+        .collect();
     assert_eq!(data.len(), 2);
 }
 

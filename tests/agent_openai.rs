@@ -5,9 +5,9 @@
 //! the Skill viewer, compression with the model's summary and continuing
 //! a session.
 
-mod support;
 #[path = "support/fake_openai.rs"]
 mod fake_openai;
+mod support;
 
 use std::sync::Arc;
 
@@ -117,7 +117,10 @@ async fn tool_calls_run_for_real_and_their_results_go_back_to_the_model() {
     let args = json!({"file_path": target.to_str().unwrap(), "content": "hi there\n"}).to_string();
     let server = FakeOpenAi::start(vec![
         stream_tool_calls("Writing the file.", &[("call_w1", "Write", &args)]),
-        stream_tool_calls("", &[("call_b1", "Bash", r#"{"command": "cat hello.txt"}"#)]),
+        stream_tool_calls(
+            "",
+            &[("call_b1", "Bash", r#"{"command": "cat hello.txt"}"#)],
+        ),
         stream_text("Done: the file says hi there.", 3),
     ])
     .await;
@@ -172,7 +175,11 @@ async fn malformed_tool_call_json_is_an_error_the_model_reads() {
     assert!(!target.exists(), "a malformed call must not run");
     let res = results(&agent);
     assert_eq!(res[0].1, "error");
-    assert!(res[0].2.contains("Invalid arguments for tool 'Write'"), "{}", res[0].2);
+    assert!(
+        res[0].2.contains("Invalid arguments for tool 'Write'"),
+        "{}",
+        res[0].2
+    );
     assert!(res[0].2.contains("malformed"), "{}", res[0].2);
     // The model saw the error as the tool's answer.
     let tool_msg = server.requests()[1]["messages"]
@@ -186,7 +193,13 @@ async fn malformed_tool_call_json_is_an_error_the_model_reads() {
     let journal = ws.read_journal("s3").await.unwrap();
     assert_eq!(journal.entries.len(), 1);
     assert_eq!(journal.entries[0].args, Value::String(bad));
-    assert!(journal.entries[0].error.as_deref().unwrap().contains("malformed"));
+    assert!(
+        journal.entries[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("malformed")
+    );
 }
 
 #[tokio::test]
@@ -204,7 +217,9 @@ async fn an_unknown_tool_is_an_error_naming_the_tools() {
     let res = results(&agent);
     assert_eq!(res[0].1, "error");
     assert!(
-        res[0].2.starts_with("ToolNotFoundError: Tool 'Teleport' not found."),
+        res[0]
+            .2
+            .starts_with("ToolNotFoundError: Tool 'Teleport' not found."),
         "{}",
         res[0].2
     );
@@ -243,7 +258,10 @@ async fn a_dropped_connection_ends_the_reply_with_a_clear_error() {
     assert_eq!(out.reason, FinishReason::Error);
     let err = out.error.clone().unwrap();
     assert!(err.contains("connection"), "{err}");
-    assert!(err.contains("dropped") || err.contains("ended before"), "{err}");
+    assert!(
+        err.contains("dropped") || err.contains("ended before"),
+        "{err}"
+    );
     // The conversation records the partial answer and the error.
     let reply = agent.context().last().unwrap();
     assert_eq!(reply.role, "assistant");
@@ -253,7 +271,10 @@ async fn a_dropped_connection_ends_the_reply_with_a_clear_error() {
     assert!(reply.content.iter().any(|b| matches!(b, Block::Hint(h)
         if h["hint"].as_str().unwrap().contains("The model call failed"))));
     // The workspace is unharmed and the state was saved.
-    assert_eq!(std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(), "untouched");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(),
+        "untouched"
+    );
     let state: Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("sessions/s5/agent_state.json")).unwrap(),
     )
@@ -275,8 +296,14 @@ async fn an_http_error_is_reported_with_the_servers_message() {
     let out = agent.reply_text("hi").await.unwrap();
     assert_eq!(out.reason, FinishReason::Error);
     let err = out.error.unwrap();
-    assert!(err.contains("401") && err.contains("invalid api key"), "{err}");
-    assert_eq!(agent.context().last().unwrap().error["type"], "authentication");
+    assert!(
+        err.contains("401") && err.contains("invalid api key"),
+        "{err}"
+    );
+    assert_eq!(
+        agent.context().last().unwrap().error["type"],
+        "authentication"
+    );
 }
 
 #[tokio::test]
@@ -287,8 +314,11 @@ async fn a_refused_connection_is_a_connection_error() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let model =
-        OpenAiModel::new(OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m")).unwrap();
+    let model = OpenAiModel::new(OpenAiConfig::new(
+        format!("http://127.0.0.1:{port}/v1"),
+        "m",
+    ))
+    .unwrap();
     let mut agent = Agent::open(
         ws.clone(),
         Arc::new(model),
@@ -380,15 +410,26 @@ async fn compression_uses_the_models_summary_and_names_the_offloaded_file() {
         .expect("a compression");
     assert!(!done.1, "the model's summary should be used");
     let summary = agent.summary().unwrap();
-    assert!(summary.contains("# Task Overview\nread big.txt"), "{summary}");
+    assert!(
+        summary.contains("# Task Overview\nread big.txt"),
+        "{summary}"
+    );
     assert!(summary.contains(&done.0), "{summary}");
     // The summary request forced the structured-output function.
     let reqs = server.requests();
-    assert_eq!(reqs[1]["tool_choice"]["function"]["name"], "generate_structured_output");
+    assert_eq!(
+        reqs[1]["tool_choice"]["function"]["name"],
+        "generate_structured_output"
+    );
     assert_eq!(reqs[1]["stream"], false);
     // The last request starts with the summary after the system prompt.
     let last = reqs[2]["messages"].as_array().unwrap();
-    assert!(last[1]["content"].as_str().unwrap().starts_with("<system-info>"));
+    assert!(
+        last[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("<system-info>")
+    );
     let read = ws.read_context("s9").await.unwrap();
     assert!(read.bad_lines.is_empty());
     assert!(!read.messages.is_empty());
@@ -449,5 +490,8 @@ async fn a_corrupt_state_file_is_a_clear_error_and_is_left_alone() {
     .await
     .unwrap_err();
     assert!(err.to_string().contains("agent_state.json"), "{err}");
-    assert_eq!(std::fs::read_to_string(sdir.join("agent_state.json")).unwrap(), "{not json");
+    assert_eq!(
+        std::fs::read_to_string(sdir.join("agent_state.json")).unwrap(),
+        "{not json"
+    );
 }

@@ -317,7 +317,9 @@ pub fn split_tool_result(
 /// the file holding the rest when it was offloaded (the reference's text).
 pub fn truncation_reminder(path: Option<&str>) -> String {
     let where_ = path
-        .map(|p| format!(" You can refer to the file in '{p}' for the truncated content if needed."))
+        .map(|p| {
+            format!(" You can refer to the file in '{p}' for the truncated content if needed.")
+        })
         .unwrap_or_default();
     format!(
         "\n{TRUNCATED_MARKER}\n<system-reminder>The remaining content has been omitted for limited context.{where_}</system-reminder>"
@@ -429,7 +431,10 @@ pub fn mechanical_summary(msgs: &[Msg]) -> Map<String, Value> {
                     calls.push(format!("- {} {}", c.name, short));
                 }
                 Block::ToolResult(r) if r.state != "success" => {
-                    errors.push(format!("- {} ({}) ended in state {}", r.name, r.id, r.state));
+                    errors.push(format!(
+                        "- {} ({}) ended in state {}",
+                        r.name, r.id, r.state
+                    ));
                 }
                 _ => {}
             }
@@ -553,7 +558,8 @@ mod tests {
     fn compression_never_separates_a_call_from_its_result() {
         let c = counter();
         let mut user = Msg::text("user", "user", "go");
-        user.content.push(Block::Text(TextBlock::new("x".repeat(400))));
+        user.content
+            .push(Block::Text(TextBlock::new("x".repeat(400))));
         let mut reply = Msg::text("agent", "assistant", "working");
         reply.content.push(call("a"));
         reply

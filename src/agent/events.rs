@@ -201,7 +201,10 @@ impl AgentEvent {
         Some(match self {
             AgentEvent::ReplyStarted {
                 session, user_text, ..
-            } => format!("reply started in session {session}: {}", short(user_text, 160)),
+            } => format!(
+                "reply started in session {session}: {}",
+                short(user_text, 160)
+            ),
             AgentEvent::TurnStarted {
                 turn,
                 estimated_tokens,

@@ -317,7 +317,10 @@ impl Agent {
         if config.max_iters == 0 {
             return Err(AgentError::Config("max_iters must be at least 1".into()));
         }
-        let dir = ws.layout().session_dir(&config.session).map_err(WorkspaceError::from)?;
+        let dir = ws
+            .layout()
+            .session_dir(&config.session)
+            .map_err(WorkspaceError::from)?;
         ws.sandbox()
             .mkdir(&dir, true)
             .await
@@ -569,7 +572,8 @@ impl Agent {
             turns += 1;
             self.cap_images().await;
             self.maybe_compress(&cancel).await;
-            self.wait_step(&format!("model turn {turns}"), &cancel).await;
+            self.wait_step(&format!("model turn {turns}"), &cancel)
+                .await;
             if cancel.is_cancelled() {
                 break FinishReason::Interrupted;
             }
@@ -827,8 +831,16 @@ impl Agent {
                 state: result.state,
                 exit_code: result.exit_code,
                 timed_out: result.timed_out,
-                error: (result.state == ToolState::Error)
-                    .then(|| result.text().lines().next().unwrap_or("").chars().take(500).collect()),
+                error: (result.state == ToolState::Error).then(|| {
+                    result
+                        .text()
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .chars()
+                        .take(500)
+                        .collect()
+                }),
                 duration_ms,
                 output_bytes: result.output_bytes,
                 offload_path: result.offload_path.clone(),
@@ -900,7 +912,8 @@ impl Agent {
         let max = self.config.policy.max_image_num;
         // (message, block, block inside a tool result), newest first.
         let mut found: Vec<(usize, usize, Option<usize>)> = Vec::new();
-        let is_image = |b: &Block| matches!(b, Block::Data(d) if d.source.media_type().starts_with("image/"));
+        let is_image =
+            |b: &Block| matches!(b, Block::Data(d) if d.source.media_type().starts_with("image/"));
         for (mi, m) in self.context.iter().enumerate().rev() {
             for (bi, b) in m.content.iter().enumerate().rev() {
                 if is_image(b) {
@@ -1089,7 +1102,11 @@ mod tests {
         let e = parse_call_args("Read", "{\"file_path\": ").unwrap_err();
         assert!(e.contains("Invalid arguments for tool 'Read'"), "{e}");
         assert!(e.contains("malformed"), "{e}");
-        assert!(parse_call_args("Read", "[1]").unwrap_err().contains("an array"));
+        assert!(
+            parse_call_args("Read", "[1]")
+                .unwrap_err()
+                .contains("an array")
+        );
         assert_eq!(parse_call_args("Read", "  ").unwrap(), json!({}));
     }
 }

@@ -102,7 +102,9 @@ impl OpenAiModel {
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.idle_timeout)
             .build()
-            .map_err(|e| ModelError::Protocol(format!("cannot build the HTTP client: {}", describe(&e))))?;
+            .map_err(|e| {
+                ModelError::Protocol(format!("cannot build the HTTP client: {}", describe(&e)))
+            })?;
         Ok(OpenAiModel {
             client,
             endpoint,
@@ -174,7 +176,8 @@ impl OpenAiModel {
 /// Builds the chat-completions `messages` array for a request.
 pub fn to_openai_messages(request: &ModelRequest) -> Vec<Value> {
     let mut c = Converter::default();
-    c.out.push(json!({"role": "system", "content": request.system}));
+    c.out
+        .push(json!({"role": "system", "content": request.system}));
     if let Some(s) = &request.summary {
         c.out.push(json!({"role": "user", "content": s}));
     }
@@ -398,7 +401,10 @@ impl CallSlots {
         let f = d.get("function");
         let name = f.and_then(|f| f.get("name")).and_then(Value::as_str);
         let args = f.and_then(|f| f.get("arguments"));
-        let id = d.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let id = d
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
         let pos = match self.slots.iter().position(|(i, _)| *i == index) {
             Some(p) => {
                 if let Some(n) = name
@@ -410,9 +416,9 @@ impl CallSlots {
             }
             None => {
                 let call = ModelToolCall {
-                    id: id
-                        .map(String::from)
-                        .unwrap_or_else(|| format!("call_{}", &crate::engine::message::new_id()[..12])),
+                    id: id.map(String::from).unwrap_or_else(|| {
+                        format!("call_{}", &crate::engine::message::new_id()[..12])
+                    }),
                     name: name.unwrap_or("").to_string(),
                     arguments: String::new(),
                 };
@@ -449,7 +455,10 @@ fn usage_of(v: &Value) -> Option<TokenUsage> {
     let u = v.get("usage")?;
     Some(TokenUsage {
         input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
     })
 }
 
@@ -466,13 +475,19 @@ fn stream_error(v: &Value) -> Option<String> {
 /// Reads a whole (non-streamed) completion.
 fn parse_completion(v: &Value, on_delta: DeltaSink<'_>) -> Result<ModelTurn, ModelError> {
     if let Some(e) = stream_error(v) {
-        return Err(ModelError::Protocol(format!("the server sent an error: {e}")));
+        return Err(ModelError::Protocol(format!(
+            "the server sent an error: {e}"
+        )));
     }
     let choice = v
         .pointer("/choices/0")
         .ok_or_else(|| ModelError::Protocol("the answer has no `choices`".into()))?;
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
-    let text = msg.get("content").and_then(Value::as_str).unwrap_or("").to_string();
+    let text = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if !text.is_empty() {
         on_delta(ModelDelta::Text(text.clone()));
     }
@@ -533,8 +548,11 @@ impl Model for OpenAiModel {
                 b = resp.bytes() => b.map_err(|e| ModelError::Connection(format!("the connection dropped while reading the answer: {}", describe(&e))))?,
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
-            let v: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| ModelError::Protocol(format!("the answer is neither an event stream nor JSON: {e}")))?;
+            let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                ModelError::Protocol(format!(
+                    "the answer is neither an event stream nor JSON: {e}"
+                ))
+            })?;
             return parse_completion(&v, on_delta);
         }
 
@@ -581,7 +599,9 @@ impl Model for OpenAiModel {
                     ))
                 })?;
                 if let Some(e) = stream_error(&v) {
-                    return Err(ModelError::Protocol(format!("the server sent an error mid-stream: {e}")));
+                    return Err(ModelError::Protocol(format!(
+                        "the server sent an error mid-stream: {e}"
+                    )));
                 }
                 if let Some(u) = usage_of(&v) {
                     turn.usage = Some(u);
@@ -609,7 +629,8 @@ impl Model for OpenAiModel {
         }
         if !done && turn.finish_reason.is_none() {
             return Err(ModelError::Connection(
-                "the stream ended before the answer was complete (no finish_reason and no [DONE])".into(),
+                "the stream ended before the answer was complete (no finish_reason and no [DONE])"
+                    .into(),
             ));
         }
         turn.tool_calls = slots.finish();
@@ -651,7 +672,10 @@ impl Model for OpenAiModel {
             .map(|c| c.arguments.clone())
             .unwrap_or_else(|| {
                 let t = turn.text.trim();
-                let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).unwrap_or(t);
+                let t = t
+                    .strip_prefix("```json")
+                    .or_else(|| t.strip_prefix("```"))
+                    .unwrap_or(t);
                 t.strip_suffix("```").unwrap_or(t).trim().to_string()
             });
         match serde_json::from_str::<Value>(&raw) {
@@ -694,7 +718,9 @@ mod tests {
     fn a_reply_becomes_assistant_and_tool_messages_in_order() {
         let user = Msg::text("user", "user", "hi");
         let mut reply = Msg::text("agent", "assistant", "looking");
-        reply.content.extend([call("c1"), call("c2"), result("c1"), result("c2")]);
+        reply
+            .content
+            .extend([call("c1"), call("c2"), result("c1"), result("c2")]);
         reply.content.push(Block::Text(TextBlock::new("more")));
         reply.content.extend([call("c3")]); // interrupted: no result
         let req = ModelRequest {
@@ -707,7 +733,16 @@ mod tests {
         let roles: Vec<&str> = m.iter().map(|v| v["role"].as_str().unwrap()).collect();
         assert_eq!(
             roles,
-            ["system", "user", "user", "assistant", "tool", "tool", "assistant", "tool"]
+            [
+                "system",
+                "user",
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "tool"
+            ]
         );
         assert_eq!(m[3]["tool_calls"].as_array().unwrap().len(), 2);
         assert_eq!(m[4]["tool_call_id"], "c1");

@@ -48,7 +48,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ContextPolicy, mechanical_summary};
-use super::model::{DeltaSink, Model, ModelDelta, ModelError, ModelRequest, ModelToolCall, ModelTurn};
+use super::model::{
+    DeltaSink, Model, ModelDelta, ModelError, ModelRequest, ModelToolCall, ModelTurn,
+};
 use super::{Agent, AgentError, ReplyOutcome};
 use crate::backend::{ExecRequest, path as bpath};
 use crate::engine::message::{Block, Msg, ToolOutput};
@@ -239,7 +241,11 @@ impl Transcript {
 
     /// Parses JSONL text (see the module doc). The name defaults to
     /// `default_name` when no `meta` line gives one.
-    pub fn from_jsonl(text: &str, origin: &str, default_name: &str) -> Result<Transcript, ScriptError> {
+    pub fn from_jsonl(
+        text: &str,
+        origin: &str,
+        default_name: &str,
+    ) -> Result<Transcript, ScriptError> {
         let mut t = Transcript {
             name: default_name.to_string(),
             description: String::new(),
@@ -291,13 +297,19 @@ impl Transcript {
                     t.policy = m.policy;
                 }
                 "setup" => t.setup.push(serde_json::from_value(inner).map_err(shape)?),
-                "summary" => t.summaries.push(serde_json::from_value(inner).map_err(shape)?),
-                "user" | "assistant" => t.steps.push(serde_json::from_value(v.clone()).map_err(shape)?),
+                "summary" => t
+                    .summaries
+                    .push(serde_json::from_value(inner).map_err(shape)?),
+                "user" | "assistant" => t
+                    .steps
+                    .push(serde_json::from_value(v.clone()).map_err(shape)?),
                 other => {
                     return Err(err(
                         origin,
                         n,
-                        format!("unknown key `{other}`; expected meta, setup, summary, user or assistant"),
+                        format!(
+                            "unknown key `{other}`; expected meta, setup, summary, user or assistant"
+                        ),
                     ));
                 }
             }
@@ -340,18 +352,23 @@ impl Transcript {
 
     fn validate(&self, origin: &str) -> Result<(), ScriptError> {
         if let Some(p) = &self.policy {
-            p.validate().map_err(|m| err(origin, None, format!("policy: {m}")))?;
+            p.validate()
+                .map_err(|m| err(origin, None, format!("policy: {m}")))?;
         }
         for (i, s) in self.setup.iter().enumerate() {
             if s.write.is_some() == s.bash.is_some() {
                 return Err(err(
                     origin,
                     None,
-                    format!("setup step {}: give exactly one of `write` and `bash`", i + 1),
+                    format!(
+                        "setup step {}: give exactly one of `write` and `bash`",
+                        i + 1
+                    ),
                 ));
             }
             if let Some(w) = &s.write {
-                check_relative(&w.path).map_err(|m| err(origin, None, format!("setup step {}: {m}", i + 1)))?;
+                check_relative(&w.path)
+                    .map_err(|m| err(origin, None, format!("setup step {}: {m}", i + 1)))?;
             }
         }
         let mut seen_user = false;
@@ -371,7 +388,11 @@ impl Transcript {
                             return Err(err(
                                 origin,
                                 None,
-                                format!("step {}: tool call {}: give `args` or `input`, not both", i + 1, c.name),
+                                format!(
+                                    "step {}: tool call {}: give `args` or `input`, not both",
+                                    i + 1,
+                                    c.name
+                                ),
                             ));
                         }
                     }
@@ -432,7 +453,10 @@ pub async fn run_setup(ws: &Workspace, t: &Transcript) -> Result<Vec<String>, Sc
             if let Some(g) = &w.unless_glob
                 && workspace_has_match(ws, g).map_err(at)?
             {
-                report.push(format!("kept the workspace as is (it has files matching {g}); not writing {}", w.path));
+                report.push(format!(
+                    "kept the workspace as is (it has files matching {g}); not writing {}",
+                    w.path
+                ));
                 continue;
             }
             if w.if_absent {
@@ -470,11 +494,22 @@ pub async fn run_setup(ws: &Workspace, t: &Transcript) -> Result<Vec<String>, Sc
             });
             let mut req = ExecRequest::shell(cmd.clone());
             req.timeout = Some(Duration::from_secs(60));
-            let outcome = ws.sandbox().exec(req, Some(tx)).await.map_err(|e| at(e.to_string()))?;
+            let outcome = ws
+                .sandbox()
+                .exec(req, Some(tx))
+                .await
+                .map_err(|e| at(e.to_string()))?;
             let out = collect.await.unwrap_or_default();
             if outcome.exit_code != Some(0) || outcome.timed_out {
                 let text = String::from_utf8_lossy(&out);
-                let tail: String = text.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
+                let tail: String = text
+                    .chars()
+                    .rev()
+                    .take(500)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
                 return Err(at(format!(
                     "`{cmd}` failed ({}): {}",
                     if outcome.timed_out {
@@ -503,12 +538,22 @@ fn workspace_has_match(ws: &Workspace, glob: &str) -> Result<bool, String> {
         .build()
         .map_err(|e| format!("bad glob `{glob}`: {e}"))?
         .compile_matcher();
-    for entry in ignore::WalkBuilder::new(root).hidden(false).build().flatten() {
+    for entry in ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .build()
+        .flatten()
+    {
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        let first = rel.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned());
-        if matches!(first.as_deref(), Some("sessions" | "data" | "skills" | ".git")) {
+        let first = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        if matches!(
+            first.as_deref(),
+            Some("sessions" | "data" | "skills" | ".git")
+        ) {
             continue;
         }
         if entry.file_type().is_some_and(|t| t.is_file()) && matcher.is_match(rel) {
@@ -715,7 +760,10 @@ impl Model for ScriptedModel {
         for (index, c) in calls.iter().enumerate() {
             let id = format!("call_{}", &crate::engine::message::new_id()[..12]);
             if let Some(sid) = &c.id {
-                self.ids.lock().expect("ids lock").insert(sid.clone(), id.clone());
+                self.ids
+                    .lock()
+                    .expect("ids lock")
+                    .insert(sid.clone(), id.clone());
             }
             let arguments = match (&c.input, &c.args) {
                 (Some(raw), _) => self.expand(raw, &request.messages)?,
@@ -739,7 +787,14 @@ impl Model for ScriptedModel {
         }
         Ok(ModelTurn {
             text,
-            finish_reason: Some(if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+            finish_reason: Some(
+                if tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
             tool_calls,
             usage: None,
         })
@@ -838,7 +893,12 @@ mod tests {
             assert_eq!(t.name, *name);
             assert!(!t.replies().is_empty());
         }
-        assert!(Transcript::demo("nope").unwrap_err().message.contains("explore"));
+        assert!(
+            Transcript::demo("nope")
+                .unwrap_err()
+                .message
+                .contains("explore")
+        );
     }
 
     #[test]
@@ -847,7 +907,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.line, Some(4), "{e}");
         assert!(e.message.contains("bogus"), "{e}");
-        let e = Transcript::from_yaml("name: x\nsteps:\n  - assistant: hi\n", "t.yaml").unwrap_err();
+        let e =
+            Transcript::from_yaml("name: x\nsteps:\n  - assistant: hi\n", "t.yaml").unwrap_err();
         assert!(e.message.contains("before any user message"), "{e}");
     }
 
@@ -861,7 +922,8 @@ mod tests {
         let t = Transcript::from_jsonl(text, "x.jsonl", "x").unwrap();
         assert_eq!(t.name, "x");
         assert_eq!(t.replies()[0].turns.len(), 2);
-        let e = Transcript::from_jsonl("{\"user\": \"a\"}\n{\"nope\": 1}\n", "x.jsonl", "x").unwrap_err();
+        let e = Transcript::from_jsonl("{\"user\": \"a\"}\n{\"nope\": 1}\n", "x.jsonl", "x")
+            .unwrap_err();
         assert_eq!(e.line, Some(2));
     }
 
@@ -875,14 +937,15 @@ mod tests {
         let mut ids = HashMap::new();
         ids.insert("g".to_string(), "call_1".to_string());
         let mut m = Msg::text("a", "assistant", "");
-        m.content.push(Block::ToolResult(crate::engine::message::ToolResultBlock {
-            id: "call_1".into(),
-            name: "Glob".into(),
-            output: ToolOutput::Text("Found 2 files\n/w/src/a.rs\n/w/src/b.rs".into()),
-            state: "success".into(),
-            metadata: Value::Null,
-            extra: Map::new(),
-        }));
+        m.content
+            .push(Block::ToolResult(crate::engine::message::ToolResultBlock {
+                id: "call_1".into(),
+                name: "Glob".into(),
+                output: ToolOutput::Text("Found 2 files\n/w/src/a.rs\n/w/src/b.rs".into()),
+                state: "success".into(),
+                metadata: Value::Null,
+                extra: Map::new(),
+            }));
         let mut paths = HashMap::new();
         paths.insert(
             "call_1".to_string(),

@@ -87,11 +87,12 @@ impl AgentTool for SkillViewer {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SKILL_TOOL.into(),
-            description: "Open a skill: returns the instructions (SKILL.md body) of the named skill. \
+            description:
+                "Open a skill: returns the instructions (SKILL.md body) of the named skill. \
                 When a task matches one of the available skills, open it with this tool before \
                 acting, then follow it; reach its scripts and resources with the other tools under \
                 the skill's directory."
-                .into(),
+                    .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -105,9 +106,7 @@ impl AgentTool for SkillViewer {
 
     async fn call(&self, ctx: &AgentToolContext<'_>, args: Value) -> ToolResult {
         let Some(name) = args.get("skill").and_then(Value::as_str) else {
-            return ToolResult::error(
-                "Invalid arguments for Skill: `skill` (string) is required.",
-            );
+            return ToolResult::error("Invalid arguments for Skill: `skill` (string) is required.");
         };
         match ctx.workspace.list_skills(ctx.agent).await {
             Ok(listing) => match listing.get(name) {
@@ -116,7 +115,10 @@ impl AgentTool for SkillViewer {
                     .with_meta("dir", skill.dir.clone()),
                 None => ToolResult::error(format!("SkillNotFoundError: Skill '{name}' not found.")),
             },
-            Err(e) => ToolResult::error(format!("Skills of agent '{}' cannot be listed: {e}", ctx.agent)),
+            Err(e) => ToolResult::error(format!(
+                "Skills of agent '{}' cannot be listed: {e}",
+                ctx.agent
+            )),
         }
     }
 }

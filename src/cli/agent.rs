@@ -16,8 +16,8 @@ use super::{Ctx, output};
 use crate::agent::openai::{OpenAiConfig, OpenAiModel};
 use crate::agent::script::{self, ScriptedModel, Transcript};
 use crate::agent::{
-    Agent, AgentConfig, AgentEvent, AgentHandle, AgentReceived, ContextPolicy, FinishReason,
-    Model, ReplyOutcome, StepControl, Stopper, Toolset,
+    Agent, AgentConfig, AgentEvent, AgentHandle, AgentReceived, ContextPolicy, FinishReason, Model,
+    ReplyOutcome, StepControl, Stopper, Toolset,
 };
 use crate::engine::Workspace;
 
@@ -193,12 +193,19 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
                     let _ = writeln!(
                         out,
                         "  ⇣ context compressed: {compressed_messages} message(s) → {path}; {kept_messages} kept; ~{tokens_before} → ~{tokens_after} tokens{}",
-                        if *fallback { " (summary made without the model)" } else { "" }
+                        if *fallback {
+                            " (summary made without the model)"
+                        } else {
+                            ""
+                        }
                     );
                 }
                 AgentEvent::StepPaused { next } => {
                     end_line(&mut out);
-                    let _ = writeln!(out, "  ⏸ next: {next} — Enter: step · c Enter: continue · q Enter: stop");
+                    let _ = writeln!(
+                        out,
+                        "  ⏸ next: {next} — Enter: step · c Enter: continue · q Enter: stop"
+                    );
                 }
                 AgentEvent::Error { kind, message } => {
                     end_line(&mut out);
@@ -287,7 +294,11 @@ async fn print_session_summary(
         }
     );
     for o in &detail.offloads {
-        println!("  {:?} {}", o.kind, o.url.clone().unwrap_or_else(|| o.path.clone()));
+        println!(
+            "  {:?} {}",
+            o.kind,
+            o.url.clone().unwrap_or_else(|| o.path.clone())
+        );
     }
     println!(
         "inspect: wsbench sessions show {session} · wsbench offload list --session {session} · continue: wsbench agent --session {session} \"...\""
@@ -333,12 +344,19 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     let session = session_for(ctx, &format!("demo-{}", transcript.name));
     let setup = script::run_setup(&ws, &transcript).await?;
     if !ctx.global.json {
-        println!("demo {} in {} (session {session})", transcript.name, ws.layout().workdir());
+        println!(
+            "demo {} in {} (session {session})",
+            transcript.name,
+            ws.layout().workdir()
+        );
         for line in &setup {
             println!("  setup: {line}");
         }
     }
-    let model = Arc::new(ScriptedModel::new(&transcript, Duration::from_millis(args.pace_ms)));
+    let model = Arc::new(ScriptedModel::new(
+        &transcript,
+        Duration::from_millis(args.pace_ms),
+    ));
     let mut config = AgentConfig::new(session.clone());
     config.agent_id = ctx.global.agent.clone();
     config.name = transcript
