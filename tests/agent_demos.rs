@@ -497,3 +497,37 @@ async fn a_jsonl_transcript_with_a_malformed_call_replays() {
         .collect();
     assert_eq!(states, ["error", "success"]);
 }
+
+#[tokio::test]
+async fn an_agent_runs_in_a_spawned_task() {
+    // A UI runs the agent in its own task: the reply future must be Send.
+    let (_dir, ws) = support::temp_workspace().await;
+    let t = Transcript::demo("bugfix").unwrap();
+    script::run_setup(&ws, &t).await.unwrap();
+    let model = Arc::new(ScriptedModel::new(&t, Duration::ZERO));
+    let mut agent = Agent::open(
+        ws.clone(),
+        model.clone() as Arc<dyn Model>,
+        Toolset::standard(&ws),
+        AgentConfig::new("spawned"),
+    )
+    .await
+    .unwrap();
+    let task = tokio::spawn(async move { script::replay(&mut agent, &model, &t).await });
+    let outcomes = task.await.unwrap().unwrap();
+    assert_eq!(outcomes[0].reason, FinishReason::Completed);
+    // The agent log has one line per step, the long texts clipped.
+    let log = std::fs::read_to_string(_dir.path().join("sessions/spawned/agent.jsonl")).unwrap();
+    let types: Vec<String> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("reply_started"));
+    assert_eq!(types.last().map(String::as_str), Some("reply_finished"));
+    assert_eq!(types.iter().filter(|t| *t == "tool_result").count(), 4);
+}

@@ -257,6 +257,31 @@ impl AgentEvent {
         })
     }
 
+    /// A copy for the session's agent log, with long texts clipped to
+    /// `max` characters (the full texts are in the conversation and the
+    /// tool-result files; the log is for following the steps).
+    pub fn clipped(&self, max: usize) -> AgentEvent {
+        fn clip(s: &str, max: usize) -> String {
+            if s.chars().count() <= max {
+                s.to_string()
+            } else {
+                let head: String = s.chars().take(max).collect();
+                format!("{head}… [clipped]")
+            }
+        }
+        let mut e = self.clone();
+        match &mut e {
+            AgentEvent::ToolResult { text, .. }
+            | AgentEvent::TurnFinished { text, .. }
+            | AgentEvent::ReplyFinished { text, .. } => *text = clip(text, max),
+            AgentEvent::CompressionDone { summary, .. } => *summary = clip(summary, max),
+            AgentEvent::ToolCall { input, .. } => *input = clip(input, max),
+            AgentEvent::ReplyStarted { user_text, .. } => *user_text = clip(user_text, max),
+            _ => {}
+        }
+        e
+    }
+
     /// Log level for the workspace bus.
     pub fn level(&self) -> &'static str {
         match self {

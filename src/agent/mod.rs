@@ -67,6 +67,9 @@ pub const STATE_FILE: &str = "agent_state.json";
 /// One JSON line per agent step (wsbench's file).
 pub const AGENT_LOG_FILE: &str = "agent.jsonl";
 
+/// Longest text kept per event in `agent.jsonl`, in characters.
+const LOG_TEXT_CHARS: usize = 4000;
+
 /// Text the reply ends with after `max_iters` turns (the reference's).
 const MAX_ITERS_TEXT: &str =
     "Executed maximum iterations of reasoning-acting loop without finishing the task.";
@@ -412,13 +415,14 @@ impl Agent {
     fn emit(&self, event: AgentEvent) {
         let line = event.summary_line();
         let level = event.level();
-        let env = self.handle.events.publish(event);
+        let mut env = self.handle.events.publish(event);
         if let Some(message) = line {
             self.ws.publish(Event::Log {
                 level: level.into(),
                 source: "agent".into(),
                 message,
             });
+            env.event = env.event.clipped(LOG_TEXT_CHARS);
             let mut buf = self.log_buf.lock().expect("log lock");
             serde_json::to_writer(&mut *buf, &env).expect("event serialises");
             buf.push(b'\n');
