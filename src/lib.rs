@@ -3,6 +3,7 @@
 //! Layers, one direction of dependency: `tui -> manager -> engine -> backend`
 //! (see `../shared/DESIGN.md`).
 
+pub mod agent;
 pub mod backend;
 pub mod cli;
 pub mod config;

@@ -2,6 +2,7 @@
 //! on. Every sub-command takes `--workdir`, `--agent`, `--session` and
 //! `--json`; errors go to stderr with a non-zero exit.
 
+mod agent;
 mod exec;
 mod info;
 mod offload;
@@ -95,6 +96,12 @@ pub enum Command {
     /// runs), create, open, close, destroy.
     #[command(subcommand)]
     Workspaces(workspaces::WorkspacesCmd),
+    /// Replay a demo transcript (scripted agent) in the workspace; no
+    /// model server needed. `--list` shows the demos.
+    Demo(agent::DemoArgs),
+    /// Run an agent on an OpenAI-compatible model server for one prompt;
+    /// `--session S` continues a session.
+    Agent(agent::AgentArgs),
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
     /// Print shell completions.
@@ -286,6 +293,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
         Some(Command::Status) => info::summary(&ctx).await,
         Some(Command::Workspaces(c)) => workspaces::run(&ctx, c).await,
+        Some(Command::Demo(a)) => agent::run_demo(&ctx, a).await,
+        Some(Command::Agent(a)) => agent::run_agent(&ctx, a).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }
