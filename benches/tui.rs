@@ -1,0 +1,2 @@
+//! TUI benchmarks (written below).
+fn main() {}
