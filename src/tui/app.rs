@@ -1141,6 +1141,9 @@ impl App {
         // On narrow screens keep the parts that matter most.
         if text::width(&text_line) > area.width as usize {
             text_line = format!(" wsbench │ {} │ session {} │ {dot} {state}", ws.backend(), self.cx.session);
+            if self.cx.read_only {
+                text_line.push_str(" │ READ-ONLY");
+            }
         }
         let p = Paragraph::new(Line::from(Span::styled(
             text::fit(&text::display(&text_line), area.width as usize),
@@ -1164,6 +1167,15 @@ impl App {
         let text_mode = self.overlay.is_none()
             && self.pane(self.focus()).is_some_and(|p| p.text_input_active());
         let mut help = None;
+        // Keys the focused pane binds itself never reach a global action.
+        let pane_id = self.pane(self.focus()).map(|p| p.id()).unwrap_or(GLOBAL);
+        let shadowed: Vec<KeyChord> = self
+            .cx
+            .keymap
+            .bindings(ctx)
+            .chain(self.cx.keymap.bindings(pane_id))
+            .flat_map(|b| b.keys.iter().copied())
+            .collect();
         if self.overlay.is_none() {
             for b in self.cx.keymap.bindings(GLOBAL).filter(|b| b.spec.hint) {
                 if self.modal.is_some() && matches!(b.spec.name, "app.focus_next" | "app.zoom") {
@@ -1176,6 +1188,7 @@ impl App {
                     .iter()
                     .copied()
                     .filter(|k| !text_mode || !is_printable(k))
+                    .filter(|k| !shadowed.contains(k))
                     .collect();
                 if keys.is_empty() {
                     continue;

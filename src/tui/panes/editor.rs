@@ -40,6 +40,7 @@ enum Msg {
 /// The editor pane.
 pub struct EditorPane {
     path: Option<String>,
+    shown: String,
     area: Option<TextArea<'static>>,
     original: Vec<String>,
     crlf: bool,
@@ -102,6 +103,7 @@ impl EditorPane {
     pub fn new() -> Self {
         EditorPane {
             path: None,
+            shown: String::new(),
             area: None,
             original: Vec::new(),
             crlf: false,
@@ -126,6 +128,9 @@ impl EditorPane {
 
     fn open(&mut self, path: &str, cx: &mut Ctx) {
         self.path = Some(path.to_string());
+        self.shown = crate::backend::path::strip_root(cx.ws.layout().workdir(), path)
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| path.to_string());
         self.area = None;
         self.error = None;
         self.loading = true;
@@ -196,7 +201,7 @@ impl Pane for EditorPane {
 
     fn title(&self) -> String {
         match &self.path {
-            Some(p) => format!("Edit {}", text::display(p)),
+            Some(_) => format!("Edit {}", text::display(&self.shown)),
             None => "Editor".into(),
         }
     }

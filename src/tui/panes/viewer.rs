@@ -203,6 +203,9 @@ pub fn text_doc(title: &str, body: &str, truncated: bool, t: &Theme) -> Doc {
 /// Loads what a path or `workspace:///` URL points at, as a document.
 pub async fn load_doc(ws: std::sync::Arc<crate::engine::Workspace>, target: String, theme: Theme) -> Doc {
     let path = ws.layout().resolve_reference(&target);
+    let shown = crate::backend::path::strip_root(ws.layout().workdir(), &path)
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| path.clone());
     let stat = match ws.sandbox().stat(&path).await {
         Ok(s) => s,
         Err(e) => return super::files::metadata_doc(&path, None, &[], Some(&e.to_string())),
@@ -232,9 +235,9 @@ pub async fn load_doc(ws: std::sync::Arc<crate::engine::Workspace>, target: Stri
         Err(e) => return super::files::metadata_doc(&path, Some(&stat), &head, Some(&e.to_string())),
     };
     if name == names::CONTEXT_FILE || name.ends_with(".jsonl") {
-        return conversation_doc(&path, &parse_context(&bytes), &theme);
+        return conversation_doc(&shown, &parse_context(&bytes), &theme);
     }
-    text_doc(&path, &String::from_utf8_lossy(&bytes), range.is_some(), &theme)
+    text_doc(&shown, &String::from_utf8_lossy(&bytes), range.is_some(), &theme)
 }
 
 impl ViewerPane {
