@@ -447,6 +447,22 @@ impl App {
         self.panes.iter_mut().find(|p| p.id() == id)
     }
 
+    /// Calls `f` on the pane `id` as its concrete type `T` with the shared
+    /// context, then applies the effects it queued; `None` if there is no
+    /// such pane of that type.
+    pub fn pane_call<T: 'static, R>(&mut self, id: &str, f: impl FnOnce(&mut T, &mut Ctx) -> R) -> Option<R> {
+        let i = self.pane_index(id)?;
+        let pane = self.panes[i].as_any_mut().downcast_mut::<T>()?;
+        let r = f(pane, &mut self.cx);
+        self.apply_effects();
+        Some(r)
+    }
+
+    /// Where a pane was drawn last (the whole pane, border included).
+    pub fn area_of(&self, id: &str) -> Option<Rect> {
+        self.areas.iter().find(|(p, _)| *p == id).map(|(_, r)| *r)
+    }
+
     fn pane_index(&self, id: &str) -> Option<usize> {
         self.panes.iter().position(|p| p.id() == id)
     }

@@ -464,6 +464,10 @@ impl Pane for CommandPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         "Command".into()
     }

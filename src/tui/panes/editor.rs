@@ -199,6 +199,10 @@ impl Pane for EditorPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         match &self.path {
             Some(_) => format!("Edit {}", text::display(&self.shown)),

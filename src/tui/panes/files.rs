@@ -700,6 +700,10 @@ impl Pane for FilesPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         "Files".into()
     }

@@ -284,6 +284,10 @@ impl Pane for LogsPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         "Logs".into()
     }

@@ -223,6 +223,10 @@ pub trait Pane: Send {
     fn cursor(&self) -> Option<(u16, u16)> {
         None
     }
+
+    /// The concrete pane, for tests and for code that knows the type
+    /// (`app.pane_mut("files")` then `downcast_mut::<FilesPane>()`).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 /// Every action of every built-in pane, overlay and the app.

@@ -108,6 +108,10 @@ impl Pane for OffloadPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         format!("Offload ({})", self.items.len())
     }

@@ -97,6 +97,10 @@ impl Pane for SessionsPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         format!("Sessions ({})", self.items.len())
     }

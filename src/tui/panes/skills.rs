@@ -166,6 +166,10 @@ impl Pane for SkillsPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         let bad = self.rows.iter().filter(|r| matches!(r, Row::Invalid(_))).count();
         if bad > 0 {

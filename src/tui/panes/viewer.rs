@@ -282,6 +282,10 @@ impl Pane for ViewerPane {
         ID
     }
 
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
     fn title(&self) -> String {
         match &self.doc {
             Some(d) => text::display(&d.title).into_owned(),

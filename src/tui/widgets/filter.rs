@@ -83,12 +83,20 @@ impl Filter {
         }
     }
 
-    /// Pasted text: control characters (newlines, ESC) are dropped.
+    /// Pasted text: newlines and tabs become spaces, other control
+    /// characters (ESC) are dropped; nothing is submitted.
     pub fn paste(&mut self, s: &str) -> FilterOutcome {
         if !self.editing {
             return FilterOutcome::Ignored;
         }
-        let clean: String = s.chars().filter(|c| !text::is_control(*c)).collect();
+        let clean: String = s
+            .chars()
+            .filter_map(|c| match c {
+                '\n' | '\r' | '\t' => Some(' '),
+                c if text::is_control(c) => None,
+                c => Some(c),
+            })
+            .collect();
         let t = format!("{}{clean}", self.text);
         self.set(&t);
         FilterOutcome::Changed
@@ -154,6 +162,6 @@ mod tests {
         let mut f = Filter::default();
         f.begin();
         f.paste("a\nb\x1b[31m");
-        assert_eq!(f.text, "ab[31m");
+        assert_eq!(f.text, "a b[31m");
     }
 }
