@@ -1141,7 +1141,7 @@ impl App {
         let state = &self.cx.header.state;
         let dot = if state == "ready" { "●" } else { "○" };
         let mut parts = vec![
-            format!(" wsbench "),
+            "wsbench".to_string(),
             format!("profile {}", self.cx.header.profile),
             format!("backend {}", ws.backend()),
             format!("ws {short}"),
@@ -1153,7 +1153,7 @@ impl App {
         if self.cx.read_only {
             parts.push("READ-ONLY".into());
         }
-        let mut text_line = parts.join(" │ ");
+        let mut text_line = format!(" {}", parts.join(" │ "));
         // On narrow screens keep the parts that matter most.
         if text::width(&text_line) > area.width as usize {
             text_line = format!(" wsbench │ {} │ session {} │ {dot} {state}", ws.backend(), self.cx.session);

@@ -84,11 +84,13 @@ pub fn join_text(lines: &[String], crlf: bool, final_newline: bool) -> String {
     s
 }
 
-/// Pasted text for a multi-line field: CRLF becomes LF, other control
+/// Pasted text for a multi-line field: CRLF and CR (what terminals and
+/// tmux send for a newline in a paste) become LF, other control
 /// characters (ESC of a pasted colour code) become visible pictures, so a
 /// paste is inserted as text and never interpreted (C23).
 pub fn clean_paste(s: &str) -> String {
     s.replace("\r\n", "\n")
+        .replace('\r', "\n")
         .chars()
         .map(|c| match c {
             '\n' | '\t' => c,
@@ -366,5 +368,6 @@ mod tests {
     #[test]
     fn paste_is_text_only() {
         assert_eq!(clean_paste("a\r\nb\x1b[31m"), "a\nb␛[31m");
+        assert_eq!(clean_paste("a\rb\rc"), "a\nb\nc");
     }
 }
