@@ -35,9 +35,13 @@ fn rt() -> tokio::runtime::Runtime {
 
 async fn workspace(dir: &std::path::Path) -> Arc<Workspace> {
     let sb = LocalSandbox::open(dir).unwrap();
-    Workspace::open(Arc::new(sb), WorkspaceConfig::default(), EventBus::default())
-        .await
-        .unwrap()
+    Workspace::open(
+        Arc::new(sb),
+        WorkspaceConfig::default(),
+        EventBus::default(),
+    )
+    .await
+    .unwrap()
 }
 
 fn stat(name: String, kind: FileKind) -> FileStat {
@@ -56,7 +60,11 @@ fn stat(name: String, kind: FileKind) -> FileStat {
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map(|pages| pages * 4)
         .unwrap_or(0)
 }
@@ -65,7 +73,9 @@ fn memory_report() {
     let cfg = TuiConfig::default();
     let mut pane = CommandPane::new(&cfg);
     pane.begin_run("seq 1 1000000", Style::default());
-    let chunk: Vec<u8> = (0..1000).flat_map(|i| format!("output line {i:07} with some text\n").into_bytes()).collect();
+    let chunk: Vec<u8> = (0..1000)
+        .flat_map(|i| format!("output line {i:07} with some text\n").into_bytes())
+        .collect();
     let before = rss_kib();
     let mut at_100k = 0;
     for i in 0..1000 {
@@ -91,19 +101,25 @@ fn frame(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let ws = rt.block_on(workspace(dir.path()));
     let root = ws.layout().workdir().to_string();
-    let mut cfg = TuiConfig::default();
-    cfg.log_buffer_lines = 1_000_000;
+    let cfg = TuiConfig {
+        log_buffer_lines: 1_000_000,
+        ..Default::default()
+    };
     let mut opts = AppOptions::new(cfg);
     opts.watch = false;
     let mut app = App::new(ws, opts);
     rt.block_on(app.settle(Duration::from_secs(10)));
     // 1,000 directories of 99 files: 100,000 entries, all expanded.
     app.pane_call("files", |f: &mut FilesPane, cx| {
-        let dirs: Vec<FileStat> = (0..1000).map(|i| stat(format!("dir{i:04}"), FileKind::Dir)).collect();
+        let dirs: Vec<FileStat> = (0..1000)
+            .map(|i| stat(format!("dir{i:04}"), FileKind::Dir))
+            .collect();
         f.apply_listing(&root, dirs);
         for i in 0..1000 {
             let d = format!("{root}/dir{i:04}");
-            let files = (0..99).map(|j| stat(format!("file{j:03}.rs"), FileKind::File)).collect();
+            let files = (0..99)
+                .map(|j| stat(format!("file{j:03}.rs"), FileKind::File))
+                .collect();
             f.apply_listing(&d, files);
             f.expand_path(&d, cx);
         }
@@ -111,8 +127,16 @@ fn frame(c: &mut Criterion) {
     });
     app.pane_call("logs", |l: &mut LogsPane, _| {
         for i in 0..1_000_000u32 {
-            let level = if i % 97 == 0 { Level::Warn } else { Level::Info };
-            l.push(LogLine::now(level, "bench", format!("log line {i} with a message of moderate length")));
+            let level = if i % 97 == 0 {
+                Level::Warn
+            } else {
+                Level::Info
+            };
+            l.push(LogLine::now(
+                level,
+                "bench",
+                format!("log line {i} with a message of moderate length"),
+            ));
         }
         assert_eq!(l.len(), 1_000_000);
     });

@@ -54,7 +54,10 @@ async fn wait_for(hs: &mut Harness, what: &str, mut cond: impl FnMut(&mut Harnes
         if cond(hs) {
             return;
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -70,19 +73,31 @@ async fn c20_nested_mkdir_shows_up_live_without_duplicates() {
     hs.draw().await;
     // Give the watch a moment to be set up before the burst.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    bash(&hs, "mkdir -p a/b/c/d/e/f/g/h/i/j && echo hi > a/b/c/d/e/f/g/h/i/j/deep.txt").await;
+    bash(
+        &hs,
+        "mkdir -p a/b/c/d/e/f/g/h/i/j && echo hi > a/b/c/d/e/f/g/h/i/j/deep.txt",
+    )
+    .await;
     let a = format!("{root}/a");
     wait_for(&mut hs, "a/ in the tree", |hs| files(hs).find(&a).is_some()).await;
     let mut level = a.clone();
     for next in ["b", "c", "d", "e", "f", "g", "h", "i", "j"] {
         let l = level.clone();
-        assert!(hs.app.pane_call("files", |f: &mut FilesPane, cx| f.expand_path(&l, cx)).unwrap());
+        assert!(
+            hs.app
+                .pane_call("files", |f: &mut FilesPane, cx| f.expand_path(&l, cx))
+                .unwrap()
+        );
         level = format!("{level}/{next}");
         let want = level.clone();
         wait_for(&mut hs, &want.clone(), |hs| files(hs).find(&want).is_some()).await;
     }
     let j = level.clone();
-    assert!(hs.app.pane_call("files", |f: &mut FilesPane, cx| f.expand_path(&j, cx)).unwrap());
+    assert!(
+        hs.app
+            .pane_call("files", |f: &mut FilesPane, cx| f.expand_path(&j, cx))
+            .unwrap()
+    );
     let deep = format!("{j}/deep.txt");
     wait_for(&mut hs, "deep.txt", |hs| files(hs).find(&deep).is_some()).await;
     // Now a file appears in an open directory: only the watch can tell.
@@ -96,12 +111,17 @@ async fn c20_nested_mkdir_shows_up_live_without_duplicates() {
     let mut dedup = names.clone();
     dedup.sort();
     dedup.dedup();
-    assert_eq!(names.len(), dedup.len(), "an entry appears twice: {names:?}");
+    assert_eq!(
+        names.len(),
+        dedup.len(),
+        "an entry appears twice: {names:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c21_nfd_names_render_whole_and_open_by_their_bytes() {
-    let nfd = "\u{1100}\u{1161}\u{1102}\u{1161}\u{1103}\u{1161}\u{1105}\u{1161}\u{1106}\u{1161}.txt";
+    let nfd =
+        "\u{1100}\u{1161}\u{1102}\u{1161}\u{1103}\u{1161}\u{1105}\u{1161}\u{1106}\u{1161}.txt";
     let nfc = "가나다라마.nfc.txt";
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(nfd), "decomposed\n").unwrap();
@@ -114,11 +134,18 @@ async fn c21_nfd_names_render_whole_and_open_by_their_bytes() {
     // No cell holds a lone leading jamo.
     let buf = hs.term.backend().buffer().clone();
     for cell in buf.content() {
-        assert_ne!(cell.symbol(), "\u{1100}", "a lone U+1100 in a cell:\n{screen}");
+        assert_ne!(
+            cell.symbol(),
+            "\u{1100}",
+            "a lone U+1100 in a cell:\n{screen}"
+        );
     }
     // `.txt` starts at the same column in both rows.
     let col = |needle: &str| -> usize {
-        let line = screen.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle} not shown:\n{screen}"));
+        let line = screen
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} not shown:\n{screen}"));
         let byte = line.find(needle).unwrap();
         text::width(&line[..byte])
     };
@@ -134,7 +161,10 @@ async fn c21_nfd_names_render_whole_and_open_by_their_bytes() {
         .as_any_mut()
         .downcast_mut::<EditorPane>()
         .unwrap();
-    assert_eq!(ed.lines().map(|l| l.to_vec()), Some(vec!["decomposed".to_string()]));
+    assert_eq!(
+        ed.lines().map(|l| l.to_vec()),
+        Some(vec!["decomposed".to_string()])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,15 +214,25 @@ async fn c24_escapes_in_output_stay_inside_the_pane() {
     for cell in hs.term.backend().buffer().content() {
         let s = cell.symbol();
         assert!(
-            !s.chars().any(|c| (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32))),
+            !s.chars()
+                .any(|c| (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32))),
             "control character {s:?} in a cell:\n{after}"
         );
     }
-    let pos = |w: &str| after.find(&format!("┃{w}")).unwrap_or_else(|| panic!("{w} missing:\n{after}"));
-    assert!(pos("before") < pos("red") && pos("red") < pos("moved") && pos("moved") < pos("after"), "{after}");
+    let pos = |w: &str| {
+        after
+            .find(&format!("┃{w}"))
+            .unwrap_or_else(|| panic!("{w} missing:\n{after}"))
+    };
+    assert!(
+        pos("before") < pos("red") && pos("red") < pos("moved") && pos("moved") < pos("after"),
+        "{after}"
+    );
     // red keeps a red style.
     let buf = hs.term.backend().buffer();
-    let red_row = (0..24).find(|&y| buf[(1, y)].symbol() == "r" && buf[(2, y)].symbol() == "e").unwrap();
+    let red_row = (0..24)
+        .find(|&y| buf[(1, y)].symbol() == "r" && buf[(2, y)].symbol() == "e")
+        .unwrap();
     assert_eq!(buf[(1, red_row)].fg, ratatui::style::Color::Red);
     settings(dir.path()).bind(|| insta::assert_snapshot!("c24_command_80x24", after));
     // The engine keeps the raw bytes.
@@ -211,7 +251,16 @@ async fn c24_escapes_in_output_stay_inside_the_pane() {
 async fn c22_small_terminals_never_panic() {
     let (_dir, ws) = fixture(|_| {}).await;
     let mut hs = Harness::new(ws, options(), 120, 40).await;
-    for (w, h) in [(40, 10), (1, 1), (2, 3), (10, 4), (39, 9), (200, 5), (5, 60), (80, 24)] {
+    for (w, h) in [
+        (40, 10),
+        (1, 1),
+        (2, 3),
+        (10, 4),
+        (39, 9),
+        (200, 5),
+        (5, 60),
+        (80, 24),
+    ] {
         hs.resize(w, h);
         for keys in ["esc 2 enter", "?", "esc :", "esc z", "z 6", "5 i"] {
             hs.keys(keys).await;

@@ -113,6 +113,9 @@ async fn read_only_screen() {
     assert!(text.contains("READ-ONLY"), "{text}");
     // No destructive action in the footer hints.
     let footer = text.lines().rev().find(|l| !l.is_empty()).unwrap();
-    assert!(!footer.contains("delete") && !footer.contains("rename"), "{footer}");
+    assert!(
+        !footer.contains("delete") && !footer.contains("rename"),
+        "{footer}"
+    );
     settings(dir.path()).bind(|| insta::assert_snapshot!("read_only_120x40", text));
 }

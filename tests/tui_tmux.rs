@@ -43,7 +43,19 @@ impl Tmux {
             h = dir.path().display(),
         );
         let t = Tmux { sock, dir };
-        t.tmux(&["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &shell]);
+        t.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &shell,
+        ]);
         t.tmux(&["set", "-g", "escape-time", "0"]);
         t.wait_for("$", Duration::from_secs(10));
         t
@@ -82,7 +94,9 @@ impl Tmux {
     }
 
     fn display(&self, fmt: &str) -> String {
-        self.tmux(&["display-message", "-p", "-t", "t", fmt]).trim().to_string()
+        self.tmux(&["display-message", "-p", "-t", "t", fmt])
+            .trim()
+            .to_string()
     }
 
     fn wait_for(&self, needle: &str, timeout: Duration) -> String {
@@ -101,7 +115,10 @@ impl Tmux {
     }
 
     fn launch(&self, ws: &Path, env: &str) {
-        self.literal(&format!("clear; {env} {BIN} --workdir {}; echo EXIT=$?", ws.display()));
+        self.literal(&format!(
+            "clear; {env} {BIN} --workdir {}; echo EXIT=$?",
+            ws.display()
+        ));
         self.key("Enter");
         self.wait_for("wsbench │", Duration::from_secs(20));
         // Let the first loads land.
@@ -116,8 +133,15 @@ impl Tmux {
         let tokens: Vec<&str> = s.split(|c: char| c.is_whitespace() || c == ';').collect();
         assert!(tokens.contains(&"echo"), "stty shows no echo:\n{s}");
         assert!(tokens.contains(&"icanon"), "stty shows no icanon:\n{s}");
-        assert!(!tokens.contains(&"-echo") && !tokens.contains(&"-icanon"), "{s}");
-        assert_eq!(self.display("#{alternate_on}"), "0", "still on the alternate screen");
+        assert!(
+            !tokens.contains(&"-echo") && !tokens.contains(&"-icanon"),
+            "{s}"
+        );
+        assert_eq!(
+            self.display("#{alternate_on}"),
+            "0",
+            "still on the alternate screen"
+        );
     }
 }
 
@@ -142,7 +166,11 @@ fn run_edit_save_quit_and_the_terminal_is_sane() {
     t.literal("echo hello");
     t.key("Enter");
     let s = t.wait_for("✓ exit 0", Duration::from_secs(20));
-    assert!(s.lines().any(|l| l.contains("┃hello ") || l.contains("│hello ")), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains("┃hello ") || l.contains("│hello ")),
+        "{s}"
+    );
     // Files: filter to the note, edit it, save.
     t.key("Escape");
     t.key("2");
@@ -155,7 +183,10 @@ fn run_edit_save_quit_and_the_terminal_is_sane() {
     t.literal(" edited");
     t.key("C-s");
     t.wait_for("saved", Duration::from_secs(10));
-    assert_eq!(std::fs::read_to_string(ws.join("note.txt")).unwrap(), "hello note edited\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("note.txt")).unwrap(),
+        "hello note edited\n"
+    );
     t.key("Escape");
     t.key("q");
     let s = t.wait_for("EXIT=0", Duration::from_secs(10));
@@ -168,15 +199,25 @@ fn c22_panic_and_error_restore_the_terminal() {
     if !have_tmux() {
         return;
     }
-    for (fault, needle) in [("panic", "panicked"), ("error", "error: WSBENCH_TUI_FAULT=error")] {
+    for (fault, needle) in [
+        ("panic", "panicked"),
+        ("error", "error: WSBENCH_TUI_FAULT=error"),
+    ] {
         let t = Tmux::start(&format!("c22{fault}"));
         let ws = t.workspace();
-        t.literal(&format!("clear; WSBENCH_TUI_FAULT={fault} {BIN} --workdir {}; echo EXIT=$?", ws.display()));
+        t.literal(&format!(
+            "clear; WSBENCH_TUI_FAULT={fault} {BIN} --workdir {}; echo EXIT=$?",
+            ws.display()
+        ));
         t.key("Enter");
         let s = t.wait_for("EXIT=", Duration::from_secs(20));
         assert!(!s.contains("EXIT=0"), "a {fault} exited 0:\n{s}");
         // The message is readable: its line starts at column 0.
-        assert!(s.lines().any(|l| l.starts_with(needle) || l.starts_with(&format!("thread '"))), "{s}");
+        assert!(
+            s.lines()
+                .any(|l| l.starts_with(needle) || l.starts_with("thread '")),
+            "{s}"
+        );
         t.assert_sane();
         // Mouse capture and bracketed paste are off: a paste arrives as
         // plain text at the shell, with no escape garbage around it.
@@ -215,7 +256,10 @@ fn c23_bracketed_paste_fills_the_prompt_and_runs_once() {
         .filter(|v| v["tool"] == "Bash")
         .collect();
     assert_eq!(bash.len(), 1, "{journal}");
-    assert_eq!(bash[0]["args"]["command"], "first line\nq\n:quit\nlast line");
+    assert_eq!(
+        bash[0]["args"]["command"],
+        "first line\nq\n:quit\nlast line"
+    );
     // ESC in a paste shows as text.
     t.tmux(&["set-buffer", "-b", "e", "echo \x1b[31mX"]);
     t.tmux(&["paste-buffer", "-p", "-b", "e", "-t", "t"]);
@@ -238,11 +282,21 @@ fn c24_output_escapes_do_not_reach_the_terminal() {
     t.literal(r"printf 'before\n\033[2J\033[H\033[31mred\033[0m\n\033]0;pwned\007\033]52;c;aGk=\007\033[10;10Hmoved\n\033[?1049lafter\n'");
     t.key("Enter");
     let s = t.wait_for("✓ exit 0", Duration::from_secs(20));
-    let pos = |w: &str| s.find(&format!("┃{w} ")).unwrap_or_else(|| panic!("{w} missing:\n{s}"));
-    assert!(pos("before") < pos("red") && pos("red") < pos("moved") && pos("moved") < pos("after"), "{s}");
+    let pos = |w: &str| {
+        s.find(&format!("┃{w} "))
+            .unwrap_or_else(|| panic!("{w} missing:\n{s}"))
+    };
+    assert!(
+        pos("before") < pos("red") && pos("red") < pos("moved") && pos("moved") < pos("after"),
+        "{s}"
+    );
     assert_ne!(t.display("#{pane_title}"), "pwned");
     assert_eq!(t.display("#{pane_title}"), title_before);
-    assert_eq!(t.display("#{alternate_on}"), "1", "the app left the alternate screen");
+    assert_eq!(
+        t.display("#{alternate_on}"),
+        "1",
+        "the app left the alternate screen"
+    );
     assert!(s.contains("wsbench │"), "{s}");
     t.key("Escape");
     t.key("q");

@@ -38,7 +38,13 @@ pub const ACTIONS: &[ActionSpec] = &[
     spec("app.help", "help", &["?", "f1"], false, true),
     spec("app.palette", "command palette", &[":"], false, true),
     spec("app.focus_next", "next pane", &["tab"], false, true),
-    spec("app.focus_prev", "previous pane", &["shift-tab"], false, false),
+    spec(
+        "app.focus_prev",
+        "previous pane",
+        &["shift-tab"],
+        false,
+        false,
+    ),
     spec("app.zoom", "zoom pane", &["z"], false, true),
     spec("app.wider", "widen left column", &[">"], false, false),
     spec("app.narrower", "narrow left column", &["<"], false, false),
@@ -52,7 +58,13 @@ pub const ACTIONS: &[ActionSpec] = &[
     spec("app.focus_logs", "focus Logs", &["6"], false, false),
     spec("app.mouse", "toggle mouse capture", &["M"], false, false),
     spec("app.shell", "shell in the workspace", &["!"], true, false),
-    spec("app.suspend", "suspend to the shell", &["ctrl-z"], false, false),
+    spec(
+        "app.suspend",
+        "suspend to the shell",
+        &["ctrl-z"],
+        false,
+        false,
+    ),
     spec("app.redraw", "redraw the screen", &["ctrl-l"], false, false),
 ];
 
@@ -450,7 +462,11 @@ impl App {
     /// Calls `f` on the pane `id` as its concrete type `T` with the shared
     /// context, then applies the effects it queued; `None` if there is no
     /// such pane of that type.
-    pub fn pane_call<T: 'static, R>(&mut self, id: &str, f: impl FnOnce(&mut T, &mut Ctx) -> R) -> Option<R> {
+    pub fn pane_call<T: 'static, R>(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(&mut T, &mut Ctx) -> R,
+    ) -> Option<R> {
         let i = self.pane_index(id)?;
         let pane = self.panes[i].as_any_mut().downcast_mut::<T>()?;
         let r = f(pane, &mut self.cx);
@@ -468,7 +484,11 @@ impl App {
     }
 
     /// Calls `f` on one pane, then applies the effects it queued.
-    fn with_pane<R>(&mut self, id: &str, f: impl FnOnce(&mut dyn Pane, &mut Ctx) -> R) -> Option<R> {
+    fn with_pane<R>(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(&mut dyn Pane, &mut Ctx) -> R,
+    ) -> Option<R> {
         let i = self.pane_index(id)?;
         let r = f(self.panes[i].as_mut(), &mut self.cx);
         self.apply_effects();
@@ -508,7 +528,11 @@ impl App {
             Effect::Log(line) => self.log(line),
             Effect::SelectSession(id) => {
                 if crate::engine::layout::check_session_id(&id).is_err() {
-                    self.toast = Some((Level::Error, format!("invalid session id `{id}`"), Instant::now()));
+                    self.toast = Some((
+                        Level::Error,
+                        format!("invalid session id `{id}`"),
+                        Instant::now(),
+                    ));
                     return;
                 }
                 self.cx.session = id;
@@ -558,7 +582,10 @@ impl App {
                 None => {
                     self.toast = Some((
                         Level::Warn,
-                        format!("the {} backend has no host directory to open a shell in", self.cx.ws.backend()),
+                        format!(
+                            "the {} backend has no host directory to open a shell in",
+                            self.cx.ws.backend()
+                        ),
                         Instant::now(),
                     ))
                 }
@@ -572,14 +599,20 @@ impl App {
         let n = text.chars().count();
         match mode {
             ClipboardMode::Off => {
-                self.toast = Some((Level::Warn, "copying is off (clipboard = \"off\")".into(), Instant::now()));
+                self.toast = Some((
+                    Level::Warn,
+                    "copying is off (clipboard = \"off\")".into(),
+                    Instant::now(),
+                ));
             }
             ClipboardMode::Osc52 => self.osc52(text, max),
             ClipboardMode::Auto | ClipboardMode::Native => {
                 let tx = self.cx.tx.clone();
                 tokio::task::spawn_blocking(move || {
                     let msg = match super::clipboard::copy_native(&text) {
-                        Ok(tool) => AppMsg::Toast(Level::Info, format!("copied {n} characters ({tool})")),
+                        Ok(tool) => {
+                            AppMsg::Toast(Level::Info, format!("copied {n} characters ({tool})"))
+                        }
                         Err(e) if mode == ClipboardMode::Auto => {
                             let _ = e;
                             AppMsg::Osc52(text)
@@ -597,12 +630,18 @@ impl App {
         match super::clipboard::osc52(&text, max) {
             Some(seq) => {
                 self.requests.push(HostRequest::Osc52(seq));
-                self.toast = Some((Level::Info, format!("copied {n} characters (OSC 52)"), Instant::now()));
+                self.toast = Some((
+                    Level::Info,
+                    format!("copied {n} characters (OSC 52)"),
+                    Instant::now(),
+                ));
             }
             None => {
                 self.toast = Some((
                     Level::Error,
-                    format!("too long to copy through OSC 52 ({n} characters; osc52_max_bytes = {max})"),
+                    format!(
+                        "too long to copy through OSC 52 ({n} characters; osc52_max_bytes = {max})"
+                    ),
                     Instant::now(),
                 ))
             }
@@ -688,7 +727,11 @@ impl App {
 
     /// Time-based work (toast expiry, once-a-second tick).
     pub fn tick(&mut self) {
-        if self.toast.as_ref().is_some_and(|t| t.2.elapsed() > TOAST_TTL) {
+        if self
+            .toast
+            .as_ref()
+            .is_some_and(|t| t.2.elapsed() > TOAST_TTL)
+        {
             self.toast = None;
         }
         if self.last_tick.elapsed() >= Duration::from_secs(1) {
@@ -770,7 +813,9 @@ impl App {
             return;
         }
         let focus = self.focus();
-        let taken = self.with_pane(focus, |p, cx| p.on_paste(text, cx)).unwrap_or(false);
+        let taken = self
+            .with_pane(focus, |p, cx| p.on_paste(text, cx))
+            .unwrap_or(false);
         if !taken {
             self.apply(Effect::Toast(
                 Level::Info,
@@ -846,7 +891,9 @@ impl App {
             "app.help" => {
                 self.overlay = Some(Overlay::Help(HelpOverlay::new(
                     &self.cx.keymap,
-                    self.pane(self.focus()).map(|p| p.context()).unwrap_or(GLOBAL),
+                    self.pane(self.focus())
+                        .map(|p| p.context())
+                        .unwrap_or(GLOBAL),
                 )))
             }
             "app.palette" => {
@@ -856,10 +903,12 @@ impl App {
             "app.focus_prev" => self.cycle_focus(-1),
             "app.zoom" => self.zoom = !self.zoom,
             "app.wider" => {
-                self.layout.resize(panes::sessions::ID, Direction::Horizontal, 5);
+                self.layout
+                    .resize(panes::sessions::ID, Direction::Horizontal, 5);
             }
             "app.narrower" => {
-                self.layout.resize(panes::sessions::ID, Direction::Horizontal, -5);
+                self.layout
+                    .resize(panes::sessions::ID, Direction::Horizontal, -5);
             }
             "app.taller" => {
                 let f = self.focus;
@@ -912,7 +961,13 @@ impl App {
                 self.overlay = Some(Overlay::Help(h));
             }
             Overlay::Palette(mut p) => {
-                let names: Vec<String> = self.cx.keymap.all().iter().map(|b| b.spec.name.to_string()).collect();
+                let names: Vec<String> = self
+                    .cx
+                    .keymap
+                    .all()
+                    .iter()
+                    .map(|b| b.spec.name.to_string())
+                    .collect();
                 let themes = super::theme::Theme::available(self.theme_dir.as_deref());
                 let sessions = self.cx.sessions.clone();
                 match p.on_key(&key, &names, &themes, &sessions) {
@@ -942,17 +997,39 @@ impl App {
                 KeyCode::Esc => {}
                 KeyCode::Backspace => {
                     input.pop();
-                    self.overlay = Some(Overlay::Prompt { pane, title, input, tag });
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
                 }
                 KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
                     input.clear();
-                    self.overlay = Some(Overlay::Prompt { pane, title, input, tag });
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
                 }
                 KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
                     input.push(c);
-                    self.overlay = Some(Overlay::Prompt { pane, title, input, tag });
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
                 }
-                _ => self.overlay = Some(Overlay::Prompt { pane, title, input, tag }),
+                _ => {
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    })
+                }
             },
         }
     }
@@ -975,11 +1052,14 @@ impl App {
             PaletteCommand::Action(name) => self.run_action(&name),
             PaletteCommand::NeedsManager(what) => self.apply(Effect::Toast(
                 Level::Warn,
-                format!("`:{what}` needs the workspace manager, which this build does not have yet"),
+                format!(
+                    "`:{what}` needs the workspace manager, which this build does not have yet"
+                ),
             )),
-            PaletteCommand::Unknown(text) => {
-                self.apply(Effect::Toast(Level::Warn, format!("unknown command `{text}` (Tab completes)")))
-            }
+            PaletteCommand::Unknown(text) => self.apply(Effect::Toast(
+                Level::Warn,
+                format!("unknown command `{text}` (Tab completes)"),
+            )),
         }
     }
 
@@ -1001,7 +1081,10 @@ impl App {
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 if self.modal.is_none()
-                    && let Some(h) = self.handles.iter().position(|h| on_handle(h, m.column, m.row))
+                    && let Some(h) = self
+                        .handles
+                        .iter()
+                        .position(|h| on_handle(h, m.column, m.row))
                 {
                     self.drag = Some(h);
                     return;
@@ -1017,10 +1100,12 @@ impl App {
                 if let Some(h) = self.drag.and_then(|i| self.handles.get(i).cloned()) {
                     let pct = match h.dir {
                         Direction::Horizontal => {
-                            (m.column.saturating_sub(h.area.x) as u32 * 100 / h.area.width.max(1) as u32) as u16
+                            (m.column.saturating_sub(h.area.x) as u32 * 100
+                                / h.area.width.max(1) as u32) as u16
                         }
                         Direction::Vertical => {
-                            (m.row.saturating_sub(h.area.y) as u32 * 100 / h.area.height.max(1) as u32) as u16
+                            (m.row.saturating_sub(h.area.y) as u32 * 100
+                                / h.area.height.max(1) as u32) as u16
                         }
                     };
                     if let Some(Node::Split { pct: p, .. }) = self.layout.split_at_path(&h.path) {
@@ -1054,7 +1139,12 @@ impl App {
         let theme = self.cx.theme.clone();
         f.buffer_mut().set_style(area, theme.base);
         if area.width < 8 || area.height < 3 {
-            f.buffer_mut().set_string(area.x, area.y, text::truncate("wsbench", area.width as usize), theme.base);
+            f.buffer_mut().set_string(
+                area.x,
+                area.y,
+                text::truncate("wsbench", area.width as usize),
+                theme.base,
+            );
             return;
         }
         let [header, body, footer] = Layout::vertical([
@@ -1096,7 +1186,10 @@ impl App {
             Node::Split { dir, pct, a, b } => {
                 let [ra, rb] = Layout::default()
                     .direction(*dir)
-                    .constraints([Constraint::Percentage(*pct), Constraint::Percentage(100 - *pct)])
+                    .constraints([
+                        Constraint::Percentage(*pct),
+                        Constraint::Percentage(100 - *pct),
+                    ])
                     .areas(area);
                 let at = match dir {
                     Direction::Horizontal => rb.x,
@@ -1156,7 +1249,11 @@ impl App {
         let mut text_line = format!(" {}", parts.join(" │ "));
         // On narrow screens keep the parts that matter most.
         if text::width(&text_line) > area.width as usize {
-            text_line = format!(" wsbench │ {} │ session {} │ {dot} {state}", ws.backend(), self.cx.session);
+            text_line = format!(
+                " wsbench │ {} │ session {} │ {dot} {state}",
+                ws.backend(),
+                self.cx.session
+            );
             if self.cx.read_only {
                 text_line.push_str(" │ READ-ONLY");
             }
@@ -1174,14 +1271,19 @@ impl App {
             Some(Overlay::Help(_)) => panes::help::ID,
             Some(Overlay::Palette(_)) => panes::palette::ID,
             Some(_) => "dialog",
-            None => self.pane(self.focus()).map(|p| p.context()).unwrap_or(GLOBAL),
+            None => self
+                .pane(self.focus())
+                .map(|p| p.context())
+                .unwrap_or(GLOBAL),
         };
         let mut hints: Vec<(String, &'static str)> = match ctx {
             "dialog" => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
             _ => self.cx.keymap.hints(ctx),
         };
         let text_mode = self.overlay.is_none()
-            && self.pane(self.focus()).is_some_and(|p| p.text_input_active());
+            && self
+                .pane(self.focus())
+                .is_some_and(|p| p.text_input_active());
         let mut help = None;
         // Keys the focused pane binds itself never reach a global action.
         let pane_id = self.pane(self.focus()).map(|p| p.id()).unwrap_or(GLOBAL);
@@ -1264,7 +1366,8 @@ impl App {
         );
         f.render_widget(Clear, r);
         let style = t.level(level.as_str()).add_modifier(Modifier::REVERSED);
-        f.buffer_mut().set_string(r.x, r.y, format!(" {shown} "), style);
+        f.buffer_mut()
+            .set_string(r.x, r.y, format!(" {shown} "), style);
     }
 }
 
@@ -1308,7 +1411,10 @@ fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
             let inner = block.inner(r);
             f.render_widget(block, r);
             let lines = vec![
-                Line::from(Span::styled(text::truncate(&msg, inner.width as usize).into_owned(), t.warn)),
+                Line::from(Span::styled(
+                    text::truncate(&msg, inner.width as usize).into_owned(),
+                    t.warn,
+                )),
                 Line::from(vec![
                     Span::styled("y", t.key),
                     Span::styled(" yes   ", t.base),
@@ -1327,7 +1433,8 @@ fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
             f.render_widget(block, r);
             let shown = text::display(input);
             let visible = text::truncate_left(&shown, inner.width.saturating_sub(1) as usize);
-            f.buffer_mut().set_string(inner.x, inner.y, &visible, t.base);
+            f.buffer_mut()
+                .set_string(inner.x, inner.y, &visible, t.base);
             let cx_ = inner.x + text::width(&visible) as u16;
             if inner.width > 0 && inner.height > 0 {
                 f.set_cursor_position((cx_.min(inner.x + inner.width - 1), inner.y));

@@ -142,7 +142,10 @@ impl TuiConfig {
         match std::fs::read_to_string(path) {
             Ok(text) => match Self::parse(&text) {
                 Ok(c) => (c, None),
-                Err(e) => (TuiConfig::default(), Some(format!("{}:{e}", path.display()))),
+                Err(e) => (
+                    TuiConfig::default(),
+                    Some(format!("{}:{e}", path.display())),
+                ),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (TuiConfig::default(), None),
             Err(e) => (
@@ -171,7 +174,10 @@ impl TuiConfig {
 
     /// Key overrides as lists.
     pub fn key_overrides(&self) -> BTreeMap<String, Vec<String>> {
-        self.keys.iter().map(|(k, v)| (k.clone(), v.to_vec())).collect()
+        self.keys
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_vec()))
+            .collect()
     }
 }
 
@@ -236,7 +242,8 @@ mod tests {
 
     #[test]
     fn stripping_keeps_line_numbers() {
-        let text = "[workspace]\na = 1\n[tui]\nmouse = false\n[tui.keys]\nx = \"y\"\n[limits]\nb = 2\n";
+        let text =
+            "[workspace]\na = 1\n[tui]\nmouse = false\n[tui.keys]\nx = \"y\"\n[limits]\nb = 2\n";
         let s = strip_tui_section(text);
         assert_eq!(s, "[workspace]\na = 1\n\n\n\n\n[limits]\nb = 2\n");
         assert_eq!(s.lines().count(), text.lines().count());

@@ -134,7 +134,9 @@ impl KeyChord {
                 "plus" => KeyCode::Char('+'),
                 "lt" => KeyCode::Char('<'),
                 "gt" => KeyCode::Char('>'),
-                f if f.starts_with('f') && f[1..].parse::<u8>().is_ok_and(|n| (1..=24).contains(&n)) => {
+                f if f.starts_with('f')
+                    && f[1..].parse::<u8>().is_ok_and(|n| (1..=24).contains(&n)) =>
+                {
                     KeyCode::F(f[1..].parse().unwrap_or(1))
                 }
                 _ => return Err(format!("unknown key `{spec}`")),
@@ -229,11 +231,7 @@ impl KeyMap {
                             }
                         }
                     }
-                    if ok {
-                        parsed
-                    } else {
-                        default_keys(spec)
-                    }
+                    if ok { parsed } else { default_keys(spec) }
                 }
                 None => default_keys(spec),
             };
@@ -317,7 +315,9 @@ impl KeyMap {
 fn default_keys(spec: &ActionSpec) -> Vec<KeyChord> {
     spec.keys
         .iter()
-        .map(|k| KeyChord::parse(k).unwrap_or_else(|e| panic!("built-in key of {}: {e}", spec.name)))
+        .map(|k| {
+            KeyChord::parse(k).unwrap_or_else(|e| panic!("built-in key of {}: {e}", spec.name))
+        })
         .collect()
 }
 
@@ -372,15 +372,27 @@ mod tests {
 
     #[test]
     fn parses_and_normalises_keys() {
-        assert_eq!(KeyChord::parse("Q").unwrap(), key(KeyCode::Char('Q'), KeyModifiers::SHIFT));
-        assert_eq!(KeyChord::parse("shift-q").unwrap(), KeyChord::parse("Q").unwrap());
+        assert_eq!(
+            KeyChord::parse("Q").unwrap(),
+            key(KeyCode::Char('Q'), KeyModifiers::SHIFT)
+        );
+        assert_eq!(
+            KeyChord::parse("shift-q").unwrap(),
+            KeyChord::parse("Q").unwrap()
+        );
         assert_eq!(
             KeyChord::parse("ctrl-S").unwrap(),
             key(KeyCode::Char('s'), KeyModifiers::CONTROL)
         );
-        assert_eq!(KeyChord::parse("shift-tab").unwrap(), key(KeyCode::BackTab, KeyModifiers::SHIFT));
+        assert_eq!(
+            KeyChord::parse("shift-tab").unwrap(),
+            key(KeyCode::BackTab, KeyModifiers::SHIFT)
+        );
         assert_eq!(KeyChord::parse("F5").unwrap().code, KeyCode::F(5));
-        assert_eq!(KeyChord::parse("alt-enter").unwrap().mods, KeyModifiers::ALT);
+        assert_eq!(
+            KeyChord::parse("alt-enter").unwrap().mods,
+            KeyModifiers::ALT
+        );
         assert!(KeyChord::parse("hyper-x").is_err());
         assert_eq!(KeyChord::parse("ctrl-s").unwrap().to_string(), "ctrl-s");
     }
@@ -392,9 +404,19 @@ mod tests {
         o.insert("nope".to_string(), vec!["y".to_string()]);
         o.insert("files.open".to_string(), vec!["bogus-key".to_string()]);
         let (m, problems) = KeyMap::build(SPECS, &o, false);
-        assert_eq!(m.lookup(GLOBAL, KeyChord::parse("x").unwrap()).unwrap().name, "app.quit");
+        assert_eq!(
+            m.lookup(GLOBAL, KeyChord::parse("x").unwrap())
+                .unwrap()
+                .name,
+            "app.quit"
+        );
         assert!(m.lookup(GLOBAL, KeyChord::parse("q").unwrap()).is_none());
-        assert_eq!(m.lookup("files", KeyChord::parse("enter").unwrap()).unwrap().name, "files.open");
+        assert_eq!(
+            m.lookup("files", KeyChord::parse("enter").unwrap())
+                .unwrap()
+                .name,
+            "files.open"
+        );
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("nope")));
         assert!(problems.iter().any(|p| p.contains("bogus-key")));
@@ -415,8 +437,16 @@ mod tests {
         let mut o = BTreeMap::new();
         o.insert("files.open".to_string(), vec!["D".to_string()]);
         let (m, problems) = KeyMap::build(SPECS, &o, false);
-        assert!(problems.iter().any(|p| p.contains("bound to both")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("bound to both")),
+            "{problems:?}"
+        );
         // The user's own binding wins.
-        assert_eq!(m.lookup("files", KeyChord::parse("D").unwrap()).unwrap().name, "files.open");
+        assert_eq!(
+            m.lookup("files", KeyChord::parse("D").unwrap())
+                .unwrap()
+                .name,
+            "files.open"
+        );
     }
 }

@@ -105,7 +105,12 @@ fn enter_terminal(mouse: bool) -> std::io::Result<()> {
     enable_raw_mode()?;
     TERMINAL_ON.store(true, Ordering::SeqCst);
     let mut out = std::io::stdout();
-    execute!(out, EnterAlternateScreen, EnableBracketedPaste, cursor::Hide)?;
+    execute!(
+        out,
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        cursor::Hide
+    )?;
     if mouse {
         execute!(out, EnableMouseCapture)?;
     }
@@ -182,7 +187,11 @@ fn capture_stderr(tx: mpsc::Sender<AppMsg>) {
             let mut dropped = 0u64;
             for line in std::io::BufReader::new(file).lines() {
                 let Ok(line) = line else { break };
-                if dropped > 0 && tx.try_send(AppMsg::Stderr(format!("({dropped} stderr lines dropped)"))).is_ok() {
+                if dropped > 0
+                    && tx
+                        .try_send(AppMsg::Stderr(format!("({dropped} stderr lines dropped)")))
+                        .is_ok()
+                {
                     dropped = 0;
                 }
                 if tx.try_send(AppMsg::Stderr(line)).is_err() {
@@ -320,7 +329,10 @@ fn run_shell(dir: &std::path::Path) -> String {
             Err(_) => continue,
         }
     }
-    format!("no shell could be started (tried {})", candidates.join(", "))
+    format!(
+        "no shell could be started (tried {})",
+        candidates.join(", ")
+    )
 }
 
 /// Opens the TUI on the workspace of `ctx`. Returns the exit code.

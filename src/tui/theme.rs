@@ -21,7 +21,10 @@ use serde::Deserialize;
 pub const BUILTIN: [(&str, &str); 3] = [
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 /// Name of the theme used when none is chosen.
@@ -166,13 +169,14 @@ fn parse_modifiers(text: &str) -> Result<Modifier, String> {
 impl Theme {
     /// A built-in theme by name.
     pub fn builtin(name: &str) -> Result<Theme, ThemeError> {
-        let (n, text) = BUILTIN
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| ThemeError::Unknown {
-                name: name.to_string(),
-                available: BUILTIN.map(|b| b.0).join(", "),
-            })?;
+        let (n, text) =
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| ThemeError::Unknown {
+                    name: name.to_string(),
+                    available: BUILTIN.map(|b| b.0).join(", "),
+                })?;
         Theme::parse(n, text, n)
     }
 
@@ -367,7 +371,12 @@ mod tests {
         assert!(e.to_string().contains("erorr"), "{e}");
         let e = Theme::parse("x", "[colors]\nerror = \"redd\"\n", "x.toml").unwrap_err();
         assert!(e.to_string().contains("colors.error"), "{e}");
-        assert!(Theme::builtin("nope").unwrap_err().to_string().contains("high-contrast"));
+        assert!(
+            Theme::builtin("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("high-contrast")
+        );
     }
 
     #[test]

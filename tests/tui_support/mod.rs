@@ -59,7 +59,10 @@ pub fn stamp(dir: &Path) {
         if e.file_type().unwrap().is_dir() {
             stamp(&e.path());
         } else {
-            let f = std::fs::OpenOptions::new().write(true).open(e.path()).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(e.path())
+                .unwrap();
             f.set_modified(t).unwrap();
         }
     }
@@ -145,7 +148,9 @@ impl Harness {
 
     pub fn resize(&mut self, w: u16, h: u16) {
         self.term.backend_mut().resize(w, h);
-        self.term.resize(ratatui::layout::Rect::new(0, 0, w, h)).unwrap();
+        self.term
+            .resize(ratatui::layout::Rect::new(0, 0, w, h))
+            .unwrap();
     }
 
     /// Presses keys given as key-map names separated by spaces

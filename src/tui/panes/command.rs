@@ -25,13 +25,13 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::editor::clean_paste as editor_paste;
 use super::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
 use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::journal::JournalEntry;
 use crate::engine::workspace::ToolCall;
 use crate::tui::action::{AppMsg, Effect, Level, PaneEvent};
 use crate::tui::config::TuiConfig;
-use super::editor::clean_paste as editor_paste;
 use crate::tui::keymap::ActionSpec;
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -304,7 +304,14 @@ impl CommandPane {
         });
     }
 
-    fn finish(&mut self, exit_code: Option<i32>, state: &str, timed_out: bool, error: Option<&str>, cx: &mut Ctx) {
+    fn finish(
+        &mut self,
+        exit_code: Option<i32>,
+        state: &str,
+        timed_out: bool,
+        error: Option<&str>,
+        cx: &mut Ctx,
+    ) {
         let Some(mut r) = self.running.take() else {
             return;
         };
@@ -321,7 +328,10 @@ impl CommandPane {
         let took = text::duration_ms(r.started.elapsed().as_millis() as u64);
         let t = &cx.theme;
         let (msg, style) = if let Some(e) = error {
-            (format!("✗ failed · {}", e.lines().last().unwrap_or(e)), t.error)
+            (
+                format!("✗ failed · {}", e.lines().last().unwrap_or(e)),
+                t.error,
+            )
         } else if timed_out {
             (format!("⏱ timed out · {took}"), t.error)
         } else if state == "interrupted" {
@@ -420,30 +430,46 @@ impl CommandPane {
         let t = &cx.theme;
         self.list_area = area;
         if self.past.is_empty() {
-            placeholder(f, area, "no commands in this session's journal yet", t.muted);
+            placeholder(
+                f,
+                area,
+                "no commands in this session's journal yet",
+                t.muted,
+            );
             return;
         }
         let past = &self.past;
         let w = area.width as usize;
-        render_rows(f.buffer_mut(), area, &mut self.past_cursor, past.len(), focused, t.selection, |i| {
-            let e = &past[past.len() - 1 - i];
-            let (mark, st) = match (e.exit_code, e.timed_out) {
-                (_, true) => ("⏱".to_string(), t.error),
-                (Some(0), _) => ("✓ 0".to_string(), t.success),
-                (Some(c), _) => (format!("✗ {c}"), t.error),
-                (None, _) => ("✗ ?".to_string(), t.error),
-            };
-            let when = e.started_at.format("%m-%d %H:%M").to_string();
-            let left = format!("{when} {mark:<5} {:>7} ", text::duration_ms(e.duration_ms));
-            let cmd = e.summary().replace('\n', " ⏎ ");
-            let room = w.saturating_sub(text::width(&left));
-            Line::from(vec![
-                Span::styled(format!("{when} "), t.muted),
-                Span::styled(format!("{mark:<5} "), st),
-                Span::styled(format!("{:>7} ", text::duration_ms(e.duration_ms)), t.muted),
-                Span::styled(text::truncate(&text::display(&cmd), room).into_owned(), t.base),
-            ])
-        });
+        render_rows(
+            f.buffer_mut(),
+            area,
+            &mut self.past_cursor,
+            past.len(),
+            focused,
+            t.selection,
+            |i| {
+                let e = &past[past.len() - 1 - i];
+                let (mark, st) = match (e.exit_code, e.timed_out) {
+                    (_, true) => ("⏱".to_string(), t.error),
+                    (Some(0), _) => ("✓ 0".to_string(), t.success),
+                    (Some(c), _) => (format!("✗ {c}"), t.error),
+                    (None, _) => ("✗ ?".to_string(), t.error),
+                };
+                let when = e.started_at.format("%m-%d %H:%M").to_string();
+                let left = format!("{when} {mark:<5} {:>7} ", text::duration_ms(e.duration_ms));
+                let cmd = e.summary().replace('\n', " ⏎ ");
+                let room = w.saturating_sub(text::width(&left));
+                Line::from(vec![
+                    Span::styled(format!("{when} "), t.muted),
+                    Span::styled(format!("{mark:<5} "), st),
+                    Span::styled(format!("{:>7} ", text::duration_ms(e.duration_ms)), t.muted),
+                    Span::styled(
+                        text::truncate(&text::display(&cmd), room).into_owned(),
+                        t.base,
+                    ),
+                ])
+            },
+        );
     }
 }
 
@@ -580,7 +606,11 @@ impl Pane for CommandPane {
             },
             "follow" => {
                 self.follow = !self.follow;
-                let m = if self.follow { "following output" } else { "output paused (f follows)" };
+                let m = if self.follow {
+                    "following output"
+                } else {
+                    "output paused (f follows)"
+                };
                 cx.toast(Level::Info, m);
             }
             "copy" => {
@@ -615,11 +645,11 @@ impl Pane for CommandPane {
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
             PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
-                Some(Msg::Chunk(cid, chunk)) => {
-                    if self.running.as_ref().is_some_and(|r| &r.call_id == cid) {
-                        let st = cx.theme.warn;
-                        self.feed(chunk.stream, &chunk.data, st);
-                    }
+                Some(Msg::Chunk(cid, chunk))
+                    if self.running.as_ref().is_some_and(|r| &r.call_id == cid) =>
+                {
+                    let st = cx.theme.warn;
+                    self.feed(chunk.stream, &chunk.data, st);
                 }
                 Some(Msg::Finished {
                     call_id,
@@ -627,10 +657,8 @@ impl Pane for CommandPane {
                     state,
                     timed_out,
                     error,
-                }) => {
-                    if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) {
-                        self.finish(*exit_code, state, *timed_out, error.as_deref(), cx);
-                    }
+                }) if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) => {
+                    self.finish(*exit_code, state, *timed_out, error.as_deref(), cx);
                 }
                 Some(Msg::Journal(s, r)) if *s == cx.session => match r {
                     Ok(entries) => {
@@ -691,7 +719,10 @@ impl Pane for CommandPane {
         let t = &cx.theme;
         let mut note = String::new();
         if let Some(r) = &self.running {
-            note = format!("running {}", text::duration_ms(r.started.elapsed().as_millis() as u64));
+            note = format!(
+                "running {}",
+                text::duration_ms(r.started.elapsed().as_millis() as u64)
+            );
         } else if !self.follow {
             note = "paused".into();
         }
@@ -711,7 +742,9 @@ impl Pane for CommandPane {
         if inner.height == 0 || inner.width == 0 {
             return;
         }
-        let prompt_h = (self.prompt.lines().len() as u16).clamp(1, 5).min(inner.height.saturating_sub(1).max(1));
+        let prompt_h = (self.prompt.lines().len() as u16)
+            .clamp(1, 5)
+            .min(inner.height.saturating_sub(1).max(1));
         let sep = u16::from(inner.height > prompt_h);
         let out_h = inner.height.saturating_sub(prompt_h + sep);
         let out_area = Rect::new(inner.x, inner.y, inner.width, out_h);
@@ -722,10 +755,19 @@ impl Pane for CommandPane {
         }
         if sep == 1 {
             let y = inner.y + out_h;
-            let label = if self.typing && focused { "─ $ " } else { "─ $ (i to type) " };
+            let label = if self.typing && focused {
+                "─ $ "
+            } else {
+                "─ $ (i to type) "
+            };
             let line: String = format!("{label}{}", "─".repeat(inner.width as usize));
-            f.buffer_mut()
-                .set_stringn(inner.x, y, line, inner.width as usize, if focused { t.border_focused } else { t.border });
+            f.buffer_mut().set_stringn(
+                inner.x,
+                y,
+                line,
+                inner.width as usize,
+                if focused { t.border_focused } else { t.border },
+            );
         }
         let pa = Rect::new(inner.x, inner.y + out_h + sep, inner.width, prompt_h);
         let mut st = t.base;
@@ -749,12 +791,18 @@ mod tests {
 
     #[test]
     fn output_memory_is_bounded() {
-        let mut cfg = TuiConfig::default();
-        cfg.output_buffer_lines = 100;
+        let cfg = TuiConfig {
+            output_buffer_lines: 100,
+            ..Default::default()
+        };
         let mut p = CommandPane::new(&cfg);
         p.begin_run("seq", Style::default());
         for i in 0..10_000 {
-            p.feed(StreamKind::Stdout, format!("{i}\n").as_bytes(), Style::default());
+            p.feed(
+                StreamKind::Stdout,
+                format!("{i}\n").as_bytes(),
+                Style::default(),
+            );
         }
         assert_eq!(p.output().len(), 100);
         assert_eq!(p.output().iter().last().unwrap().line.text, "9999");

@@ -151,7 +151,11 @@ impl EditorPane {
                         text::human_size(MAX_EDIT_BYTES)
                     ));
                 }
-                let bytes = ws.sandbox().read(&p, None).await.map_err(|e| e.to_string())?;
+                let bytes = ws
+                    .sandbox()
+                    .read(&p, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 if bytes.contains(&0) {
                     return Err("binary file (holds NUL bytes)".to_string());
                 }

@@ -178,7 +178,10 @@ pub fn start_watch(cx: &Ctx) {
             let _ = tx
                 .send(AppMsg::Toast(
                     Level::Info,
-                    format!("the {} backend cannot watch files: press r in Files to refresh", ws.backend()),
+                    format!(
+                        "the {} backend cannot watch files: press r in Files to refresh",
+                        ws.backend()
+                    ),
                 ))
                 .await;
             return;
@@ -193,7 +196,10 @@ pub fn start_watch(cx: &Ctx) {
             }
             Err(e) => {
                 let _ = tx
-                    .send(AppMsg::Toast(Level::Warn, format!("file watch failed: {e}")))
+                    .send(AppMsg::Toast(
+                        Level::Warn,
+                        format!("file watch failed: {e}"),
+                    ))
                     .await;
             }
         }
@@ -264,7 +270,10 @@ impl FilesPane {
 
     /// The node at a backend path, if the tree holds it.
     pub fn find(&self, path: &str) -> Option<usize> {
-        self.by_path.get(path).copied().filter(|&i| self.nodes[i].alive)
+        self.by_path
+            .get(path)
+            .copied()
+            .filter(|&i| self.nodes[i].alive)
     }
 
     /// Shown names of the visible rows (tests).
@@ -277,7 +286,10 @@ impl FilesPane {
 
     /// Selects the row of `path` if it is visible.
     pub fn select_path(&mut self, path: &str) -> bool {
-        match self.find(path).and_then(|i| self.visible.iter().position(|&v| v == i)) {
+        match self
+            .find(path)
+            .and_then(|i| self.visible.iter().position(|&v| v == i))
+        {
             Some(row) => {
                 self.cursor.selected = row;
                 true
@@ -546,7 +558,13 @@ impl FilesPane {
         cx.spawn(ID, async move {
             let body = match ws
                 .sandbox()
-                .read(&path, Some(ByteRange { offset: 0, len: PREVIEW_BYTES }))
+                .read(
+                    &path,
+                    Some(ByteRange {
+                        offset: 0,
+                        len: PREVIEW_BYTES,
+                    }),
+                )
                 .await
             {
                 Ok(bytes) => decode_preview(&bytes, size),
@@ -579,7 +597,17 @@ impl FilesPane {
         cx.spawn(ID, async move {
             let mut out = Vec::with_capacity(todo.len());
             for p in todo {
-                let bin = match ws.sandbox().read(&p, Some(ByteRange { offset: 0, len: SNIFF_BYTES })).await {
+                let bin = match ws
+                    .sandbox()
+                    .read(
+                        &p,
+                        Some(ByteRange {
+                            offset: 0,
+                            len: SNIFF_BYTES,
+                        }),
+                    )
+                    .await
+                {
                     Ok(b) => sniff_media_type(&b).is_some() || b.contains(&0),
                     Err(_) => false,
                 };
@@ -602,16 +630,18 @@ impl FilesPane {
                 self.list(dir, cx);
             }
         }
-        if kind == ChangeKind::Modified
-            && self.preview.as_ref().is_some_and(|p| p.path == path)
-        {
+        if kind == ChangeKind::Modified && self.preview.as_ref().is_some_and(|p| p.path == path) {
             self.preview = None;
             self.preview_want = Some(path.to_string());
             self.start_preview(cx);
         }
     }
 
-    fn run_op(&self, cx: &Ctx, fut: impl std::future::Future<Output = Result<String, String>> + Send + 'static) {
+    fn run_op(
+        &self,
+        cx: &Ctx,
+        fut: impl std::future::Future<Output = Result<String, String>> + Send + 'static,
+    ) {
         cx.spawn(ID, async move {
             match fut.await {
                 Ok(m) => Msg::Done(m),
@@ -628,7 +658,11 @@ impl FilesPane {
         match self.selected_node() {
             Some(n) if n.is_dir() => n.path.clone(),
             Some(n) => bpath::parent(&n.path),
-            None => self.nodes.get(self.root).map(|n| n.path.clone()).unwrap_or_default(),
+            None => self
+                .nodes
+                .get(self.root)
+                .map(|n| n.path.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -660,14 +694,23 @@ impl FilesPane {
                 }
                 if *truncated && lines.len() <= p.scroll + h && area.height > 0 {
                     let y = area.y + (lines.len() - p.scroll).min(h.saturating_sub(1)) as u16;
-                    buf.set_stringn(area.x, y, "… (preview shows the first 64 KiB)", area.width as usize, t.muted);
+                    buf.set_stringn(
+                        area.x,
+                        y,
+                        "… (preview shows the first 64 KiB)",
+                        area.width as usize,
+                        t.muted,
+                    );
                 }
             }
             PreviewBody::Binary { media, dims } => {
                 let node = self.by_path.get(&p.path).map(|&i| &self.nodes[i]);
                 let mut rows = vec![
                     format!("binary file · {media}"),
-                    format!("size      {}", node.map(|n| text::human_size(n.size)).unwrap_or_default()),
+                    format!(
+                        "size      {}",
+                        node.map(|n| text::human_size(n.size)).unwrap_or_default()
+                    ),
                 ];
                 if let Some((w, h)) = dims {
                     rows.push(format!("pixels    {w}×{h}"));
@@ -689,7 +732,13 @@ impl FilesPane {
                 buf.set_stringn(area.x, area.y, msg, area.width as usize, t.muted);
             }
             PreviewBody::Error(e) => {
-                buf.set_stringn(area.x, area.y, text::display(e), area.width as usize, t.error);
+                buf.set_stringn(
+                    area.x,
+                    area.y,
+                    text::display(e),
+                    area.width as usize,
+                    t.error,
+                );
             }
         }
     }
@@ -756,8 +805,13 @@ impl Pane for FilesPane {
                         self.expand(i, cx);
                     }
                 } else if self.nodes[i].binary == Some(true)
-                    || matches!(self.preview.as_ref().map(|p| &p.body), Some(PreviewBody::Binary { .. }))
-                        && self.preview.as_ref().is_some_and(|p| p.path == self.nodes[i].path)
+                    || matches!(
+                        self.preview.as_ref().map(|p| &p.body),
+                        Some(PreviewBody::Binary { .. })
+                    ) && self
+                        .preview
+                        .as_ref()
+                        .is_some_and(|p| p.path == self.nodes[i].path)
                 {
                     cx.effect(Effect::OpenLink(self.nodes[i].path.clone()));
                 } else {
@@ -879,7 +933,8 @@ impl Pane for FilesPane {
                                 if let Some(i) = self.find(dir) {
                                     self.nodes[i].loading = false;
                                 }
-                                if dir == &self.nodes[self.root].path || !e.contains("no such file") {
+                                if dir == &self.nodes[self.root].path || !e.contains("no such file")
+                                {
                                     cx.toast(Level::Error, format!("listing {dir}: {e}"));
                                 }
                             }
@@ -927,7 +982,9 @@ impl Pane for FilesPane {
             PaneEvent::Confirmed(path) => {
                 let ws = cx.ws.clone();
                 let p = path.clone();
-                let recursive = self.find(path).is_some_and(|i| self.nodes[i].kind == FileKind::Dir);
+                let recursive = self
+                    .find(path)
+                    .is_some_and(|i| self.nodes[i].kind == FileKind::Dir);
                 self.run_op(cx, async move {
                     ws.sandbox()
                         .remove(&p, recursive)
@@ -981,7 +1038,11 @@ impl Pane for FilesPane {
                         tokio::fs::write(&host, &bytes)
                             .await
                             .map_err(|e| format!("{}: {e}", host.display()))?;
-                        Ok(format!("downloaded to {} ({})", host.display(), text::human_size(bytes.len() as u64)))
+                        Ok(format!(
+                            "downloaded to {} ({})",
+                            host.display(),
+                            text::human_size(bytes.len() as u64)
+                        ))
                     });
                 } else if let Some(from) = tag.strip_prefix("rename:") {
                     if input.contains('/') || input == "." || input == ".." {
@@ -1033,7 +1094,12 @@ impl Pane for FilesPane {
             let tw = (inner.width * 45 / 100).max(20);
             (
                 Rect::new(inner.x, inner.y, tw, inner.height),
-                Some(Rect::new(inner.x + tw + 1, inner.y, inner.width - tw - 1, inner.height)),
+                Some(Rect::new(
+                    inner.x + tw + 1,
+                    inner.y,
+                    inner.width - tw - 1,
+                    inner.height,
+                )),
             )
         } else {
             (inner, None)
@@ -1053,58 +1119,71 @@ impl Pane for FilesPane {
             let nodes = &self.nodes;
             let visible = &self.visible;
             let w = list.width as usize;
-            render_rows(f.buffer_mut(), list, &mut self.cursor, visible.len(), focused, t.selection, |r| {
-                let n = &nodes[visible[r]];
-                let indent = "  ".repeat(n.depth as usize);
-                let (marker, name_style) = if n.is_dir() {
-                    let m = if n.loading {
-                        "⋯ "
-                    } else if n.expanded {
-                        "▾ "
+            render_rows(
+                f.buffer_mut(),
+                list,
+                &mut self.cursor,
+                visible.len(),
+                focused,
+                t.selection,
+                |r| {
+                    let n = &nodes[visible[r]];
+                    let indent = "  ".repeat(n.depth as usize);
+                    let (marker, name_style) = if n.is_dir() {
+                        let m = if n.loading {
+                            "⋯ "
+                        } else if n.expanded {
+                            "▾ "
+                        } else {
+                            "▸ "
+                        };
+                        (m, t.dir)
+                    } else if n.kind == FileKind::Symlink {
+                        ("  ", t.symlink)
                     } else {
-                        "▸ "
+                        ("  ", t.base)
                     };
-                    (m, t.dir)
-                } else if n.kind == FileKind::Symlink {
-                    ("  ", t.symlink)
-                } else {
-                    ("  ", t.base)
-                };
-                let mut suffix = String::new();
-                let mut extra = String::new();
-                match n.kind {
-                    FileKind::Dir => suffix.push('/'),
-                    FileKind::Symlink => {
-                        suffix.push('@');
-                        if let Some(target) = &n.link_target {
-                            extra = format!(" → {}", text::display(target));
+                    let mut suffix = String::new();
+                    let mut extra = String::new();
+                    match n.kind {
+                        FileKind::Dir => suffix.push('/'),
+                        FileKind::Symlink => {
+                            suffix.push('@');
+                            if let Some(target) = &n.link_target {
+                                extra = format!(" → {}", text::display(target));
+                            }
                         }
+                        FileKind::Other => suffix.push('|'),
+                        FileKind::File => {}
                     }
-                    FileKind::Other => suffix.push('|'),
-                    FileKind::File => {}
-                }
-                let bin = n.binary == Some(true);
-                let right = if n.kind == FileKind::File {
-                    format!("{}{}", if bin { "bin " } else { "" }, text::human_size(n.size))
-                } else {
-                    String::new()
-                };
-                let left_w = w.saturating_sub(text::width(&right) + 1);
-                let head = format!("{indent}{marker}");
-                let body = format!("{}{suffix}", n.display);
-                let room = left_w.saturating_sub(text::width(&head));
-                let body_t = text::truncate(&body, room).into_owned();
-                let extra_t = text::truncate(&extra, room.saturating_sub(text::width(&body_t))).into_owned();
-                let used = text::width(&head) + text::width(&body_t) + text::width(&extra_t);
-                let pad = w.saturating_sub(used + text::width(&right));
-                Line::from(vec![
-                    Span::styled(head, t.muted),
-                    Span::styled(body_t, name_style),
-                    Span::styled(extra_t, t.muted),
-                    Span::raw(" ".repeat(pad)),
-                    Span::styled(right, if bin { t.binary } else { t.muted }),
-                ])
-            });
+                    let bin = n.binary == Some(true);
+                    let right = if n.kind == FileKind::File {
+                        format!(
+                            "{}{}",
+                            if bin { "bin " } else { "" },
+                            text::human_size(n.size)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    let left_w = w.saturating_sub(text::width(&right) + 1);
+                    let head = format!("{indent}{marker}");
+                    let body = format!("{}{suffix}", n.display);
+                    let room = left_w.saturating_sub(text::width(&head));
+                    let body_t = text::truncate(&body, room).into_owned();
+                    let extra_t = text::truncate(&extra, room.saturating_sub(text::width(&body_t)))
+                        .into_owned();
+                    let used = text::width(&head) + text::width(&body_t) + text::width(&extra_t);
+                    let pad = w.saturating_sub(used + text::width(&right));
+                    Line::from(vec![
+                        Span::styled(head, t.muted),
+                        Span::styled(body_t, name_style),
+                        Span::styled(extra_t, t.muted),
+                        Span::raw(" ".repeat(pad)),
+                        Span::styled(right, if bin { t.binary } else { t.muted }),
+                    ])
+                },
+            );
             self.sniff_visible(cx);
         }
         if let Some(pa) = prev {
@@ -1129,13 +1208,23 @@ fn expand_home(p: &str) -> std::path::PathBuf {
 /// A document describing a file or blob: size, type, pixels (used by the
 /// viewer for binary files and `workspace:///` links).
 pub fn metadata_doc(path: &str, stat: Option<&FileStat>, head: &[u8], error: Option<&str>) -> Doc {
-    let mut lines = vec![StyledLine::plain(&format!("path        {path}"), Default::default())];
+    let mut lines = vec![StyledLine::plain(
+        &format!("path        {path}"),
+        Default::default(),
+    )];
     if let Some(e) = error {
-        lines.push(StyledLine::plain(&format!("error       {e}"), Default::default()));
+        lines.push(StyledLine::plain(
+            &format!("error       {e}"),
+            Default::default(),
+        ));
     }
     if let Some(s) = stat {
         lines.push(StyledLine::plain(
-            &format!("size        {} bytes ({})", s.size, text::human_size(s.size)),
+            &format!(
+                "size        {} bytes ({})",
+                s.size,
+                text::human_size(s.size)
+            ),
             Default::default(),
         ));
         if let Some(m) = s.modified {
@@ -1146,7 +1235,10 @@ pub fn metadata_doc(path: &str, stat: Option<&FileStat>, head: &[u8], error: Opt
             ));
         }
         if let Some(mode) = s.mode {
-            lines.push(StyledLine::plain(&format!("mode        {:o}", mode & 0o7777), Default::default()));
+            lines.push(StyledLine::plain(
+                &format!("mode        {:o}", mode & 0o7777),
+                Default::default(),
+            ));
         }
     }
     if error.is_none() {
@@ -1155,9 +1247,15 @@ pub fn metadata_doc(path: &str, stat: Option<&FileStat>, head: &[u8], error: Opt
         } else {
             "text/plain (probably)"
         });
-        lines.push(StyledLine::plain(&format!("media type  {media}"), Default::default()));
+        lines.push(StyledLine::plain(
+            &format!("media type  {media}"),
+            Default::default(),
+        ));
         if let Some((w, h)) = png_dimensions(head) {
-            lines.push(StyledLine::plain(&format!("pixels      {w}×{h}"), Default::default()));
+            lines.push(StyledLine::plain(
+                &format!("pixels      {w}×{h}"),
+                Default::default(),
+            ));
         }
     }
     Doc {
@@ -1180,8 +1278,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(decode_preview(b"\x89PNG\r\n\x1a\n", 8), PreviewBody::Binary { .. }));
-        assert!(matches!(decode_preview(b"a\0b", 3), PreviewBody::Binary { .. }));
+        assert!(matches!(
+            decode_preview(b"\x89PNG\r\n\x1a\n", 8),
+            PreviewBody::Binary { .. }
+        ));
+        assert!(matches!(
+            decode_preview(b"a\0b", 3),
+            PreviewBody::Binary { .. }
+        ));
         // A cut inside a UTF-8 character is not binary (C26).
         match decode_preview("é".repeat(10).as_bytes().split_at(5).0, 20) {
             PreviewBody::Text { lines, truncated } => {

@@ -102,7 +102,9 @@ impl HelpOverlay {
         rows.push(Row::Note(
             "Rebind any action in the [tui.keys] table of config.toml:".into(),
         ));
-        rows.push(Row::Note("  \"files.delete\" = [\"D\", \"delete\"]   (wsbench info prints the path)".into()));
+        rows.push(Row::Note(
+            "  \"files.delete\" = [\"D\", \"delete\"]   (wsbench info prints the path)".into(),
+        ));
         rows.push(Row::Note(
             "Destructive actions (marked !) ask first and are gone with --read-only.".into(),
         ));

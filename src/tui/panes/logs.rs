@@ -92,7 +92,11 @@ impl LogsPane {
     }
 
     fn passes(&self, l: &LogLine) -> bool {
-        l.level >= self.min_level && self.source.as_ref().is_none_or(|s| l.source.starts_with(s.as_str()))
+        l.level >= self.min_level
+            && self
+                .source
+                .as_ref()
+                .is_none_or(|s| l.source.starts_with(s.as_str()))
     }
 
     /// Adds a line (the ring drops the oldest when full).
@@ -159,7 +163,10 @@ impl LogsPane {
             } else {
                 (self.selected + n - step % n) % n
             };
-            if self.entry(i).is_some_and(|l| self.search.matches(&l.message) || self.search.matches(&l.source)) {
+            if self
+                .entry(i)
+                .is_some_and(|l| self.search.matches(&l.message) || self.search.matches(&l.source))
+            {
                 self.selected = i;
                 self.follow = false;
                 return true;
@@ -179,9 +186,18 @@ impl LogsPane {
                     Level::Info
                 },
                 "workspace".into(),
-                format!("workspace {}", serde_json::to_string(state).unwrap_or_default()),
+                format!(
+                    "workspace {}",
+                    serde_json::to_string(state).unwrap_or_default()
+                ),
             ),
-            Event::ToolStarted { tool, call_id, session, args, .. } => {
+            Event::ToolStarted {
+                tool,
+                call_id,
+                session,
+                args,
+                ..
+            } => {
                 let mut a = args.to_string();
                 if a.len() > 200 {
                     let mut end = 200;
@@ -191,49 +207,134 @@ impl LogsPane {
                     a.truncate(end);
                     a.push('…');
                 }
-                (Level::Debug, "tool".into(), format!("{tool} started ({call_id}, session {session}) {a}"))
+                (
+                    Level::Debug,
+                    "tool".into(),
+                    format!("{tool} started ({call_id}, session {session}) {a}"),
+                )
             }
-            Event::ToolFinished { tool, call_id, state, duration_ms } => (
-                if state == "success" { Level::Info } else { Level::Warn },
+            Event::ToolFinished {
+                tool,
+                call_id,
+                state,
+                duration_ms,
+            } => (
+                if state == "success" {
+                    Level::Info
+                } else {
+                    Level::Warn
+                },
                 "tool".into(),
-                format!("{tool} {state} in {} ({call_id})", text::duration_ms(*duration_ms)),
+                format!(
+                    "{tool} {state} in {} ({call_id})",
+                    text::duration_ms(*duration_ms)
+                ),
             ),
-            Event::CommandStarted { command, session, .. } => {
-                (Level::Info, "command".into(), format!("[{session}] $ {}", command.replace('\n', " ⏎ ")))
-            }
+            Event::CommandStarted {
+                command, session, ..
+            } => (
+                Level::Info,
+                "command".into(),
+                format!("[{session}] $ {}", command.replace('\n', " ⏎ ")),
+            ),
             Event::CommandOutput { .. } => return None,
-            Event::CommandExited { exit_code, timed_out, cancelled, duration_ms, .. } => {
+            Event::CommandExited {
+                exit_code,
+                timed_out,
+                cancelled,
+                duration_ms,
+                ..
+            } => {
                 let what = if *timed_out {
                     "timed out".to_string()
                 } else if *cancelled {
                     "killed".to_string()
                 } else {
-                    format!("exit {}", exit_code.map(|c| c.to_string()).unwrap_or_else(|| "?".into()))
+                    format!(
+                        "exit {}",
+                        exit_code
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "?".into())
+                    )
                 };
-                let lvl = if *exit_code == Some(0) { Level::Info } else { Level::Warn };
-                (lvl, "command".into(), format!("{what} after {}", text::duration_ms(*duration_ms)))
+                let lvl = if *exit_code == Some(0) {
+                    Level::Info
+                } else {
+                    Level::Warn
+                };
+                (
+                    lvl,
+                    "command".into(),
+                    format!("{what} after {}", text::duration_ms(*duration_ms)),
+                )
             }
-            Event::FileChanged { path, kind } => (Level::Debug, "file".into(), format!("{kind:?} {path}").to_lowercase()),
-            Event::SkillAdded { agent, name } => (Level::Info, "skills".into(), format!("added {name} to {agent}")),
-            Event::SkillRemoved { agent, name } => (Level::Info, "skills".into(), format!("removed {name} from {agent}")),
-            Event::OffloadWritten { session, kind, path, bytes } => {
+            Event::FileChanged { path, kind } => (
+                Level::Debug,
+                "file".into(),
+                format!("{kind:?} {path}").to_lowercase(),
+            ),
+            Event::SkillAdded { agent, name } => (
+                Level::Info,
+                "skills".into(),
+                format!("added {name} to {agent}"),
+            ),
+            Event::SkillRemoved { agent, name } => (
+                Level::Info,
+                "skills".into(),
+                format!("removed {name} from {agent}"),
+            ),
+            Event::OffloadWritten {
+                session,
+                kind,
+                path,
+                bytes,
+            } => {
                 let k = match kind {
                     OffloadKind::Context => "context",
                     OffloadKind::ToolResult => "tool result",
                     OffloadKind::Data => "data",
                 };
-                let s = if session.is_empty() { String::new() } else { format!("[{session}] ") };
-                (Level::Info, "offload".into(), format!("{s}{k} {} → {path}", text::human_size(*bytes)))
+                let s = if session.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{session}] ")
+                };
+                (
+                    Level::Info,
+                    "offload".into(),
+                    format!("{s}{k} {} → {path}", text::human_size(*bytes)),
+                )
             }
-            Event::McpState { agent, session, server, state, detail } => (
-                if state == "failed" || state == "crashed" { Level::Error } else { Level::Info },
+            Event::McpState {
+                agent,
+                session,
+                server,
+                state,
+                detail,
+            } => (
+                if state == "failed" || state == "crashed" {
+                    Level::Error
+                } else {
+                    Level::Info
+                },
                 "mcp".into(),
                 format!(
                     "{server} ({agent}/{session}) {state}{}",
-                    detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default()
+                    detail
+                        .as_ref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default()
                 ),
             ),
-            Event::Log { level, source, message } => (Level::parse(level), format!("engine:{source}"), message.clone()),
+            Event::Log {
+                level,
+                source,
+                message,
+            } => (
+                Level::parse(level),
+                format!("engine:{source}"),
+                message.clone(),
+            ),
         })
     }
 
@@ -242,7 +343,10 @@ impl LogsPane {
         let msg = text::display(&l.message).into_owned();
         let mut spans = vec![
             Span::styled(format!("{} ", tm.format("%H:%M:%S")), t.muted),
-            Span::styled(format!("{:<5} ", l.level.as_str()), t.level(l.level.as_str())),
+            Span::styled(
+                format!("{:<5} ", l.level.as_str()),
+                t.level(l.level.as_str()),
+            ),
             Span::styled(format!("{:<10} ", text::display(&l.source)), t.accent),
         ];
         // Highlight the first search match in the message.
@@ -276,7 +380,11 @@ impl LogsPane {
 
 fn wrapped_rows(line: &Line<'_>, width: usize) -> usize {
     let w = line.width();
-    if width == 0 { 1 } else { w.div_ceil(width).max(1) }
+    if width == 0 {
+        1
+    } else {
+        w.div_ceil(width).max(1)
+    }
 }
 
 impl Pane for LogsPane {
@@ -372,8 +480,15 @@ impl Pane for LogsPane {
                 return true;
             }
             "save" => {
-                let name = format!("wsbench-logs-{}.txt", chrono::Local::now().format("%Y%m%d-%H%M%S"));
-                let initial = std::env::current_dir().unwrap_or_default().join(name).display().to_string();
+                let name = format!(
+                    "wsbench-logs-{}.txt",
+                    chrono::Local::now().format("%Y%m%d-%H%M%S")
+                );
+                let initial = std::env::current_dir()
+                    .unwrap_or_default()
+                    .join(name)
+                    .display()
+                    .to_string();
                 cx.effect(Effect::Prompt {
                     pane: ID,
                     title: "Save the shown log lines to host file".into(),
@@ -484,7 +599,11 @@ impl Pane for LogsPane {
         if let Some(s) = &self.source {
             note.push(format!("src {s}"));
         }
-        note.push(if self.follow { "follow".into() } else { "paused".into() });
+        note.push(if self.follow {
+            "follow".into()
+        } else {
+            "paused".into()
+        });
         if self.wrap {
             note.push("wrap".into());
         }
@@ -583,7 +702,11 @@ mod tests {
     fn ring_and_filtered_index_stay_in_step() {
         let mut p = LogsPane::new(100);
         for i in 0..1000 {
-            let lvl = if i % 10 == 0 { Level::Error } else { Level::Info };
+            let lvl = if i % 10 == 0 {
+                Level::Error
+            } else {
+                Level::Info
+            };
             p.push(line(lvl, "x", &i.to_string()));
         }
         assert_eq!(p.len(), 100);

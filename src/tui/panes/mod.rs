@@ -421,6 +421,7 @@ pub fn filter_bar(f: &mut Frame<'_>, inner: Rect, filter: &Filter, cx: &Ctx) -> 
     }
     let bar = Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1);
     let label = text::truncate_left(&filter.label(), inner.width as usize).into_owned();
-    f.buffer_mut().set_string(bar.x, bar.y, label, cx.theme.accent);
+    f.buffer_mut()
+        .set_string(bar.x, bar.y, label, cx.theme.accent);
     Rect::new(inner.x, inner.y, inner.width, inner.height - 1)
 }

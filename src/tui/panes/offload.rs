@@ -145,7 +145,10 @@ impl Pane for OffloadPane {
         if navigate(&mut self.cursor, verb, self.shown.len()) {
             return true;
         }
-        let sel = self.shown.get(self.cursor.selected).map(|&i| &self.items[i]);
+        let sel = self
+            .shown
+            .get(self.cursor.selected)
+            .map(|&i| &self.items[i]);
         match verb {
             "open" => {
                 if let Some(o) = sel {
@@ -154,7 +157,9 @@ impl Pane for OffloadPane {
             }
             "copy" => {
                 if let Some(o) = sel {
-                    cx.effect(Effect::Copy(o.url.clone().unwrap_or_else(|| o.path.clone())));
+                    cx.effect(Effect::Copy(
+                        o.url.clone().unwrap_or_else(|| o.path.clone()),
+                    ));
                 }
             }
             "filter" => self.filter.begin(),
@@ -231,7 +236,11 @@ impl Pane for OffloadPane {
             return;
         }
         if self.shown.is_empty() {
-            let msg = if self.loading { "loading…" } else { "nothing offloaded in this session" };
+            let msg = if self.loading {
+                "loading…"
+            } else {
+                "nothing offloaded in this session"
+            };
             placeholder(f, list, msg, t.muted);
             return;
         }
@@ -239,22 +248,34 @@ impl Pane for OffloadPane {
         let items = &self.items;
         let shown = &self.shown;
         let w = list.width as usize;
-        render_rows(f.buffer_mut(), list, &mut self.cursor, shown.len(), focused, t.selection, |i| {
-            let o = &items[shown[i]];
-            let left = format!("{:>4} {:<7} ", text::age(o.modified, now), kind_label(o.kind));
-            let size = format!(" {:>9}", text::human_size(o.bytes));
-            let room = w.saturating_sub(text::width(&left) + text::width(&size));
-            let name = text::fit(&text::display(item_name(o)), room);
-            let kstyle = match o.kind {
-                OffloadKind::Context => t.accent,
-                OffloadKind::ToolResult => t.base,
-                OffloadKind::Data => t.binary,
-            };
-            Line::from(vec![
-                Span::styled(left, t.muted),
-                Span::styled(name, kstyle),
-                Span::styled(size, t.muted),
-            ])
-        });
+        render_rows(
+            f.buffer_mut(),
+            list,
+            &mut self.cursor,
+            shown.len(),
+            focused,
+            t.selection,
+            |i| {
+                let o = &items[shown[i]];
+                let left = format!(
+                    "{:>4} {:<7} ",
+                    text::age(o.modified, now),
+                    kind_label(o.kind)
+                );
+                let size = format!(" {:>9}", text::human_size(o.bytes));
+                let room = w.saturating_sub(text::width(&left) + text::width(&size));
+                let name = text::fit(&text::display(item_name(o)), room);
+                let kstyle = match o.kind {
+                    OffloadKind::Context => t.accent,
+                    OffloadKind::ToolResult => t.base,
+                    OffloadKind::Data => t.binary,
+                };
+                Line::from(vec![
+                    Span::styled(left, t.muted),
+                    Span::styled(name, kstyle),
+                    Span::styled(size, t.muted),
+                ])
+            },
+        );
     }
 }

@@ -117,8 +117,14 @@ impl PaletteOverlay {
                 _ => &[],
             };
             let mut hits: Vec<&String> = pool.iter().filter(|s| s.starts_with(arg)).collect();
-            hits.extend(pool.iter().filter(|s| !s.starts_with(arg) && s.contains(arg)));
-            out.extend(hits.into_iter().map(|s| (format!("{word} {s}"), String::new())));
+            hits.extend(
+                pool.iter()
+                    .filter(|s| !s.starts_with(arg) && s.contains(arg)),
+            );
+            out.extend(
+                hits.into_iter()
+                    .map(|s| (format!("{word} {s}"), String::new())),
+            );
         } else {
             for (w, _, d) in COMMANDS {
                 if w.starts_with(input) {
@@ -168,7 +174,11 @@ impl PaletteOverlay {
             KeyCode::Tab | KeyCode::Right => {
                 if let Some((c, _)) = self.candidates.get(self.selected) {
                     let takes_arg = COMMANDS.iter().any(|(w, arg, _)| *arg && w == c);
-                    self.input = if takes_arg { format!("{c} ") } else { c.clone() };
+                    self.input = if takes_arg {
+                        format!("{c} ")
+                    } else {
+                        c.clone()
+                    };
                     self.selected = 0;
                     self.refresh(actions, themes, sessions);
                 }
@@ -182,7 +192,8 @@ impl PaletteOverlay {
             }
             KeyCode::Up | KeyCode::BackTab => {
                 if !self.candidates.is_empty() {
-                    self.selected = (self.selected + self.candidates.len() - 1) % self.candidates.len();
+                    self.selected =
+                        (self.selected + self.candidates.len() - 1) % self.candidates.len();
                 }
                 None
             }
@@ -211,13 +222,23 @@ impl PaletteOverlay {
     /// Draws the palette near the top of `area`.
     pub fn render(&mut self, f: &mut Frame<'_>, area: Rect, cx: &Ctx) {
         let t = &cx.theme;
-        let actions: Vec<String> = cx.keymap.all().iter().map(|b| b.spec.name.to_string()).collect();
+        let actions: Vec<String> = cx
+            .keymap
+            .all()
+            .iter()
+            .map(|b| b.spec.name.to_string())
+            .collect();
         let themes = crate::tui::theme::Theme::available(None);
         self.refresh(&actions, &themes, &cx.sessions);
         let w = area.width.saturating_sub(4).clamp(10, 70);
         let list_h = (self.candidates.len() as u16).min(8);
         let h = (3 + list_h).min(area.height);
-        let r = Rect::new(area.x + (area.width.saturating_sub(w)) / 2, area.y + 1.min(area.height), w, h);
+        let r = Rect::new(
+            area.x + (area.width.saturating_sub(w)) / 2,
+            area.y + 1.min(area.height),
+            w,
+            h,
+        );
         let r = r.intersection(area);
         if r.height < 3 {
             return;
@@ -228,7 +249,8 @@ impl PaletteOverlay {
         f.render_widget(block, r);
         let shown = format!(":{}", text::display(&self.input));
         let visible = text::truncate_left(&shown, inner.width.saturating_sub(1) as usize);
-        f.buffer_mut().set_string(inner.x, inner.y, &visible, t.base);
+        f.buffer_mut()
+            .set_string(inner.x, inner.y, &visible, t.base);
         f.set_cursor_position((
             (inner.x + text::width(&visible) as u16).min(inner.x + inner.width.saturating_sub(1)),
             inner.y,
@@ -242,14 +264,30 @@ impl PaletteOverlay {
             .skip(start)
             .take(rows)
             .map(|(i, (c, d))| {
-                let st = if i == self.selected { t.selection } else { t.base };
+                let st = if i == self.selected {
+                    t.selection
+                } else {
+                    t.base
+                };
                 Line::from(vec![
                     Span::styled(format!(" {c}"), st),
-                    Span::styled(if d.is_empty() { String::new() } else { format!("  {d}") }, t.muted),
+                    Span::styled(
+                        if d.is_empty() {
+                            String::new()
+                        } else {
+                            format!("  {d}")
+                        },
+                        t.muted,
+                    ),
                 ])
             })
             .collect();
-        let list = Rect::new(inner.x, inner.y + 1, inner.width, inner.height.saturating_sub(1));
+        let list = Rect::new(
+            inner.x,
+            inner.y + 1,
+            inner.width,
+            inner.height.saturating_sub(1),
+        );
         f.render_widget(Paragraph::new(lines), list);
     }
 }
@@ -267,11 +305,26 @@ mod tests {
     fn parses_commands() {
         let acts = vec!["files.delete".to_string()];
         assert_eq!(parse(":quit", &acts), PaletteCommand::Quit);
-        assert_eq!(parse("session s-001", &acts), PaletteCommand::Session("s-001".into()));
-        assert_eq!(parse("theme light", &acts), PaletteCommand::Theme("light".into()));
-        assert_eq!(parse("files.delete", &acts), PaletteCommand::Action("files.delete".into()));
-        assert!(matches!(parse("ws abc", &acts), PaletteCommand::NeedsManager(_)));
-        assert!(matches!(parse("frobnicate", &acts), PaletteCommand::Unknown(_)));
+        assert_eq!(
+            parse("session s-001", &acts),
+            PaletteCommand::Session("s-001".into())
+        );
+        assert_eq!(
+            parse("theme light", &acts),
+            PaletteCommand::Theme("light".into())
+        );
+        assert_eq!(
+            parse("files.delete", &acts),
+            PaletteCommand::Action("files.delete".into())
+        );
+        assert!(matches!(
+            parse("ws abc", &acts),
+            PaletteCommand::NeedsManager(_)
+        ));
+        assert!(matches!(
+            parse("frobnicate", &acts),
+            PaletteCommand::Unknown(_)
+        ));
     }
 
     #[test]

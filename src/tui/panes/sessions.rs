@@ -83,7 +83,9 @@ impl SessionsPane {
     }
 
     fn selected(&self) -> Option<&SessionSummary> {
-        self.shown.get(self.cursor.selected).map(|&i| &self.items[i])
+        self.shown
+            .get(self.cursor.selected)
+            .map(|&i| &self.items[i])
     }
 
     /// The listed sessions (tests).
@@ -216,7 +218,11 @@ impl Pane for SessionsPane {
             return;
         }
         if self.shown.is_empty() {
-            let msg = if self.loading { "loading…" } else { "no sessions" };
+            let msg = if self.loading {
+                "loading…"
+            } else {
+                "no sessions"
+            };
             placeholder(f, list, msg, t.muted);
             return;
         }

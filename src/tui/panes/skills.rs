@@ -97,7 +97,10 @@ pub fn markdown_doc(title: &str, header: &[(String, String)], md: &str, t: &Them
         } else if let Some(h) = trimmed.strip_prefix('#') {
             let h = h.trim_start_matches('#').trim();
             StyledLine::plain(h, t.title_focused.add_modifier(Modifier::BOLD))
-        } else if let Some(b) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
+        } else if let Some(b) = trimmed
+            .strip_prefix("- ")
+            .or_else(|| trimmed.strip_prefix("* "))
+        {
             let indent = raw.len() - trimmed.len();
             StyledLine::plain(&format!("{}• {b}", " ".repeat(indent)), t.base)
         } else {
@@ -171,7 +174,11 @@ impl Pane for SkillsPane {
     }
 
     fn title(&self) -> String {
-        let bad = self.rows.iter().filter(|r| matches!(r, Row::Invalid(_))).count();
+        let bad = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r, Row::Invalid(_)))
+            .count();
         if bad > 0 {
             format!("Skills ({}, {bad} invalid)", self.rows.len() - bad)
         } else {
@@ -216,7 +223,12 @@ impl Pane for SkillsPane {
                         ("description".to_string(), s.description.clone()),
                         ("directory".to_string(), s.dir.clone()),
                     ];
-                    let doc = markdown_doc(&format!("{}/SKILL.md", s.dir), &header, &s.markdown, &cx.theme);
+                    let doc = markdown_doc(
+                        &format!("{}/SKILL.md", s.dir),
+                        &header,
+                        &s.markdown,
+                        &cx.theme,
+                    );
                     cx.effect(Effect::OpenViewer(doc));
                 }
                 Some(Row::Invalid(i)) => {
@@ -243,7 +255,10 @@ impl Pane for SkillsPane {
                     let name = r.name();
                     cx.effect(Effect::Confirm {
                         pane: ID,
-                        message: format!("Remove skill {name} from {}?", text::display(&self.partition)),
+                        message: format!(
+                            "Remove skill {name} from {}?",
+                            text::display(&self.partition)
+                        ),
                         tag: name,
                     });
                 }
@@ -289,7 +304,10 @@ impl Pane for SkillsPane {
                 None => {}
             },
             PaneEvent::Engine(env) => {
-                if matches!(env.event, Event::SkillAdded { .. } | Event::SkillRemoved { .. }) {
+                if matches!(
+                    env.event,
+                    Event::SkillAdded { .. } | Event::SkillRemoved { .. }
+                ) {
                     self.load(cx);
                 }
             }
@@ -357,7 +375,11 @@ impl Pane for SkillsPane {
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
-        let agent = if cx.agent.is_empty() { "default" } else { cx.agent.as_str() };
+        let agent = if cx.agent.is_empty() {
+            "default"
+        } else {
+            cx.agent.as_str()
+        };
         let block = cx.block(&self.title(), &format!("agent {agent}"), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
@@ -368,27 +390,47 @@ impl Pane for SkillsPane {
             return;
         }
         if self.shown.is_empty() {
-            placeholder(f, list, if self.loading { "loading…" } else { "no skills" }, t.muted);
+            placeholder(
+                f,
+                list,
+                if self.loading {
+                    "loading…"
+                } else {
+                    "no skills"
+                },
+                t.muted,
+            );
             return;
         }
         let rows = &self.rows;
         let shown = &self.shown;
         let w = list.width as usize;
-        render_rows(f.buffer_mut(), list, &mut self.cursor, shown.len(), focused, t.selection, |i| {
-            let r = &rows[shown[i]];
-            let (mark, mstyle, desc) = match r {
-                Row::Valid(s) => ("✓ ", t.success, s.description.clone()),
-                Row::Invalid(iv) => ("✗ ", t.error, iv.describe()),
-            };
-            let name = text::display(&r.name()).into_owned();
-            let name_w = text::width(&name).min(w / 2);
-            let name = text::truncate(&name, name_w.max(1)).into_owned();
-            let rest = w.saturating_sub(2 + text::width(&name) + 1);
-            Line::from(vec![
-                Span::styled(mark, mstyle),
-                Span::styled(name, t.base),
-                Span::styled(format!(" {}", text::truncate(&text::display(&desc), rest)), t.muted),
-            ])
-        });
+        render_rows(
+            f.buffer_mut(),
+            list,
+            &mut self.cursor,
+            shown.len(),
+            focused,
+            t.selection,
+            |i| {
+                let r = &rows[shown[i]];
+                let (mark, mstyle, desc) = match r {
+                    Row::Valid(s) => ("✓ ", t.success, s.description.clone()),
+                    Row::Invalid(iv) => ("✗ ", t.error, iv.describe()),
+                };
+                let name = text::display(&r.name()).into_owned();
+                let name_w = text::width(&name).min(w / 2);
+                let name = text::truncate(&name, name_w.max(1)).into_owned();
+                let rest = w.saturating_sub(2 + text::width(&name) + 1);
+                Line::from(vec![
+                    Span::styled(mark, mstyle),
+                    Span::styled(name, t.base),
+                    Span::styled(
+                        format!(" {}", text::truncate(&text::display(&desc), rest)),
+                        t.muted,
+                    ),
+                ])
+            },
+        );
     }
 }

@@ -106,13 +106,24 @@ fn message_lines(m: &Msg, t: &Theme, out: &mut Vec<StyledLine>) {
         _ => t.warn,
     }
     .add_modifier(Modifier::BOLD);
-    out.push(line(&format!("── {} ({}) · {}", m.name, m.role, m.created_at), head_style));
+    out.push(line(
+        &format!("── {} ({}) · {}", m.name, m.role, m.created_at),
+        head_style,
+    ));
     for b in &m.content {
         match b {
             Block::Text(tb) => push_text(out, &tb.text, t.base, ""),
-            Block::Thinking(_) => push_text(out, &format!("[thinking] {}", b.as_text().unwrap_or("")), t.muted, ""),
+            Block::Thinking(_) => push_text(
+                out,
+                &format!("[thinking] {}", b.as_text().unwrap_or("")),
+                t.muted,
+                "",
+            ),
             Block::Hint(h) => out.push(line(
-                &format!("[hint] {}", h.get("hint").map(|v| v.to_string()).unwrap_or_default()),
+                &format!(
+                    "[hint] {}",
+                    h.get("hint").map(|v| v.to_string()).unwrap_or_default()
+                ),
                 t.muted,
             )),
             Block::ToolCall(c) => {
@@ -130,14 +141,19 @@ fn message_lines(m: &Msg, t: &Theme, out: &mut Vec<StyledLine>) {
                 } else {
                     t.error
                 };
-                out.push(line(&format!("↳ tool result {} {} · {}", r.name, r.id, r.state), st));
+                out.push(line(
+                    &format!("↳ tool result {} {} · {}", r.name, r.id, r.state),
+                    st,
+                ));
                 match &r.output {
                     ToolOutput::Text(s) => push_text(out, s, t.base, "  "),
                     ToolOutput::Blocks(bs) => {
                         for b in bs {
                             match b {
                                 Block::Text(tb) => push_text(out, &tb.text, t.base, "  "),
-                                Block::Data(d) => out.push(data_line(d.name.as_deref(), &d.source, t, "  ")),
+                                Block::Data(d) => {
+                                    out.push(data_line(d.name.as_deref(), &d.source, t, "  "))
+                                }
                                 _ => {}
                             }
                         }
@@ -159,7 +175,10 @@ pub fn conversation_doc(title: &str, ctx: &ContextRead, t: &Theme) -> Doc {
         message_lines(m, t, &mut lines);
     }
     for (n, msg) in &ctx.bad_lines {
-        lines.push(line(&format!("!! line {n} is not a message: {msg}"), t.error));
+        lines.push(line(
+            &format!("!! line {n} is not a message: {msg}"),
+            t.error,
+        ));
     }
     if lines.is_empty() {
         lines.push(line("(no messages)", t.muted));
@@ -189,7 +208,10 @@ pub fn text_doc(title: &str, body: &str, truncated: bool, t: &Theme) -> Doc {
         })
         .collect();
     if truncated {
-        lines.push(line(&format!("… (first {} shown)", text::human_size(MAX_VIEW_BYTES)), t.muted));
+        lines.push(line(
+            &format!("… (first {} shown)", text::human_size(MAX_VIEW_BYTES)),
+            t.muted,
+        ));
     }
     let mut doc = Doc {
         title: title.to_string(),
@@ -201,7 +223,11 @@ pub fn text_doc(title: &str, body: &str, truncated: bool, t: &Theme) -> Doc {
 }
 
 /// Loads what a path or `workspace:///` URL points at, as a document.
-pub async fn load_doc(ws: std::sync::Arc<crate::engine::Workspace>, target: String, theme: Theme) -> Doc {
+pub async fn load_doc(
+    ws: std::sync::Arc<crate::engine::Workspace>,
+    target: String,
+    theme: Theme,
+) -> Doc {
     let path = ws.layout().resolve_reference(&target);
     let shown = crate::backend::path::strip_root(ws.layout().workdir(), &path)
         .filter(|r| !r.is_empty())
@@ -215,14 +241,19 @@ pub async fn load_doc(ws: std::sync::Arc<crate::engine::Workspace>, target: Stri
     }
     let head = ws
         .sandbox()
-        .read(&path, Some(ByteRange { offset: 0, len: 4096 }))
+        .read(
+            &path,
+            Some(ByteRange {
+                offset: 0,
+                len: 4096,
+            }),
+        )
         .await
         .unwrap_or_default();
     let name = path.rsplit('/').next().unwrap_or("");
     let in_data = path.starts_with(&format!("{}/", ws.layout().data_dir()));
-    let binary = in_data
-        || crate::engine::offload::sniff_media_type(&head).is_some()
-        || head.contains(&0);
+    let binary =
+        in_data || crate::engine::offload::sniff_media_type(&head).is_some() || head.contains(&0);
     if binary {
         return super::files::metadata_doc(&path, Some(&stat), &head, None);
     }
@@ -232,12 +263,19 @@ pub async fn load_doc(ws: std::sync::Arc<crate::engine::Workspace>, target: Stri
     });
     let bytes = match ws.sandbox().read(&path, range).await {
         Ok(b) => b,
-        Err(e) => return super::files::metadata_doc(&path, Some(&stat), &head, Some(&e.to_string())),
+        Err(e) => {
+            return super::files::metadata_doc(&path, Some(&stat), &head, Some(&e.to_string()));
+        }
     };
     if name == names::CONTEXT_FILE || name.ends_with(".jsonl") {
         return conversation_doc(&shown, &parse_context(&bytes), &theme);
     }
-    text_doc(&shown, &String::from_utf8_lossy(&bytes), range.is_some(), &theme)
+    text_doc(
+        &shown,
+        &String::from_utf8_lossy(&bytes),
+        range.is_some(),
+        &theme,
+    )
 }
 
 impl ViewerPane {
@@ -401,7 +439,11 @@ impl Pane for ViewerPane {
         f.render_widget(block, area);
         self.height = inner.height as usize;
         let Some(doc) = &self.doc else {
-            let msg = if self.loading.is_some() { "loading…" } else { "nothing to show" };
+            let msg = if self.loading.is_some() {
+                "loading…"
+            } else {
+                "nothing to show"
+            };
             placeholder(f, inner, msg, t.muted);
             return;
         };
@@ -417,7 +459,11 @@ impl Pane for ViewerPane {
         {
             let y = inner.y + row as u16;
             let r = Rect::new(inner.x, y, inner.width, 1);
-            let base = if Some(i) == sel_line { t.selection } else { t.base };
+            let base = if Some(i) == sel_line {
+                t.selection
+            } else {
+                t.base
+            };
             if Some(i) == sel_line {
                 buf.set_style(r, t.selection);
             }
@@ -444,13 +490,22 @@ not json
         let doc = conversation_doc("c", &ctx, &Theme::default());
         assert_eq!(doc.links.len(), 1);
         assert_eq!(doc.links[0].1, "workspace:///data/ab.png");
-        assert!(doc.lines.iter().any(|l| l.text.contains("line 2 is not a message")));
+        assert!(
+            doc.lines
+                .iter()
+                .any(|l| l.text.contains("line 2 is not a message"))
+        );
         assert!(doc.lines[0].text.starts_with("── u (user)"));
     }
 
     #[test]
     fn links_in_plain_text() {
-        let doc = text_doc("t", "x <data url='workspace:///data/f.png' name='a'/>\n", false, &Theme::default());
+        let doc = text_doc(
+            "t",
+            "x <data url='workspace:///data/f.png' name='a'/>\n",
+            false,
+            &Theme::default(),
+        );
         assert_eq!(doc.links, vec![(0, "workspace:///data/f.png".to_string())]);
     }
 }

@@ -116,7 +116,9 @@ pub fn render_rows<'a>(
             let st = if focused {
                 selected_style
             } else {
-                Style::default().add_modifier(ratatui::style::Modifier::BOLD | ratatui::style::Modifier::UNDERLINED)
+                Style::default().add_modifier(
+                    ratatui::style::Modifier::BOLD | ratatui::style::Modifier::UNDERLINED,
+                )
             };
             buf.set_style(line_area, st);
             line.patch_style(st).render(line_area, buf);

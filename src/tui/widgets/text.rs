@@ -172,7 +172,8 @@ mod tests {
 
     #[test]
     fn nfd_hangul_composes_to_the_nfc_width() {
-        let nfd = "\u{1100}\u{1161}\u{1102}\u{1161}\u{1103}\u{1161}\u{1105}\u{1161}\u{1106}\u{1161}";
+        let nfd =
+            "\u{1100}\u{1161}\u{1102}\u{1161}\u{1103}\u{1161}\u{1105}\u{1161}\u{1106}\u{1161}";
         let shown = display(nfd);
         assert_eq!(shown, "가나다라마");
         assert_eq!(width(&shown), 10);
