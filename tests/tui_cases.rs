@@ -268,3 +268,142 @@ async fn c22_small_terminals_never_panic() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_rebind_from_the_config_and_bad_entries_are_reported() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let cfg = wsbench::tui::config::TuiConfig::parse(
+        "[limits]\nread_max_lines = 10\n[tui]\nmouse = false\n[tui.keys]\n\"app.quit\" = \"x\"\n\"no.such\" = \"y\"\n",
+    )
+    .unwrap();
+    let mut o = options();
+    o.config = cfg;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    let screen = hs.draw().await;
+    // The unknown action is shown, not ignored.
+    assert!(screen.contains("unknown action `no.such`"), "{screen}");
+    hs.keys("esc q").await;
+    assert!(!hs.app.quit, "q still quits");
+    hs.keys("x").await;
+    assert!(hs.app.quit, "x does not quit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_offers_no_destructive_action() {
+    let (dir, ws) = fixture(|_| {}).await;
+    let mut o = options();
+    o.read_only = true;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    hs.type_text("touch made-by-tui").await;
+    hs.keys("enter").await;
+    assert!(command(&mut hs).sent().is_empty());
+    assert!(!dir.path().join("made-by-tui").exists());
+    hs.keys("esc 2 j D").await;
+    assert_eq!(
+        hs.app.overlay_kind(),
+        None,
+        "delete asked in read-only mode"
+    );
+    hs.keys("R u").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    // The palette refuses destructive actions by name too.
+    hs.app.run_action("files.delete");
+    assert_eq!(hs.app.overlay_kind(), None);
+    // Help lists none of them.
+    hs.keys("?").await;
+    let screen = hs.draw().await;
+    assert!(
+        !screen.contains("  files.delete") && !screen.contains("  command.run"),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mouse_focuses_scrolls_and_drags_splits() {
+    use ratatui::crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.draw().await;
+    let files = hs.app.area_of("files").unwrap();
+    let click = |kind, column, row| {
+        Event::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    hs.app.on_input(click(
+        MouseEventKind::Down(MouseButton::Left),
+        files.x + 3,
+        files.y + 2,
+    ));
+    hs.settle().await;
+    assert_eq!(hs.app.focus(), "files");
+    // Drag the column border to the right.
+    let border = files.x;
+    hs.app.on_input(click(
+        MouseEventKind::Down(MouseButton::Left),
+        border,
+        files.y + 5,
+    ));
+    hs.app.on_input(click(
+        MouseEventKind::Drag(MouseButton::Left),
+        border + 12,
+        files.y + 5,
+    ));
+    hs.app.on_input(click(
+        MouseEventKind::Up(MouseButton::Left),
+        border + 12,
+        files.y + 5,
+    ));
+    hs.draw().await;
+    let moved = hs.app.area_of("files").unwrap();
+    assert!(moved.x > files.x + 5, "{files:?} -> {moved:?}");
+    // The wheel scrolls the pane under the cursor without focusing it.
+    let logs = hs.app.area_of("logs").unwrap();
+    hs.app
+        .on_input(click(MouseEventKind::ScrollUp, logs.x + 2, logs.y + 2));
+    hs.settle().await;
+    assert_eq!(hs.app.focus(), "files");
+}
+
+#[test]
+fn a_tui_section_does_not_break_the_other_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[tui]\nmouse = false\n[tui.keys]\n\"app.quit\" = \"x\"\n[limits]\nread_max_lines = 7\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--workdir",
+            dir.path().join("ws").to_str().unwrap(),
+            "info",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["limits"]["read_max_lines"], 7);
+    // An error elsewhere keeps its line number.
+    std::fs::write(&cfg, "[tui]\nmouse = false\n\n[limits]\nbogus = 1\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args(["--config", cfg.to_str().unwrap(), "info"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("config.toml:5:"),
+        "{err}"
+    );
+}

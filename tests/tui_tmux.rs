@@ -303,3 +303,23 @@ fn c24_output_escapes_do_not_reach_the_terminal() {
     t.wait_for("EXIT=0", Duration::from_secs(10));
     t.assert_sane();
 }
+
+#[test]
+fn shell_into_the_workspace_and_back() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("shell");
+    let ws = t.workspace();
+    t.launch(&ws, "");
+    t.key("Escape");
+    t.key("!");
+    t.wait_for("wsbench: shell in", Duration::from_secs(10));
+    t.literal("pwd; exit");
+    t.key("Enter");
+    let s = t.wait_for("wsbench │", Duration::from_secs(10));
+    assert!(s.contains("back from"), "{s}");
+    t.key("q");
+    t.wait_for("EXIT=0", Duration::from_secs(10));
+    t.assert_sane();
+}

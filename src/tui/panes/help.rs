@@ -103,7 +103,7 @@ impl HelpOverlay {
             "Rebind any action in the [tui.keys] table of config.toml:".into(),
         ));
         rows.push(Row::Note(
-            "  \"files.delete\" = [\"D\", \"delete\"]   (wsbench info prints the path)".into(),
+            "  \"app.quit\" = [\"q\", \"ctrl-q\"]   (wsbench info prints the config path)".into(),
         ));
         rows.push(Row::Note(
             "Destructive actions (marked !) ask first and are gone with --read-only.".into(),
