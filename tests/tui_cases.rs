@@ -407,3 +407,26 @@ fn a_tui_section_does_not_break_the_other_commands() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversation_links_open_the_blob_metadata_and_skills_render() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // Offload: data, context, result, result (same time; by path).
+    hs.keys("esc 4 j enter").await;
+    let s = hs.draw().await;
+    assert!(s.contains("── coder (assistant)"), "{s}");
+    hs.keys("tab enter").await;
+    let s = hs.draw().await;
+    assert!(s.contains("media type  image/png"), "{s}");
+    assert!(s.contains("data/917aad4aef88aecc230e317ee79eb894a1d10029b849705f0b9fbd028a8e4f91.png"), "{s}");
+    // Back to the conversation, then closed.
+    hs.keys("esc").await;
+    assert!(hs.draw().await.contains("── coder (assistant)"));
+    hs.keys("esc").await;
+    assert_eq!(hs.app.modal(), None);
+    // SKILL.md of the first skill, rendered.
+    hs.keys("3 enter").await;
+    let s = hs.draw().await;
+    assert!(s.contains("description") && s.contains("git-helper"), "{s}");
+}
