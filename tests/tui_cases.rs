@@ -419,7 +419,10 @@ async fn conversation_links_open_the_blob_metadata_and_skills_render() {
     hs.keys("tab enter").await;
     let s = hs.draw().await;
     assert!(s.contains("media type  image/png"), "{s}");
-    assert!(s.contains("data/917aad4aef88aecc230e317ee79eb894a1d10029b849705f0b9fbd028a8e4f91.png"), "{s}");
+    assert!(
+        s.contains("data/917aad4aef88aecc230e317ee79eb894a1d10029b849705f0b9fbd028a8e4f91.png"),
+        "{s}"
+    );
     // Back to the conversation, then closed.
     hs.keys("esc").await;
     assert!(hs.draw().await.contains("── coder (assistant)"));

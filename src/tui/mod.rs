@@ -100,6 +100,7 @@ pub fn resolve_theme(
 static TERMINAL_ON: AtomicBool = AtomicBool::new(false);
 static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
 static HOOK: std::sync::Once = std::sync::Once::new();
+static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
 fn enter_terminal(mouse: bool) -> std::io::Result<()> {
     enable_raw_mode()?;
@@ -135,11 +136,20 @@ pub fn restore_terminal() {
     }
 }
 
+/// Restores the terminal before a panic message is printed. A panic on
+/// the UI thread (or any panic when panics abort) ends the TUI, so the
+/// terminal is put back first; a panic inside a background task is caught
+/// by tokio and the TUI goes on, so its message goes to the Logs pane
+/// (stderr is captured) and the screen is left alone.
 fn install_panic_hook() {
+    let _ = UI_THREAD.set(std::thread::current().id());
     HOOK.call_once(|| {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore_terminal();
+            let on_ui = UI_THREAD.get() == Some(&std::thread::current().id());
+            if on_ui || cfg!(panic = "abort") {
+                restore_terminal();
+            }
             prev(info);
         }));
     });
@@ -366,7 +376,7 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     term.clear()?;
     let input = InputThread::start(tx.clone());
     let mut app = App::with_channel(ws.clone(), opts, tx.clone(), rx);
-    tracing::debug!("tui: first frame after {:?}", t0.elapsed());
+    tracing::debug!("tui: app built after {:?}", t0.elapsed());
     let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps).await;
     drop(input);
     restore_terminal();
