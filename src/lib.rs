@@ -9,3 +9,4 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod manager;
+pub mod tui;

@@ -33,7 +33,11 @@ pub struct Cli {
     /// Options every command takes.
     #[command(flatten)]
     pub global: GlobalArgs,
-    /// What to do; none opens the workspace view.
+    /// Options of the TUI (a bare `wsbench`).
+    #[command(flatten)]
+    pub tui: crate::tui::TuiArgs,
+    /// What to do; none opens the TUI (or, without a terminal or with
+    /// `--json`, prints a summary).
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -139,7 +143,7 @@ impl Ctx {
                 config_file.display()
             );
         }
-        let config = Config::load(&config_file)?;
+        let config = load_config(&config_file)?;
         for w in config.skill_path_warnings() {
             eprintln!("warning: {}: {w}", config_file.display());
         }
@@ -276,6 +280,19 @@ pub fn check_workdir(dir: &std::path::Path) -> anyhow::Result<()> {
     }
 }
 
+/// Loads the config file, leaving its `[tui]` tables to the TUI (they are
+/// blanked line for line, so errors elsewhere keep their line numbers).
+fn load_config(path: &std::path::Path) -> anyhow::Result<Config> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Config::parse(
+            &crate::tui::config::strip_tui_section(&text),
+            path,
+        )?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+        Err(_) => Ok(Config::load(path)?),
+    }
+}
+
 /// Runs the CLI; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     if let Some(Command::Completions { shell }) = &cli.command {
@@ -285,7 +302,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     let ctx = Ctx::load(cli.global)?;
     match cli.command {
-        None => info::summary(&ctx).await,
+        None if ctx.global.json || !crate::tui::can_open() => info::summary(&ctx).await,
+        None => crate::tui::run(&ctx, cli.tui).await,
         Some(Command::Exec(a)) => exec::run(&ctx, a).await,
         Some(Command::Tool(a)) => tool::run(&ctx, a).await,
         Some(Command::Skills(c)) => skills::run(&ctx, c).await,

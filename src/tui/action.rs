@@ -1,0 +1,199 @@
+//! What flows through the TUI: messages into the event loop, events
+//! delivered to panes, and effects panes ask the app for.
+//!
+//! The render loop never waits on I/O: engine work runs on tokio tasks
+//! (spawned through [`crate::tui::panes::Ctx::spawn`]) that report back as
+//! [`AppMsg`]s on one bounded channel; the loop drains what is pending,
+//! then draws once.
+
+use std::any::Any;
+use std::time::SystemTime;
+
+use ratatui::crossterm::event::Event as TermEvent;
+
+use crate::backend::FileChange;
+use crate::engine::events::Envelope;
+
+/// Severity of a log line or toast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Debug detail (tracing `TRACE` folds in here too).
+    Debug,
+    /// Information.
+    Info,
+    /// Something to look at.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+impl Level {
+    /// Lower-case name (`error`, `warn`, `info`, `debug`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+
+    /// Parses a level name as the engine and tracing write it.
+    pub fn parse(s: &str) -> Level {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "error" | "err" => Level::Error,
+            "warn" | "warning" => Level::Warn,
+            "info" => Level::Info,
+            _ => Level::Debug,
+        }
+    }
+}
+
+/// One line of the Logs pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogLine {
+    /// When it happened.
+    pub at: SystemTime,
+    /// Severity.
+    pub level: Level,
+    /// Where it came from (`bus:tool`, `tracing`, `tui`, ...).
+    pub source: String,
+    /// The text (one line; shown through the display sanitiser).
+    pub message: String,
+}
+
+impl LogLine {
+    /// A line stamped now.
+    pub fn now(level: Level, source: impl Into<String>, message: impl Into<String>) -> Self {
+        LogLine {
+            at: SystemTime::now(),
+            level,
+            source: source.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A message into the event loop.
+pub enum AppMsg {
+    /// A terminal event (key, mouse, paste, resize).
+    Input(TermEvent),
+    /// The result of a task a pane spawned, for that pane only.
+    Task {
+        /// Pane id.
+        pane: &'static str,
+        /// The pane's own message type, boxed.
+        payload: Box<dyn Any + Send>,
+    },
+    /// A change seen by the workspace watch.
+    File(FileChange),
+    /// A line written to stderr (tracing output) while the TUI runs.
+    Stderr(String),
+    /// Text a native clipboard tool could not take: write it as OSC 52.
+    Osc52(String),
+    /// A message for the user.
+    Toast(Level, String),
+}
+
+impl std::fmt::Debug for AppMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AppMsg::Input(e) => write!(f, "Input({e:?})"),
+            AppMsg::Task { pane, .. } => write!(f, "Task({pane})"),
+            AppMsg::File(c) => write!(f, "File({c:?})"),
+            AppMsg::Stderr(l) => write!(f, "Stderr({l:?})"),
+            AppMsg::Osc52(_) => f.write_str("Osc52"),
+            AppMsg::Toast(l, m) => write!(f, "Toast({l:?}, {m:?})"),
+        }
+    }
+}
+
+/// What a pane is told about.
+pub enum PaneEvent<'a> {
+    /// An engine event from the workspace's bus.
+    Engine(&'a Envelope),
+    /// The bus dropped this many events for the TUI (it fell behind).
+    Missed(u64),
+    /// A file change from the watch.
+    File(&'a FileChange),
+    /// The result of a task this pane spawned.
+    Task(Box<dyn Any + Send>),
+    /// The user confirmed the dialog this pane opened with `tag`.
+    Confirmed(String),
+    /// The user submitted the input dialog this pane opened with `tag`.
+    Input {
+        /// The tag given with [`Effect::Prompt`].
+        tag: String,
+        /// What was typed (one line).
+        text: String,
+    },
+    /// The selected session changed (read it from the context).
+    SessionChanged,
+    /// A line for the Logs pane.
+    Log(&'a LogLine),
+    /// Open a backend path (editor) or a `workspace:///` link (viewer).
+    Open(&'a str),
+    /// Show a document (viewer).
+    Show(&'a Doc),
+    /// About once a second, for time-based refreshes.
+    Tick,
+}
+
+/// A document for the full-screen viewer.
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    /// Title (a path or a name).
+    pub title: String,
+    /// Lines.
+    pub lines: Vec<crate::tui::widgets::ansi::StyledLine>,
+    /// `(line index, target)` of links the viewer can open
+    /// (`workspace:///data/...`).
+    pub links: Vec<(usize, String)>,
+}
+
+/// What a pane asks the app to do.
+#[derive(Debug)]
+pub enum Effect {
+    /// Show a transient message (also logged).
+    Toast(Level, String),
+    /// Make this the selected session.
+    SelectSession(String),
+    /// Open a backend path in the editor.
+    OpenEditor(String),
+    /// Show a document full screen.
+    OpenViewer(Doc),
+    /// Open the target of a `workspace:///` link (or a backend path) in
+    /// the viewer as metadata.
+    OpenLink(String),
+    /// Close the full-screen pane (editor or viewer).
+    CloseModal,
+    /// Ask yes/no; on yes the pane gets [`PaneEvent::Confirmed`] with `tag`.
+    Confirm {
+        /// Pane to answer.
+        pane: &'static str,
+        /// The question.
+        message: String,
+        /// Returned on yes.
+        tag: String,
+    },
+    /// Ask for a line of text; the pane gets [`PaneEvent::Input`].
+    Prompt {
+        /// Pane to answer.
+        pane: &'static str,
+        /// Dialog title.
+        title: String,
+        /// Initial text.
+        initial: String,
+        /// Returned with the text.
+        tag: String,
+    },
+    /// Copy text to the clipboard.
+    Copy(String),
+    /// Move focus to a pane.
+    Focus(&'static str),
+    /// Add a line to the Logs pane.
+    Log(LogLine),
+    /// Leave the TUI for an interactive shell in the workspace; come back
+    /// when it exits.
+    Shell,
+}

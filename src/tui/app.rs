@@ -1,0 +1,1489 @@
+//! The app: panes in a split layout, focus, overlays, and the routing of
+//! keys, mouse, paste, engine events and task results.
+//!
+//! [`App`] holds no terminal: it takes events and draws into a
+//! [`Frame`], so tests drive it on ratatui's `TestBackend` and the real
+//! event loop (in [`crate::tui::run`]) only adds the terminal. Requests
+//! that need the real terminal (a shell, OSC 52, mouse capture) are queued
+//! as [`HostRequest`]s for the loop.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{
+    Event as TermEvent, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+use tokio::sync::mpsc;
+
+use super::action::{AppMsg, Effect, Level, LogLine, PaneEvent};
+use super::config::{ClipboardMode, TuiConfig};
+use super::keymap::{ActionSpec, GLOBAL, KeyChord, KeyMap};
+use super::panes::help::HelpOverlay;
+use super::panes::palette::{PaletteCommand, PaletteOverlay};
+use super::panes::{self, Clock, Ctx, HeaderInfo, Pane};
+use super::theme::Theme;
+use super::widgets::text;
+use crate::engine::Workspace;
+use crate::engine::events::{Envelope, Event, Received, WorkspaceState};
+
+/// The app's own actions.
+pub const ACTIONS: &[ActionSpec] = &[
+    spec("app.quit", "quit", &["q", "ctrl-q"], false, true),
+    spec("app.help", "help", &["?", "f1"], false, true),
+    spec("app.palette", "command palette", &[":"], false, true),
+    spec("app.focus_next", "next pane", &["tab"], false, true),
+    spec(
+        "app.focus_prev",
+        "previous pane",
+        &["shift-tab"],
+        false,
+        false,
+    ),
+    spec("app.zoom", "zoom pane", &["z"], false, true),
+    spec("app.wider", "widen left column", &[">"], false, false),
+    spec("app.narrower", "narrow left column", &["<"], false, false),
+    spec("app.taller", "grow pane height", &["+", "="], false, false),
+    spec("app.shorter", "shrink pane height", &["-"], false, false),
+    spec("app.focus_sessions", "focus Sessions", &["1"], false, false),
+    spec("app.focus_files", "focus Files", &["2"], false, false),
+    spec("app.focus_skills", "focus Skills", &["3"], false, false),
+    spec("app.focus_offload", "focus Offload", &["4"], false, false),
+    spec("app.focus_command", "focus Command", &["5"], false, false),
+    spec("app.focus_logs", "focus Logs", &["6"], false, false),
+    spec("app.mouse", "toggle mouse capture", &["M"], false, false),
+    spec("app.shell", "shell in the workspace", &["!"], true, false),
+    spec(
+        "app.suspend",
+        "suspend to the shell",
+        &["ctrl-z"],
+        false,
+        false,
+    ),
+    spec("app.redraw", "redraw the screen", &["ctrl-l"], false, false),
+];
+
+const fn spec(
+    name: &'static str,
+    desc: &'static str,
+    keys: &'static [&'static str],
+    dangerous: bool,
+    hint: bool,
+) -> ActionSpec {
+    ActionSpec {
+        name,
+        context: GLOBAL,
+        desc,
+        keys,
+        dangerous,
+        hint,
+    }
+}
+
+/// How long a toast stays.
+const TOAST_TTL: Duration = Duration::from_secs(4);
+
+/// Below this size only the focused pane is drawn.
+const MIN_SPLIT_WIDTH: u16 = 60;
+const MIN_SPLIT_HEIGHT: u16 = 14;
+
+/// A split tree of pane ids.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// One pane.
+    Leaf(&'static str),
+    /// Two parts side by side (`Horizontal`) or stacked (`Vertical`);
+    /// `pct` is the first part's share in percent.
+    Split {
+        /// Direction.
+        dir: Direction,
+        /// First part's share, 10..=90.
+        pct: u16,
+        /// First part.
+        a: Box<Node>,
+        /// Second part.
+        b: Box<Node>,
+    },
+}
+
+impl Node {
+    fn split(dir: Direction, pct: u16, a: Node, b: Node) -> Node {
+        Node::Split {
+            dir,
+            pct: pct.clamp(10, 90),
+            a: Box::new(a),
+            b: Box::new(b),
+        }
+    }
+
+    /// Pane ids in reading order.
+    pub fn leaves(&self, out: &mut Vec<&'static str>) {
+        match self {
+            Node::Leaf(id) => out.push(id),
+            Node::Split { a, b, .. } => {
+                a.leaves(out);
+                b.leaves(out);
+            }
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        match self {
+            Node::Leaf(l) => *l == id,
+            Node::Split { a, b, .. } => a.contains(id) || b.contains(id),
+        }
+    }
+
+    /// Changes the share of the innermost `dir` split around `id` by
+    /// `delta` (from the side of `id`: positive grows it).
+    fn resize(&mut self, id: &str, dir: Direction, delta: i16) -> bool {
+        let Node::Split {
+            dir: d, pct, a, b, ..
+        } = self
+        else {
+            return false;
+        };
+        let in_a = a.contains(id);
+        let child = if in_a { a } else { b };
+        if child.resize(id, dir, delta) {
+            return true;
+        }
+        if *d == dir && (in_a || child.contains(id)) {
+            let signed = if in_a { delta } else { -delta };
+            *pct = (*pct as i16 + signed).clamp(10, 90) as u16;
+            return true;
+        }
+        false
+    }
+
+    fn split_at_path(&mut self, path: &[bool]) -> Option<&mut Node> {
+        match path.split_first() {
+            None => Some(self),
+            Some((first, rest)) => match self {
+                Node::Split { a, b, .. } => {
+                    if *first {
+                        b.split_at_path(rest)
+                    } else {
+                        a.split_at_path(rest)
+                    }
+                }
+                Node::Leaf(_) => None,
+            },
+        }
+    }
+}
+
+/// The built-in layout: Sessions / Skills / Offload on the left; Files,
+/// Command and Logs on the right. New panes go in here.
+pub fn default_layout(cfg: &TuiConfig) -> Node {
+    use Direction::{Horizontal, Vertical};
+    let left = Node::split(
+        Vertical,
+        30,
+        Node::Leaf(panes::sessions::ID),
+        Node::split(
+            Vertical,
+            45,
+            Node::Leaf(panes::skills::ID),
+            Node::Leaf(panes::offload::ID),
+        ),
+    );
+    let right = Node::split(
+        Vertical,
+        cfg.layout.files,
+        Node::Leaf(panes::files::ID),
+        Node::split(
+            Vertical,
+            cfg.layout.command,
+            Node::Leaf(panes::command::ID),
+            Node::Leaf(panes::logs::ID),
+        ),
+    );
+    Node::split(Horizontal, cfg.layout.left, left, right)
+}
+
+/// A border that can be dragged with the mouse.
+#[derive(Debug, Clone)]
+struct SplitHandle {
+    path: Vec<bool>,
+    dir: Direction,
+    area: Rect,
+    /// Column (horizontal split) or row (vertical) of the border.
+    at: u16,
+}
+
+/// An overlay drawn over everything, taking every key.
+enum Overlay {
+    Help(HelpOverlay),
+    Palette(PaletteOverlay),
+    Confirm {
+        pane: &'static str,
+        message: String,
+        tag: String,
+    },
+    Prompt {
+        pane: &'static str,
+        title: String,
+        input: String,
+        tag: String,
+    },
+}
+
+/// What the real terminal loop must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRequest {
+    /// Run an interactive shell in this host directory, then come back.
+    Shell(std::path::PathBuf),
+    /// Stop the process (SIGTSTP) after restoring the terminal.
+    Suspend,
+    /// Write an OSC 52 clipboard sequence.
+    Osc52(String),
+    /// Turn mouse capture on or off.
+    Mouse(bool),
+    /// Clear and redraw everything.
+    Redraw,
+}
+
+/// Options the app starts with.
+#[derive(Clone)]
+pub struct AppOptions {
+    /// The `[tui]` config.
+    pub config: TuiConfig,
+    /// Remove destructive actions.
+    pub read_only: bool,
+    /// Theme (already resolved, NO_COLOR applied).
+    pub theme: Theme,
+    /// Agent id.
+    pub agent: String,
+    /// Session id to start on.
+    pub session: String,
+    /// Profile name for the header.
+    pub profile: String,
+    /// User name for the header.
+    pub user: String,
+    /// "Now" (fixed in tests).
+    pub clock: Clock,
+    /// Directory of user themes (`$XDG_CONFIG_HOME/wsbench/themes`).
+    pub theme_dir: Option<std::path::PathBuf>,
+    /// Problems found loading the config, shown at start.
+    pub config_problems: Vec<String>,
+    /// Start the file watch (off in snapshot tests for determinism).
+    pub watch: bool,
+}
+
+impl AppOptions {
+    /// Defaults for a workspace: dark theme, session `default`.
+    pub fn new(config: TuiConfig) -> Self {
+        AppOptions {
+            config,
+            read_only: false,
+            theme: Theme::default(),
+            agent: String::new(),
+            session: "default".into(),
+            profile: "local".into(),
+            user: user_name(),
+            clock: Arc::new(std::time::SystemTime::now),
+            theme_dir: None,
+            config_problems: Vec::new(),
+            watch: true,
+        }
+    }
+}
+
+/// The user's login name: `$USER`, `$LOGNAME`, else the numeric uid.
+pub fn user_name() -> String {
+    for var in ["USER", "LOGNAME"] {
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            return v;
+        }
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    format!("uid {}", unsafe { libc::getuid() })
+}
+
+/// The whole TUI state.
+pub struct App {
+    /// Shared state the panes see.
+    pub cx: Ctx,
+    panes: Vec<Box<dyn Pane>>,
+    layout: Node,
+    focus: &'static str,
+    modal: Option<&'static str>,
+    zoom: bool,
+    overlay: Option<Overlay>,
+    toast: Option<(Level, String, Instant)>,
+    areas: Vec<(&'static str, Rect)>,
+    handles: Vec<SplitHandle>,
+    drag: Option<usize>,
+    mouse: bool,
+    theme_dir: Option<std::path::PathBuf>,
+    requests: Vec<HostRequest>,
+    rx: mpsc::Receiver<AppMsg>,
+    /// Set when the user quits.
+    pub quit: bool,
+    last_tick: Instant,
+}
+
+/// Capacity of the channel tasks report on; senders wait when it is full,
+/// so a flood of output slows its producer instead of growing memory.
+pub const CHANNEL_CAPACITY: usize = 1024;
+
+impl App {
+    /// Builds the app on an open workspace and starts every pane's first
+    /// load (on tokio tasks: call inside a runtime).
+    pub fn new(ws: Arc<Workspace>, opts: AppOptions) -> App {
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        Self::with_channel(ws, opts, tx, rx)
+    }
+
+    /// Like [`App::new`] with a given channel (the terminal loop feeds
+    /// input through the same channel).
+    pub fn with_channel(
+        ws: Arc<Workspace>,
+        opts: AppOptions,
+        tx: mpsc::Sender<AppMsg>,
+        rx: mpsc::Receiver<AppMsg>,
+    ) -> App {
+        let specs = panes::all_actions();
+        let (keymap, mut problems) =
+            KeyMap::build(&specs, &opts.config.key_overrides(), opts.read_only);
+        problems.extend(opts.config_problems.iter().cloned());
+        let cx = Ctx {
+            ws: ws.clone(),
+            tx,
+            session: opts.session.clone(),
+            agent: opts.agent.clone(),
+            read_only: opts.read_only,
+            theme: opts.theme.clone(),
+            keymap,
+            config: opts.config.clone(),
+            header: HeaderInfo {
+                profile: opts.profile.clone(),
+                user: opts.user.clone(),
+                state: if ws.is_alive() {
+                    "ready".into()
+                } else {
+                    "closed".into()
+                },
+            },
+            clock: opts.clock.clone(),
+            effects: Vec::new(),
+            inflight: Arc::new(AtomicUsize::new(0)),
+            sessions: Vec::new(),
+        };
+        let panes = panes::registry(&cx);
+        let layout = default_layout(&opts.config);
+        let mut app = App {
+            cx,
+            panes,
+            layout,
+            focus: panes::command::ID,
+            modal: None,
+            zoom: false,
+            overlay: None,
+            toast: None,
+            areas: Vec::new(),
+            handles: Vec::new(),
+            drag: None,
+            mouse: opts.config.mouse,
+            theme_dir: opts.theme_dir.clone(),
+            requests: Vec::new(),
+            rx,
+            quit: false,
+            last_tick: Instant::now(),
+        };
+        for i in 0..app.panes.len() {
+            app.panes[i].init(&mut app.cx);
+        }
+        if opts.watch {
+            panes::files::start_watch(&app.cx);
+        }
+        for p in problems {
+            app.cx.effect(Effect::Toast(Level::Error, p));
+        }
+        if opts.read_only {
+            app.cx.effect(Effect::Log(LogLine::now(
+                Level::Info,
+                "tui",
+                "read-only mode: destructive actions are disabled",
+            )));
+        }
+        app.apply_effects();
+        app
+    }
+
+    /// The focused pane id.
+    pub fn focus(&self) -> &'static str {
+        self.modal.unwrap_or(self.focus)
+    }
+
+    /// The pane shown full screen (editor, viewer), if any.
+    pub fn modal(&self) -> Option<&'static str> {
+        self.modal
+    }
+
+    /// Whether an overlay (help, palette, dialog) is open; its kind.
+    pub fn overlay_kind(&self) -> Option<&'static str> {
+        self.overlay.as_ref().map(|o| match o {
+            Overlay::Help(_) => "help",
+            Overlay::Palette(_) => "palette",
+            Overlay::Confirm { .. } => "confirm",
+            Overlay::Prompt { .. } => "prompt",
+        })
+    }
+
+    /// Requests for the real terminal, taken by the loop.
+    pub fn take_requests(&mut self) -> Vec<HostRequest> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// Whether mouse capture should be on.
+    pub fn mouse_enabled(&self) -> bool {
+        self.mouse
+    }
+
+    /// A pane by id.
+    pub fn pane(&self, id: &str) -> Option<&dyn Pane> {
+        self.panes.iter().find(|p| p.id() == id).map(|p| p.as_ref())
+    }
+
+    /// A pane by id, mutable (tests reach into pane state through this).
+    pub fn pane_mut(&mut self, id: &str) -> Option<&mut Box<dyn Pane>> {
+        self.panes.iter_mut().find(|p| p.id() == id)
+    }
+
+    /// Calls `f` on the pane `id` as its concrete type `T` with the shared
+    /// context, then applies the effects it queued; `None` if there is no
+    /// such pane of that type.
+    pub fn pane_call<T: 'static, R>(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(&mut T, &mut Ctx) -> R,
+    ) -> Option<R> {
+        let i = self.pane_index(id)?;
+        let pane = self.panes[i].as_any_mut().downcast_mut::<T>()?;
+        let r = f(pane, &mut self.cx);
+        self.apply_effects();
+        Some(r)
+    }
+
+    /// Where a pane was drawn last (the whole pane, border included).
+    pub fn area_of(&self, id: &str) -> Option<Rect> {
+        self.areas.iter().find(|(p, _)| *p == id).map(|(_, r)| *r)
+    }
+
+    fn pane_index(&self, id: &str) -> Option<usize> {
+        self.panes.iter().position(|p| p.id() == id)
+    }
+
+    /// Calls `f` on one pane, then applies the effects it queued.
+    fn with_pane<R>(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(&mut dyn Pane, &mut Ctx) -> R,
+    ) -> Option<R> {
+        let i = self.pane_index(id)?;
+        let r = f(self.panes[i].as_mut(), &mut self.cx);
+        self.apply_effects();
+        Some(r)
+    }
+
+    fn broadcast(&mut self, ev: &PaneEvent<'_>) {
+        for i in 0..self.panes.len() {
+            self.panes[i].on_event(ev, &mut self.cx);
+        }
+        self.apply_effects();
+    }
+
+    fn apply_effects(&mut self) {
+        let mut guard = 0;
+        while !self.cx.effects.is_empty() && guard < 64 {
+            guard += 1;
+            let effects = std::mem::take(&mut self.cx.effects);
+            for e in effects {
+                self.apply(e);
+            }
+        }
+    }
+
+    fn log(&mut self, line: LogLine) {
+        for i in 0..self.panes.len() {
+            self.panes[i].on_event(&PaneEvent::Log(&line), &mut self.cx);
+        }
+    }
+
+    fn apply(&mut self, e: Effect) {
+        match e {
+            Effect::Toast(level, msg) => {
+                self.log(LogLine::now(level, "tui", msg.clone()));
+                self.toast = Some((level, msg, Instant::now()));
+            }
+            Effect::Log(line) => self.log(line),
+            Effect::SelectSession(id) => {
+                if crate::engine::layout::check_session_id(&id).is_err() {
+                    self.toast = Some((
+                        Level::Error,
+                        format!("invalid session id `{id}`"),
+                        Instant::now(),
+                    ));
+                    return;
+                }
+                self.cx.session = id;
+                for i in 0..self.panes.len() {
+                    self.panes[i].on_event(&PaneEvent::SessionChanged, &mut self.cx);
+                }
+            }
+            Effect::OpenEditor(path) => {
+                if let Some(i) = self.pane_index(panes::editor::ID) {
+                    self.panes[i].on_event(&PaneEvent::Open(&path), &mut self.cx);
+                    self.modal = Some(panes::editor::ID);
+                }
+            }
+            Effect::OpenViewer(doc) => {
+                if let Some(i) = self.pane_index(panes::viewer::ID) {
+                    self.panes[i].on_event(&PaneEvent::Show(&doc), &mut self.cx);
+                    self.modal = Some(panes::viewer::ID);
+                }
+            }
+            Effect::OpenLink(target) => {
+                if let Some(i) = self.pane_index(panes::viewer::ID) {
+                    self.panes[i].on_event(&PaneEvent::Open(&target), &mut self.cx);
+                    self.modal = Some(panes::viewer::ID);
+                }
+            }
+            Effect::CloseModal => self.modal = None,
+            Effect::Confirm { pane, message, tag } => {
+                self.overlay = Some(Overlay::Confirm { pane, message, tag })
+            }
+            Effect::Prompt {
+                pane,
+                title,
+                initial,
+                tag,
+            } => {
+                self.overlay = Some(Overlay::Prompt {
+                    pane,
+                    title,
+                    input: initial,
+                    tag,
+                })
+            }
+            Effect::Copy(text) => self.copy(text),
+            Effect::Focus(id) => self.set_focus(id),
+            Effect::Shell => match self.cx.ws.sandbox().host_root() {
+                Some(root) => self.requests.push(HostRequest::Shell(root.to_path_buf())),
+                None => {
+                    self.toast = Some((
+                        Level::Warn,
+                        format!(
+                            "the {} backend has no host directory to open a shell in",
+                            self.cx.ws.backend()
+                        ),
+                        Instant::now(),
+                    ))
+                }
+            },
+        }
+    }
+
+    fn copy(&mut self, text: String) {
+        let mode = self.cx.config.clipboard;
+        let max = self.cx.config.osc52_max_bytes;
+        let n = text.chars().count();
+        match mode {
+            ClipboardMode::Off => {
+                self.toast = Some((
+                    Level::Warn,
+                    "copying is off (clipboard = \"off\")".into(),
+                    Instant::now(),
+                ));
+            }
+            ClipboardMode::Osc52 => self.osc52(text, max),
+            ClipboardMode::Auto | ClipboardMode::Native => {
+                let tx = self.cx.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let msg = match super::clipboard::copy_native(&text) {
+                        Ok(tool) => {
+                            AppMsg::Toast(Level::Info, format!("copied {n} characters ({tool})"))
+                        }
+                        Err(e) if mode == ClipboardMode::Auto => {
+                            let _ = e;
+                            AppMsg::Osc52(text)
+                        }
+                        Err(e) => AppMsg::Toast(Level::Error, e),
+                    };
+                    let _ = tx.blocking_send(msg);
+                });
+            }
+        }
+    }
+
+    fn osc52(&mut self, text: String, max: usize) {
+        let n = text.chars().count();
+        match super::clipboard::osc52(&text, max) {
+            Some(seq) => {
+                self.requests.push(HostRequest::Osc52(seq));
+                self.toast = Some((
+                    Level::Info,
+                    format!("copied {n} characters (OSC 52)"),
+                    Instant::now(),
+                ));
+            }
+            None => {
+                self.toast = Some((
+                    Level::Error,
+                    format!(
+                        "too long to copy through OSC 52 ({n} characters; osc52_max_bytes = {max})"
+                    ),
+                    Instant::now(),
+                ))
+            }
+        }
+    }
+
+    fn set_focus(&mut self, id: &'static str) {
+        if self.layout.contains(id) {
+            self.focus = id;
+            self.modal = None;
+        } else if self.pane_index(id).is_some() {
+            self.modal = Some(id);
+        }
+    }
+
+    fn focus_order(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        self.layout.leaves(&mut v);
+        // Focus order follows the registry, which reads better than the
+        // layout's column order (Sessions, Files, Skills, ...).
+        let mut ordered: Vec<&'static str> = self
+            .panes
+            .iter()
+            .map(|p| p.id())
+            .filter(|id| v.contains(id))
+            .collect();
+        for id in v {
+            if !ordered.contains(&id) {
+                ordered.push(id);
+            }
+        }
+        ordered
+    }
+
+    fn cycle_focus(&mut self, delta: isize) {
+        if self.modal.is_some() {
+            return;
+        }
+        let order = self.focus_order();
+        let i = order.iter().position(|&p| p == self.focus).unwrap_or(0) as isize;
+        let n = order.len() as isize;
+        self.focus = order[((i + delta) % n + n) as usize % n as usize];
+    }
+
+    // ----- incoming -----
+
+    /// Handles one message from the channel.
+    pub fn on_msg(&mut self, msg: AppMsg) {
+        match msg {
+            AppMsg::Input(ev) => self.on_input(ev),
+            AppMsg::Task { pane, payload } => {
+                self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Task(payload), cx));
+            }
+            AppMsg::File(change) => self.broadcast(&PaneEvent::File(&change)),
+            AppMsg::Stderr(line) => {
+                let level = stderr_level(&line);
+                self.log(LogLine::now(level, "stderr", line));
+            }
+            AppMsg::Osc52(text) => {
+                let max = self.cx.config.osc52_max_bytes;
+                self.osc52(text, max);
+            }
+            AppMsg::Toast(level, msg) => self.apply(Effect::Toast(level, msg)),
+        }
+    }
+
+    /// Handles one engine event.
+    pub fn on_engine(&mut self, r: Received) {
+        match r {
+            Received::Event(env) => {
+                if let Event::Workspace { state } = &env.event {
+                    self.cx.header.state = state_label(state);
+                }
+                self.on_envelope(&env);
+            }
+            Received::Missed(n) => self.broadcast(&PaneEvent::Missed(n)),
+        }
+    }
+
+    fn on_envelope(&mut self, env: &Envelope) {
+        self.broadcast(&PaneEvent::Engine(env));
+    }
+
+    /// Time-based work (toast expiry, once-a-second tick).
+    pub fn tick(&mut self) {
+        if self
+            .toast
+            .as_ref()
+            .is_some_and(|t| t.2.elapsed() > TOAST_TTL)
+        {
+            self.toast = None;
+        }
+        if self.last_tick.elapsed() >= Duration::from_secs(1) {
+            self.last_tick = Instant::now();
+            self.broadcast(&PaneEvent::Tick);
+        }
+    }
+
+    /// When the next timed change is due (toast expiry or tick).
+    pub fn next_deadline(&self) -> Instant {
+        let tick = self.last_tick + Duration::from_secs(1);
+        match &self.toast {
+            Some(t) => tick.min(t.2 + TOAST_TTL),
+            None => tick,
+        }
+    }
+
+    /// Takes every message already queued without waiting; returns how
+    /// many were handled.
+    pub fn drain(&mut self) -> usize {
+        let mut n = 0;
+        while let Ok(m) = self.rx.try_recv() {
+            self.on_msg(m);
+            n += 1;
+            if n >= 10_000 {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Waits for the next message (for the loop's `select!`).
+    pub async fn recv(&mut self) -> Option<AppMsg> {
+        self.rx.recv().await
+    }
+
+    /// Processes messages until no task is in flight and nothing is
+    /// queued, or `timeout` passes (tests).
+    pub async fn settle(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.drain();
+            if self.cx.inflight() == 0 && self.rx.is_empty() {
+                // Tasks may have queued effects through messages already
+                // handled; one more short wait catches stragglers.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                if self.cx.inflight() == 0 && self.rx.is_empty() {
+                    return;
+                }
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_millis(20), self.rx.recv()).await {
+                Ok(Some(m)) => self.on_msg(m),
+                Ok(None) => return,
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Handles a terminal event.
+    pub fn on_input(&mut self, ev: TermEvent) {
+        match ev {
+            TermEvent::Key(k) if k.kind != KeyEventKind::Release => self.on_key(k),
+            TermEvent::Paste(text) => self.on_paste(&text),
+            TermEvent::Mouse(m) => self.on_mouse(m),
+            _ => {}
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        if let Some(ov) = &mut self.overlay {
+            match ov {
+                Overlay::Prompt { input, .. } => input.push_str(&single_line(text)),
+                Overlay::Palette(p) => p.paste(&single_line(text)),
+                _ => {}
+            }
+            return;
+        }
+        let focus = self.focus();
+        let taken = self
+            .with_pane(focus, |p, cx| p.on_paste(text, cx))
+            .unwrap_or(false);
+        if !taken {
+            self.apply(Effect::Toast(
+                Level::Info,
+                "paste ignored: no text field has the focus".into(),
+            ));
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        if self.overlay.is_some() {
+            self.overlay_key(key);
+            return;
+        }
+        let chord = KeyChord::from_event(&key);
+        let focus = self.focus();
+        let Some(i) = self.pane_index(focus) else {
+            return;
+        };
+        if self.panes[i].text_input_active() {
+            let used = self.panes[i].on_key(&key, &mut self.cx);
+            self.apply_effects();
+            if used {
+                return;
+            }
+        }
+        let ctx = self.panes[i].context();
+        if let Some(spec) = self.cx.keymap.lookup(ctx, chord).copied() {
+            self.panes[i].on_action(spec.name, &mut self.cx);
+            self.apply_effects();
+            return;
+        }
+        if ctx != self.panes[i].id()
+            && let Some(spec) = self.cx.keymap.lookup(self.panes[i].id(), chord).copied()
+        {
+            self.panes[i].on_action(spec.name, &mut self.cx);
+            self.apply_effects();
+            return;
+        }
+        if let Some(spec) = self.cx.keymap.lookup(GLOBAL, chord).copied() {
+            self.run_action(spec.name);
+        }
+    }
+
+    /// Runs an action by name, as a key or the palette would.
+    pub fn run_action(&mut self, name: &str) {
+        let Some(spec) = self.cx.keymap.action(name).copied() else {
+            let msg = if panes::all_actions().iter().any(|a| a.name == name) {
+                format!("`{name}` is not available in read-only mode")
+            } else {
+                format!("unknown action `{name}`")
+            };
+            self.apply(Effect::Toast(Level::Warn, msg));
+            return;
+        };
+        if spec.context != GLOBAL {
+            // A pane's action from the palette: give it to that pane.
+            let target = self
+                .panes
+                .iter()
+                .position(|p| p.id() == spec.context || p.context() == spec.context);
+            if let Some(i) = target {
+                let id = self.panes[i].id();
+                if self.layout.contains(id) {
+                    self.focus = id;
+                }
+                self.panes[i].on_action(spec.name, &mut self.cx);
+                self.apply_effects();
+            }
+            return;
+        }
+        match spec.name {
+            "app.quit" => self.quit = true,
+            "app.help" => {
+                self.overlay = Some(Overlay::Help(HelpOverlay::new(
+                    &self.cx.keymap,
+                    self.pane(self.focus())
+                        .map(|p| p.context())
+                        .unwrap_or(GLOBAL),
+                )))
+            }
+            "app.palette" => {
+                self.overlay = Some(Overlay::Palette(PaletteOverlay::new()));
+            }
+            "app.focus_next" => self.cycle_focus(1),
+            "app.focus_prev" => self.cycle_focus(-1),
+            "app.zoom" => self.zoom = !self.zoom,
+            "app.wider" => {
+                self.layout
+                    .resize(panes::sessions::ID, Direction::Horizontal, 5);
+            }
+            "app.narrower" => {
+                self.layout
+                    .resize(panes::sessions::ID, Direction::Horizontal, -5);
+            }
+            "app.taller" => {
+                let f = self.focus;
+                self.layout.resize(f, Direction::Vertical, 5);
+            }
+            "app.shorter" => {
+                let f = self.focus;
+                self.layout.resize(f, Direction::Vertical, -5);
+            }
+            "app.focus_sessions" => self.set_focus(panes::sessions::ID),
+            "app.focus_files" => self.set_focus(panes::files::ID),
+            "app.focus_skills" => self.set_focus(panes::skills::ID),
+            "app.focus_offload" => self.set_focus(panes::offload::ID),
+            "app.focus_command" => self.set_focus(panes::command::ID),
+            "app.focus_logs" => self.set_focus(panes::logs::ID),
+            "app.mouse" => {
+                self.mouse = !self.mouse;
+                self.requests.push(HostRequest::Mouse(self.mouse));
+                let msg = if self.mouse {
+                    "mouse capture on"
+                } else {
+                    "mouse capture off: the terminal selects text now"
+                };
+                self.apply(Effect::Toast(Level::Info, msg.into()));
+            }
+            "app.shell" => self.apply(Effect::Shell),
+            "app.suspend" => self.requests.push(HostRequest::Suspend),
+            "app.redraw" => self.requests.push(HostRequest::Redraw),
+            _ => {}
+        }
+    }
+
+    fn overlay_key(&mut self, key: KeyEvent) {
+        let Some(ov) = self.overlay.take() else {
+            return;
+        };
+        use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+        let chord = KeyChord::from_event(&key);
+        match ov {
+            Overlay::Help(mut h) => {
+                if let Some(spec) = self.cx.keymap.lookup(panes::help::ID, chord).copied() {
+                    if !h.on_action(spec.name) {
+                        return;
+                    }
+                } else if matches!(key.code, KeyCode::Esc) {
+                    return;
+                } else {
+                    h.on_key(&key);
+                }
+                self.overlay = Some(Overlay::Help(h));
+            }
+            Overlay::Palette(mut p) => {
+                let names: Vec<String> = self
+                    .cx
+                    .keymap
+                    .all()
+                    .iter()
+                    .map(|b| b.spec.name.to_string())
+                    .collect();
+                let themes = super::theme::Theme::available(self.theme_dir.as_deref());
+                let sessions = self.cx.sessions.clone();
+                match p.on_key(&key, &names, &themes, &sessions) {
+                    Some(cmd) => self.run_palette(cmd),
+                    None if p.closed => {}
+                    None => self.overlay = Some(Overlay::Palette(p)),
+                }
+            }
+            Overlay::Confirm { pane, message, tag } => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
+                    self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Confirmed(tag), cx));
+                }
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {}
+                _ => self.overlay = Some(Overlay::Confirm { pane, message, tag }),
+            },
+            Overlay::Prompt {
+                pane,
+                title,
+                mut input,
+                tag,
+            } => match key.code {
+                KeyCode::Enter => {
+                    self.with_pane(pane, |p, cx| {
+                        p.on_event(&PaneEvent::Input { tag, text: input }, cx)
+                    });
+                }
+                KeyCode::Esc => {}
+                KeyCode::Backspace => {
+                    input.pop();
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
+                }
+                KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    input.clear();
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    input.push(c);
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
+                }
+                _ => {
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    })
+                }
+            },
+        }
+    }
+
+    fn run_palette(&mut self, cmd: PaletteCommand) {
+        match cmd {
+            PaletteCommand::Quit => self.quit = true,
+            PaletteCommand::Session(id) => self.apply(Effect::SelectSession(id)),
+            PaletteCommand::Theme(name) => match Theme::load(&name, self.theme_dir.as_deref()) {
+                Ok(t) => {
+                    self.cx.theme = if super::theme::no_color_requested() {
+                        t.monochrome()
+                    } else {
+                        t
+                    };
+                    self.apply(Effect::Toast(Level::Info, format!("theme {name}")));
+                }
+                Err(e) => self.apply(Effect::Toast(Level::Error, e.to_string())),
+            },
+            PaletteCommand::Action(name) => self.run_action(&name),
+            PaletteCommand::NeedsManager(what) => self.apply(Effect::Toast(
+                Level::Warn,
+                format!(
+                    "`:{what}` needs the workspace manager, which this build does not have yet"
+                ),
+            )),
+            PaletteCommand::Unknown(text) => self.apply(Effect::Toast(
+                Level::Warn,
+                format!("unknown command `{text}` (Tab completes)"),
+            )),
+        }
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) {
+        if !self.mouse {
+            return;
+        }
+        if let Some(Overlay::Help(h)) = &mut self.overlay {
+            match m.kind {
+                MouseEventKind::ScrollDown => h.scroll(3),
+                MouseEventKind::ScrollUp => h.scroll(-3),
+                _ => {}
+            }
+            return;
+        }
+        if self.overlay.is_some() {
+            return;
+        }
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                if self.modal.is_none()
+                    && let Some(h) = self
+                        .handles
+                        .iter()
+                        .position(|h| on_handle(h, m.column, m.row))
+                {
+                    self.drag = Some(h);
+                    return;
+                }
+                if let Some((id, area)) = self.hit(m.column, m.row) {
+                    if self.modal.is_none() {
+                        self.focus = id;
+                    }
+                    self.with_pane(id, |p, cx| p.on_mouse(&m, area, cx));
+                }
+            }
+            MouseEventKind::Drag(MouseButton::Left) => {
+                if let Some(h) = self.drag.and_then(|i| self.handles.get(i).cloned()) {
+                    let pct = match h.dir {
+                        Direction::Horizontal => {
+                            (m.column.saturating_sub(h.area.x) as u32 * 100
+                                / h.area.width.max(1) as u32) as u16
+                        }
+                        Direction::Vertical => {
+                            (m.row.saturating_sub(h.area.y) as u32 * 100
+                                / h.area.height.max(1) as u32) as u16
+                        }
+                    };
+                    if let Some(Node::Split { pct: p, .. }) = self.layout.split_at_path(&h.path) {
+                        *p = pct.clamp(10, 90);
+                    }
+                }
+            }
+            MouseEventKind::Up(_) => self.drag = None,
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                if let Some((id, area)) = self.hit(m.column, m.row) {
+                    self.with_pane(id, |p, cx| p.on_mouse(&m, area, cx));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn hit(&self, x: u16, y: u16) -> Option<(&'static str, Rect)> {
+        self.areas
+            .iter()
+            .rev()
+            .find(|(_, r)| x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height)
+            .copied()
+    }
+
+    // ----- drawing -----
+
+    /// Draws the whole screen.
+    pub fn render(&mut self, f: &mut Frame<'_>) {
+        let area = f.area();
+        let theme = self.cx.theme.clone();
+        f.buffer_mut().set_style(area, theme.base);
+        if area.width < 8 || area.height < 3 {
+            f.buffer_mut().set_string(
+                area.x,
+                area.y,
+                text::truncate("wsbench", area.width as usize),
+                theme.base,
+            );
+            return;
+        }
+        let [header, body, footer] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        self.render_header(f, header);
+        self.areas.clear();
+        self.handles.clear();
+        let small = body.width < MIN_SPLIT_WIDTH || body.height < MIN_SPLIT_HEIGHT;
+        if let Some(m) = self.modal {
+            self.draw_pane(f, m, body, true);
+        } else if self.zoom || small {
+            let id = self.focus;
+            self.draw_pane(f, id, body, true);
+        } else {
+            let layout = self.layout.clone();
+            self.draw_node(f, &layout, body, &mut Vec::new());
+        }
+        self.render_footer(f, footer);
+        self.render_toast(f, body);
+        if let Some(ov) = &mut self.overlay {
+            render_overlay(f, body, ov, &self.cx);
+        } else if let Some(p) = self.pane(self.focus())
+            && let Some((x, y)) = p.cursor()
+        {
+            f.set_cursor_position((x, y));
+        }
+    }
+
+    fn draw_node(&mut self, f: &mut Frame<'_>, node: &Node, area: Rect, path: &mut Vec<bool>) {
+        match node {
+            Node::Leaf(id) => {
+                let focused = *id == self.focus;
+                self.draw_pane(f, id, area, focused);
+            }
+            Node::Split { dir, pct, a, b } => {
+                let [ra, rb] = Layout::default()
+                    .direction(*dir)
+                    .constraints([
+                        Constraint::Percentage(*pct),
+                        Constraint::Percentage(100 - *pct),
+                    ])
+                    .areas(area);
+                let at = match dir {
+                    Direction::Horizontal => rb.x,
+                    Direction::Vertical => rb.y,
+                };
+                self.handles.push(SplitHandle {
+                    path: path.clone(),
+                    dir: *dir,
+                    area,
+                    at,
+                });
+                path.push(false);
+                self.draw_node(f, a, ra, path);
+                path.pop();
+                path.push(true);
+                self.draw_node(f, b, rb, path);
+                path.pop();
+            }
+        }
+    }
+
+    fn draw_pane(&mut self, f: &mut Frame<'_>, id: &'static str, area: Rect, focused: bool) {
+        if area.width == 0 || area.height == 0 {
+            return;
+        }
+        if let Some(i) = self.pane_index(id) {
+            self.panes[i].render(f, area, focused, &self.cx);
+            self.areas.push((id, area));
+        }
+    }
+
+    fn render_header(&self, f: &mut Frame<'_>, area: Rect) {
+        let t = &self.cx.theme;
+        let ws = &self.cx.ws;
+        let id = ws.id();
+        let short = &id[..id.len().min(12)];
+        let agent = if self.cx.agent.is_empty() {
+            "default"
+        } else {
+            &self.cx.agent
+        };
+        let state = &self.cx.header.state;
+        let dot = if state == "ready" { "●" } else { "○" };
+        let mut parts = vec![
+            "wsbench".to_string(),
+            format!("profile {}", self.cx.header.profile),
+            format!("backend {}", ws.backend()),
+            format!("ws {short}"),
+            format!("user {}", self.cx.header.user),
+            format!("agent {agent}"),
+            format!("session {}", self.cx.session),
+            format!("{dot} {state}"),
+        ];
+        if self.cx.read_only {
+            parts.push("READ-ONLY".into());
+        }
+        let mut text_line = format!(" {}", parts.join(" │ "));
+        // On narrow screens keep the parts that matter most.
+        if text::width(&text_line) > area.width as usize {
+            text_line = format!(
+                " wsbench │ {} │ session {} │ {dot} {state}",
+                ws.backend(),
+                self.cx.session
+            );
+            if self.cx.read_only {
+                text_line.push_str(" │ READ-ONLY");
+            }
+        }
+        let p = Paragraph::new(Line::from(Span::styled(
+            text::fit(&text::display(&text_line), area.width as usize),
+            t.header,
+        )));
+        f.render_widget(p, area);
+    }
+
+    fn render_footer(&self, f: &mut Frame<'_>, area: Rect) {
+        let t = &self.cx.theme;
+        let ctx = match &self.overlay {
+            Some(Overlay::Help(_)) => panes::help::ID,
+            Some(Overlay::Palette(_)) => panes::palette::ID,
+            Some(_) => "dialog",
+            None => self
+                .pane(self.focus())
+                .map(|p| p.context())
+                .unwrap_or(GLOBAL),
+        };
+        let mut hints: Vec<(String, &'static str)> = match ctx {
+            "dialog" => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
+            _ => self.cx.keymap.hints(ctx),
+        };
+        let text_mode = self.overlay.is_none()
+            && self
+                .pane(self.focus())
+                .is_some_and(|p| p.text_input_active());
+        let mut help = None;
+        // Keys the focused pane binds itself never reach a global action.
+        let pane_id = self.pane(self.focus()).map(|p| p.id()).unwrap_or(GLOBAL);
+        let shadowed: Vec<KeyChord> = self
+            .cx
+            .keymap
+            .bindings(ctx)
+            .chain(self.cx.keymap.bindings(pane_id))
+            .flat_map(|b| b.keys.iter().copied())
+            .collect();
+        if self.overlay.is_none() {
+            for b in self.cx.keymap.bindings(GLOBAL).filter(|b| b.spec.hint) {
+                if self.modal.is_some() && matches!(b.spec.name, "app.focus_next" | "app.zoom") {
+                    continue;
+                }
+                // In a text field printable keys type: list only the keys
+                // that still reach the app there.
+                let keys: Vec<KeyChord> = b
+                    .keys
+                    .iter()
+                    .copied()
+                    .filter(|k| !text_mode || !is_printable(k))
+                    .filter(|k| !shadowed.contains(k))
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let label = super::keymap::keys_label(&keys);
+                if b.spec.name == "app.help" {
+                    help = Some((label, b.spec.desc));
+                } else {
+                    hints.push((label, b.spec.desc));
+                }
+            }
+        }
+        let mut spans = Vec::new();
+        let mut used = 0usize;
+        let width = area.width as usize;
+        // Help is always shown, at the end.
+        let reserve = help
+            .as_ref()
+            .map(|(k, d)| text::width(k) + text::width(d) + 3)
+            .unwrap_or(0);
+        for (k, d) in hints {
+            let w = text::width(&k) + text::width(d) + 3;
+            if used + w + reserve > width {
+                break;
+            }
+            spans.push(Span::styled(format!(" {k}"), t.key));
+            spans.push(Span::styled(format!(" {d} "), t.footer));
+            used += w;
+        }
+        if let Some((k, d)) = help
+            && used + text::width(&k) + text::width(d) + 3 <= width
+        {
+            spans.push(Span::styled(format!(" {k}"), t.key));
+            spans.push(Span::styled(format!(" {d} "), t.footer));
+        }
+        f.buffer_mut().set_style(area, t.footer);
+        f.render_widget(Paragraph::new(Line::from(spans)).style(t.footer), area);
+    }
+
+    fn render_toast(&self, f: &mut Frame<'_>, body: Rect) {
+        let Some((level, msg, _)) = &self.toast else {
+            return;
+        };
+        if body.height < 3 {
+            return;
+        }
+        let t = &self.cx.theme;
+        let msg = text::display(msg);
+        let max = (body.width as usize).saturating_sub(4).max(1);
+        let shown = text::truncate(&msg, max);
+        let w = (text::width(&shown) + 2) as u16;
+        let r = Rect::new(
+            body.x + body.width.saturating_sub(w + 1),
+            body.y + body.height - 1,
+            w.min(body.width),
+            1,
+        );
+        f.render_widget(Clear, r);
+        let style = t.level(level.as_str()).add_modifier(Modifier::REVERSED);
+        f.buffer_mut()
+            .set_string(r.x, r.y, format!(" {shown} "), style);
+    }
+}
+
+fn is_printable(k: &KeyChord) -> bool {
+    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+    matches!(k.code, KeyCode::Char(_))
+        && !k.mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+}
+
+fn on_handle(h: &SplitHandle, x: u16, y: u16) -> bool {
+    let a = h.area;
+    match h.dir {
+        Direction::Horizontal => (x == h.at || x + 1 == h.at) && y >= a.y && y < a.y + a.height,
+        Direction::Vertical => (y == h.at || y + 1 == h.at) && x >= a.x && x < a.x + a.width,
+    }
+}
+
+/// A rectangle of `w`×`h` centred in `area` (clipped to it).
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
+    let t = &cx.theme;
+    match ov {
+        Overlay::Help(h) => h.render(f, body, cx),
+        Overlay::Palette(p) => p.render(f, body, cx),
+        Overlay::Confirm { message, .. } => {
+            let msg = text::display(message);
+            let w = (text::width(&msg) as u16 + 4).clamp(20, body.width.max(1));
+            let r = centered(body, w, 5);
+            f.render_widget(Clear, r);
+            let block = cx.block("Confirm", "", true);
+            let inner = block.inner(r);
+            f.render_widget(block, r);
+            let lines = vec![
+                Line::from(Span::styled(
+                    text::truncate(&msg, inner.width as usize).into_owned(),
+                    t.warn,
+                )),
+                Line::from(vec![
+                    Span::styled("y", t.key),
+                    Span::styled(" yes   ", t.base),
+                    Span::styled("n", t.key),
+                    Span::styled(" no", t.base),
+                ]),
+            ];
+            f.render_widget(Paragraph::new(lines), inner);
+        }
+        Overlay::Prompt { title, input, .. } => {
+            let w = body.width.saturating_sub(4).clamp(10, 80);
+            let r = centered(body, w, 3);
+            f.render_widget(Clear, r);
+            let block = cx.block(title, "enter ok · esc cancel", true);
+            let inner = block.inner(r);
+            f.render_widget(block, r);
+            let shown = text::display(input);
+            let visible = text::truncate_left(&shown, inner.width.saturating_sub(1) as usize);
+            f.buffer_mut()
+                .set_string(inner.x, inner.y, &visible, t.base);
+            let cx_ = inner.x + text::width(&visible) as u16;
+            if inner.width > 0 && inner.height > 0 {
+                f.set_cursor_position((cx_.min(inner.x + inner.width - 1), inner.y));
+            }
+        }
+    }
+}
+
+/// Pasted text for a one-line field: newlines become spaces and other
+/// control characters are dropped (C23).
+pub fn single_line(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if text::is_control(c) => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
+fn state_label(s: &WorkspaceState) -> String {
+    match s {
+        WorkspaceState::Failed { reason } => format!("failed: {reason}"),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(String::from))
+            .unwrap_or_else(|| format!("{other:?}").to_lowercase()),
+    }
+}
+
+fn stderr_level(line: &str) -> Level {
+    let head: String = line.chars().take(64).collect();
+    let stripped: String = {
+        let mut p = super::widgets::ansi::AnsiParser::new();
+        let mut out = String::new();
+        p.feed(head.as_bytes(), &mut |l| out.push_str(&l.text));
+        out.push_str(&p.partial().text);
+        out
+    };
+    for (needle, level) in [
+        ("ERROR", Level::Error),
+        ("WARN", Level::Warn),
+        ("INFO", Level::Info),
+        ("DEBUG", Level::Debug),
+        ("TRACE", Level::Debug),
+    ] {
+        if stripped.contains(needle) {
+            return level;
+        }
+    }
+    Level::Warn
+}

@@ -1,0 +1,490 @@
+//! The TUI workbench: panes over the live engine.
+//!
+//! `wsbench` with no sub-command opens it (on a terminal; otherwise it
+//! prints the summary). This module owns the real terminal: raw mode, the
+//! alternate screen, bracketed paste and mouse capture are switched on
+//! here and always switched off again — on quit, on error, on SIGTERM /
+//! SIGHUP, and on panic through a panic hook that runs before anything is
+//! printed (C22). While the TUI runs, stderr (where the tracing log goes)
+//! is captured into the Logs pane so nothing scribbles over the screen;
+//! the hook puts stderr back first, so a panic message is readable.
+//!
+//! The loop: wait for a key, a task result or an engine event; drain
+//! everything pending; draw once — at most `max_fps` times a second. Engine
+//! work never runs on the loop: panes spawn tokio tasks that report back.
+//!
+//! Layout of the module: [`app`] (state and routing), [`panes`] (one
+//! component per pane; see its docs for adding one), [`keymap`],
+//! [`theme`], [`config`], [`widgets`], [`clipboard`], [`action`].
+
+pub mod action;
+pub mod app;
+pub mod clipboard;
+pub mod config;
+pub mod keymap;
+pub mod panes;
+pub mod theme;
+pub mod widgets;
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
+use ratatui::crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::crossterm::{cursor, event, execute};
+use tokio::sync::mpsc;
+
+use self::action::{AppMsg, Level};
+use self::app::{App, AppOptions, HostRequest};
+use self::config::TuiConfig;
+use self::theme::Theme;
+
+/// Options of a bare `wsbench` that only the TUI reads.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TuiArgs {
+    /// Open the TUI without any destructive action (no commands, no
+    /// saving, deleting, renaming, uploading, adding or removing skills).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Theme: dark, light, high-contrast, or a user theme in
+    /// `$XDG_CONFIG_HOME/wsbench/themes/<name>.toml`.
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
+    /// Do not capture the mouse (the terminal keeps text selection).
+    #[arg(long)]
+    pub no_mouse: bool,
+}
+
+/// Environment variable of the fault-injection hook used by the
+/// real-terminal tests of C22: `panic` panics inside the render loop,
+/// `error` makes the loop return an error.
+pub const FAULT_ENV: &str = "WSBENCH_TUI_FAULT";
+
+/// The host directory of user themes next to the config file.
+pub fn theme_dir(config_file: &std::path::Path) -> Option<std::path::PathBuf> {
+    config_file.parent().map(|p| p.join("themes"))
+}
+
+/// Resolves the theme: `--theme`, then `[tui] theme`, then dark; `NO_COLOR`
+/// drops colours. Returns the theme and a problem to report, if any.
+pub fn resolve_theme(
+    flag: Option<&str>,
+    cfg: &TuiConfig,
+    dir: Option<&std::path::Path>,
+) -> (Theme, Option<String>) {
+    let name = flag
+        .map(String::from)
+        .or_else(|| cfg.theme.clone())
+        .unwrap_or_else(|| theme::DEFAULT_THEME.to_string());
+    let (t, problem) = match Theme::load(&name, dir) {
+        Ok(t) => (t, None),
+        Err(e) => (Theme::default(), Some(e.to_string())),
+    };
+    if theme::no_color_requested() {
+        (t.monochrome(), problem)
+    } else {
+        (t, problem)
+    }
+}
+
+// ----- terminal state, restorable from a panic hook -----
+
+static TERMINAL_ON: AtomicBool = AtomicBool::new(false);
+static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
+static HOOK: std::sync::Once = std::sync::Once::new();
+static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
+fn enter_terminal(mouse: bool) -> std::io::Result<()> {
+    enable_raw_mode()?;
+    TERMINAL_ON.store(true, Ordering::SeqCst);
+    let mut out = std::io::stdout();
+    execute!(
+        out,
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        cursor::Hide
+    )?;
+    if mouse {
+        execute!(out, EnableMouseCapture)?;
+    }
+    Ok(())
+}
+
+/// Puts the terminal back: mouse capture and bracketed paste off, main
+/// screen, cursor shown, cooked mode. Idempotent; safe from a panic hook.
+pub fn restore_terminal() {
+    restore_stderr();
+    if TERMINAL_ON.swap(false, Ordering::SeqCst) {
+        let mut out = std::io::stdout();
+        let _ = execute!(
+            out,
+            DisableMouseCapture,
+            DisableBracketedPaste,
+            LeaveAlternateScreen,
+            cursor::Show
+        );
+        let _ = disable_raw_mode();
+        let _ = out.flush();
+    }
+}
+
+/// Restores the terminal before a panic message is printed. A panic on
+/// the UI thread (or any panic when panics abort) ends the TUI, so the
+/// terminal is put back first; a panic inside a background task is caught
+/// by tokio and the TUI goes on, so its message goes to the Logs pane
+/// (stderr is captured) and the screen is left alone.
+fn install_panic_hook() {
+    let _ = UI_THREAD.set(std::thread::current().id());
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let on_ui = UI_THREAD.get() == Some(&std::thread::current().id());
+            if on_ui || cfg!(panic = "abort") {
+                restore_terminal();
+            }
+            prev(info);
+        }));
+    });
+}
+
+/// Sends fd 2 into a pipe read by a thread that forwards lines to the
+/// Logs pane. Lines are dropped (and counted) rather than ever blocking a
+/// writer when the app is busy.
+fn capture_stderr(tx: mpsc::Sender<AppMsg>) {
+    if SAVED_STDERR.load(Ordering::SeqCst) >= 0 {
+        return;
+    }
+    let mut fds = [0i32; 2];
+    // SAFETY: plain POSIX calls on fds this function owns; fd 2 is saved
+    // first and put back by `restore_stderr`.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return;
+        }
+        let saved = libc::dup(2);
+        if saved < 0 {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+            return;
+        }
+        libc::fcntl(saved, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+        if libc::dup2(fds[1], 2) < 0 {
+            libc::close(saved);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+            return;
+        }
+        libc::close(fds[1]);
+        SAVED_STDERR.store(saved, Ordering::SeqCst);
+    }
+    let read_fd = fds[0];
+    std::thread::Builder::new()
+        .name("wsbench-stderr".into())
+        .spawn(move || {
+            use std::io::BufRead as _;
+            use std::os::fd::FromRawFd as _;
+            // SAFETY: the read end is owned by this thread from here on.
+            let file = unsafe { std::fs::File::from_raw_fd(read_fd) };
+            let mut dropped = 0u64;
+            for line in std::io::BufReader::new(file).lines() {
+                let Ok(line) = line else { break };
+                if dropped > 0
+                    && tx
+                        .try_send(AppMsg::Stderr(format!("({dropped} stderr lines dropped)")))
+                        .is_ok()
+                {
+                    dropped = 0;
+                }
+                if tx.try_send(AppMsg::Stderr(line)).is_err() {
+                    dropped += 1;
+                }
+            }
+        })
+        .ok();
+}
+
+fn restore_stderr() {
+    let saved = SAVED_STDERR.swap(-1, Ordering::SeqCst);
+    if saved >= 0 {
+        // SAFETY: `saved` is the fd `capture_stderr` duplicated from fd 2.
+        unsafe {
+            libc::dup2(saved, 2);
+            libc::close(saved);
+        }
+    }
+}
+
+/// Reads terminal events on a thread (crossterm's reader blocks); can be
+/// paused while a shell owns the terminal.
+struct InputThread {
+    paused: Arc<AtomicBool>,
+    parked: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+}
+
+impl InputThread {
+    fn start(tx: mpsc::Sender<AppMsg>) -> InputThread {
+        let paused = Arc::new(AtomicBool::new(false));
+        let parked = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, k, s) = (paused.clone(), parked.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("wsbench-input".into())
+            .spawn(move || {
+                while !s.load(Ordering::SeqCst) {
+                    if p.load(Ordering::SeqCst) {
+                        k.store(true, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    }
+                    k.store(false, Ordering::SeqCst);
+                    match event::poll(Duration::from_millis(50)) {
+                        Ok(true) => {
+                            if p.load(Ordering::SeqCst) {
+                                continue;
+                            }
+                            match event::read() {
+                                Ok(ev) => {
+                                    if tx.blocking_send(AppMsg::Input(ev)).is_err() {
+                                        break;
+                                    }
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(_) => break,
+                    }
+                }
+            })
+            .ok();
+        InputThread {
+            paused,
+            parked,
+            stop,
+        }
+    }
+
+    fn pause(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+        let t0 = Instant::now();
+        while !self.parked.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_millis(500) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn resume(&self) {
+        self.parked.store(false, Ordering::SeqCst);
+        self.paused.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for InputThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Restores the terminal when dropped (quit, `?`, unwinding).
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
+
+/// Leaves the TUI, runs `f` on the plain terminal, comes back.
+fn suspended<R>(
+    term: &mut Term,
+    input: &InputThread,
+    tx: &mpsc::Sender<AppMsg>,
+    mouse: bool,
+    f: impl FnOnce() -> R,
+) -> std::io::Result<R> {
+    input.pause();
+    restore_terminal();
+    let r = f();
+    enter_terminal(mouse)?;
+    capture_stderr(tx.clone());
+    input.resume();
+    term.clear()?;
+    Ok(r)
+}
+
+fn run_shell(dir: &std::path::Path) -> String {
+    let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty());
+    let candidates: Vec<String> = shell
+        .into_iter()
+        .chain(["bash".to_string(), "sh".to_string()])
+        .collect();
+    println!(
+        "wsbench: shell in {} — exit it to return to wsbench",
+        dir.display()
+    );
+    for sh in &candidates {
+        match std::process::Command::new(sh).current_dir(dir).status() {
+            Ok(st) => return format!("back from {sh} ({st})"),
+            Err(_) => continue,
+        }
+    }
+    format!(
+        "no shell could be started (tried {})",
+        candidates.join(", ")
+    )
+}
+
+/// Opens the TUI on the workspace of `ctx`. Returns the exit code.
+///
+/// Errors: the workspace cannot be opened; the terminal cannot be set up;
+/// drawing fails. The terminal is restored before any error returns.
+pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
+    let t0 = Instant::now();
+    let (mut cfg, cfg_err) = TuiConfig::load(&ctx.config_file);
+    if args.no_mouse {
+        cfg.mouse = false;
+    }
+    let tdir = theme_dir(&ctx.config_file);
+    let (theme, theme_err) = resolve_theme(args.theme.as_deref(), &cfg, tdir.as_deref());
+    let ws = ctx.open_workspace().await?;
+    let mut opts = AppOptions::new(cfg.clone());
+    opts.read_only = args.read_only;
+    opts.theme = theme;
+    opts.agent = ctx.global.agent.clone();
+    opts.session = ctx.session();
+    opts.theme_dir = tdir;
+    opts.config_problems = cfg_err.into_iter().chain(theme_err).collect();
+
+    install_panic_hook();
+    let (tx, rx) = mpsc::channel(app::CHANNEL_CAPACITY);
+    let _guard = TerminalGuard;
+    enter_terminal(cfg.mouse)?;
+    capture_stderr(tx.clone());
+    let backend = CrosstermBackend::new(std::io::stdout());
+    let mut term = Terminal::new(backend)?;
+    term.clear()?;
+    let input = InputThread::start(tx.clone());
+    let mut app = App::with_channel(ws.clone(), opts, tx.clone(), rx);
+    tracing::debug!("tui: app built after {:?}", t0.elapsed());
+    let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps).await;
+    drop(input);
+    restore_terminal();
+    ws.close().await;
+    r.map(|_| 0)
+}
+
+async fn event_loop(
+    term: &mut Term,
+    app: &mut App,
+    input: &InputThread,
+    tx: &mpsc::Sender<AppMsg>,
+    max_fps: u32,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let fault = std::env::var(FAULT_ENV).unwrap_or_default();
+    let budget = Duration::from_secs_f64(1.0 / max_fps.max(1) as f64);
+    let mut sub = app.cx.ws.events().subscribe();
+    let mut bus_open = true;
+    let mut term_sig = signal(SignalKind::terminate())?;
+    let mut hup_sig = signal(SignalKind::hangup())?;
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - budget;
+    let mut frames = 0u64;
+    loop {
+        if dirty && last_draw.elapsed() >= budget {
+            if frames == 1 {
+                match fault.as_str() {
+                    "panic" => panic!("{FAULT_ENV}=panic: a test panic inside the render loop"),
+                    "error" => anyhow::bail!("{FAULT_ENV}=error: a test error from the event loop"),
+                    _ => {}
+                }
+            }
+            term.draw(|f| app.render(f))?;
+            frames += 1;
+            dirty = false;
+            last_draw = Instant::now();
+        }
+        for req in app.take_requests() {
+            let mouse = app.mouse_enabled();
+            match req {
+                HostRequest::Osc52(seq) => {
+                    let mut out = std::io::stdout();
+                    out.write_all(seq.as_bytes())?;
+                    out.flush()?;
+                }
+                HostRequest::Mouse(on) => {
+                    if on {
+                        execute!(std::io::stdout(), EnableMouseCapture)?;
+                    } else {
+                        execute!(std::io::stdout(), DisableMouseCapture)?;
+                    }
+                }
+                HostRequest::Redraw => term.clear()?,
+                HostRequest::Shell(dir) => {
+                    let msg = suspended(term, input, tx, mouse, || run_shell(&dir))?;
+                    app.on_msg(AppMsg::Toast(Level::Info, msg));
+                }
+                HostRequest::Suspend => {
+                    suspended(term, input, tx, mouse, || {
+                        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTSTP);
+                    })?;
+                }
+            }
+            dirty = true;
+        }
+        if app.quit {
+            return Ok(());
+        }
+        let deadline = if dirty {
+            last_draw + budget
+        } else {
+            app.next_deadline()
+        };
+        tokio::select! {
+            m = app.recv() => {
+                match m {
+                    Some(m) => app.on_msg(m),
+                    None => return Ok(()),
+                }
+            }
+            r = sub.recv(), if bus_open => {
+                match r {
+                    Some(r) => app.on_engine(r),
+                    None => bus_open = false,
+                }
+            }
+            _ = term_sig.recv() => return Ok(()),
+            _ = hup_sig.recv() => return Ok(()),
+            _ = tokio::time::sleep_until(deadline.into()) => {}
+        }
+        // Drain everything pending, then draw once.
+        app.drain();
+        let mut n = 0;
+        while let Some(r) = sub.try_recv() {
+            app.on_engine(r);
+            n += 1;
+            if n > 10_000 {
+                break;
+            }
+        }
+        app.tick();
+        dirty = true;
+    }
+}
+
+/// Whether a bare `wsbench` can open the TUI here (stdin and stdout are
+/// terminals).
+pub fn can_open() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}

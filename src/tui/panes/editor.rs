@@ -1,0 +1,377 @@
+//! The editor: a full-screen ratatui-textarea on one workspace file,
+//! saved atomically through the Write tool (so the save is journalled and
+//! the backend's atomic write — temp file + rename — is used).
+//!
+//! Line endings are kept: a CRLF file is edited as lines and written back
+//! with CRLF; a final newline stays if the file had one. Files that are
+//! binary, not UTF-8 or over [`MAX_EDIT_BYTES`] are refused with the
+//! reason. In read-only mode the file opens for reading only.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui_textarea::TextArea;
+use serde_json::json;
+
+use super::{Ctx, Pane, act, placeholder};
+use crate::engine::workspace::ToolCall;
+use crate::tui::action::{Effect, Level, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "editor";
+
+/// Largest file opened for editing (4 MiB).
+pub const MAX_EDIT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = &[
+    act("editor.save", ID, "save", &["ctrl-s"], true, true),
+    act("editor.close", ID, "close", &["esc"], false, true),
+];
+
+enum Msg {
+    Loaded(String, Result<String, String>),
+    Saved(String, Result<String, String>),
+}
+
+/// The editor pane.
+pub struct EditorPane {
+    path: Option<String>,
+    shown: String,
+    area: Option<TextArea<'static>>,
+    original: Vec<String>,
+    crlf: bool,
+    final_newline: bool,
+    loading: bool,
+    saving: bool,
+    error: Option<String>,
+}
+
+impl Default for EditorPane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Text as lines for the editor: `(lines, crlf, final newline)`.
+pub fn split_text(s: &str) -> (Vec<String>, bool, bool) {
+    let crlf = s.contains("\r\n") && !s.replace("\r\n", "").contains('\n');
+    let final_newline = s.ends_with('\n');
+    let body = if final_newline {
+        let cut = if crlf { 2 } else { 1 };
+        &s[..s.len() - cut.min(s.len())]
+    } else {
+        s
+    };
+    let lines = if crlf {
+        body.split("\r\n").map(String::from).collect()
+    } else {
+        body.split('\n').map(String::from).collect()
+    };
+    (lines, crlf, final_newline)
+}
+
+/// Joins editor lines back with the file's own line ending.
+pub fn join_text(lines: &[String], crlf: bool, final_newline: bool) -> String {
+    let eol = if crlf { "\r\n" } else { "\n" };
+    let mut s = lines.join(eol);
+    if final_newline {
+        s.push_str(eol);
+    }
+    s
+}
+
+/// Pasted text for a multi-line field: CRLF and CR (what terminals and
+/// tmux send for a newline in a paste) become LF, other control
+/// characters (ESC of a pasted colour code) become visible pictures, so a
+/// paste is inserted as text and never interpreted (C23).
+pub fn clean_paste(s: &str) -> String {
+    s.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if text::is_control(c) => text::control_picture(c),
+            c => c,
+        })
+        .collect()
+}
+
+impl EditorPane {
+    /// A closed editor.
+    pub fn new() -> Self {
+        EditorPane {
+            path: None,
+            shown: String::new(),
+            area: None,
+            original: Vec::new(),
+            crlf: false,
+            final_newline: false,
+            loading: false,
+            saving: false,
+            error: None,
+        }
+    }
+
+    /// True when the text differs from what was loaded or last saved.
+    pub fn modified(&self) -> bool {
+        self.area
+            .as_ref()
+            .is_some_and(|a| a.lines() != self.original.as_slice())
+    }
+
+    /// The text being edited (tests).
+    pub fn lines(&self) -> Option<&[String]> {
+        self.area.as_ref().map(|a| a.lines())
+    }
+
+    fn open(&mut self, path: &str, cx: &mut Ctx) {
+        self.path = Some(path.to_string());
+        self.shown = crate::backend::path::strip_root(cx.ws.layout().workdir(), path)
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| path.to_string());
+        self.area = None;
+        self.error = None;
+        self.loading = true;
+        let ws = cx.ws.clone();
+        let p = path.to_string();
+        cx.spawn(ID, async move {
+            let r = async {
+                let st = ws.sandbox().stat(&p).await.map_err(|e| e.to_string())?;
+                if st.is_dir_like() {
+                    return Err("is a directory".to_string());
+                }
+                if st.size > MAX_EDIT_BYTES {
+                    return Err(format!(
+                        "{} is over the editor's {} limit",
+                        text::human_size(st.size),
+                        text::human_size(MAX_EDIT_BYTES)
+                    ));
+                }
+                let bytes = ws
+                    .sandbox()
+                    .read(&p, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if bytes.contains(&0) {
+                    return Err("binary file (holds NUL bytes)".to_string());
+                }
+                String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text ({e})"))
+            }
+            .await;
+            Msg::Loaded(p, r)
+        });
+    }
+
+    fn save(&mut self, cx: &mut Ctx) {
+        let (Some(path), Some(area)) = (&self.path, &self.area) else {
+            return;
+        };
+        if self.saving {
+            return;
+        }
+        self.saving = true;
+        let content = join_text(area.lines(), self.crlf, self.final_newline);
+        let ws = cx.ws.clone();
+        let call = ToolCall {
+            agent: cx.agent.clone(),
+            session: cx.session.clone(),
+            tool: "Write".into(),
+            args: json!({"file_path": path, "content": content}),
+            ..Default::default()
+        };
+        let p = path.clone();
+        cx.spawn(ID, async move {
+            let r = ws.call_tool(call).await;
+            let text = r.text();
+            Msg::Saved(p, if r.is_success() { Ok(text) } else { Err(text) })
+        });
+    }
+
+    fn close(&mut self, cx: &mut Ctx) {
+        self.path = None;
+        self.area = None;
+        self.error = None;
+        cx.effect(Effect::CloseModal);
+        cx.effect(Effect::Focus(super::files::ID));
+    }
+}
+
+impl Pane for EditorPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        match &self.path {
+            Some(_) => format!("Edit {}", text::display(&self.shown)),
+            None => "Editor".into(),
+        }
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.area.is_some()
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
+        let Some(area) = &mut self.area else {
+            return false;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        // Keys the key map owns: save, close, quit, help.
+        match key.code {
+            KeyCode::Esc | KeyCode::F(_) => return false,
+            KeyCode::Char('s' | 'q') if ctrl => return false,
+            _ => {}
+        }
+        if !cx.can("editor.save") {
+            // Read-only: move around, change nothing.
+            let nav = matches!(
+                key.code,
+                KeyCode::Up
+                    | KeyCode::Down
+                    | KeyCode::Left
+                    | KeyCode::Right
+                    | KeyCode::PageUp
+                    | KeyCode::PageDown
+                    | KeyCode::Home
+                    | KeyCode::End
+            );
+            if nav {
+                area.input(*key);
+            }
+            return true;
+        }
+        area.input(*key);
+        true
+    }
+
+    fn on_paste(&mut self, s: &str, cx: &mut Ctx) -> bool {
+        let Some(area) = &mut self.area else {
+            return false;
+        };
+        if cx.can("editor.save") {
+            area.insert_str(clean_paste(s));
+        }
+        true
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        match action {
+            "editor.save" => self.save(cx),
+            "editor.close" => {
+                if self.modified() {
+                    cx.effect(Effect::Confirm {
+                        pane: ID,
+                        message: "Discard unsaved changes?".into(),
+                        tag: "discard".into(),
+                    });
+                } else {
+                    self.close(cx);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Open(path) => self.open(path, cx),
+            PaneEvent::Confirmed(tag) if tag == "discard" => self.close(cx),
+            PaneEvent::Task(payload) => match payload.downcast_ref::<Msg>() {
+                Some(Msg::Loaded(p, r)) if self.path.as_ref() == Some(p) => {
+                    self.loading = false;
+                    match r {
+                        Ok(s) => {
+                            let (lines, crlf, nl) = split_text(s);
+                            self.original = lines.clone();
+                            self.crlf = crlf;
+                            self.final_newline = nl;
+                            let mut a = TextArea::new(lines);
+                            a.set_line_number_style(cx.theme.line_number);
+                            a.set_cursor_line_style(ratatui::style::Style::default());
+                            a.set_cursor_style(cx.theme.base.add_modifier(Modifier::REVERSED));
+                            a.set_style(cx.theme.base);
+                            a.set_max_histories(500);
+                            self.area = Some(a);
+                        }
+                        Err(e) => {
+                            self.error = Some(e.clone());
+                            cx.toast(Level::Error, format!("cannot edit {p}: {e}"));
+                        }
+                    }
+                }
+                Some(Msg::Saved(p, r)) => {
+                    self.saving = false;
+                    match r {
+                        Ok(_) => {
+                            if self.path.as_ref() == Some(p)
+                                && let Some(a) = &self.area
+                            {
+                                self.original = a.lines().to_vec();
+                            }
+                            cx.toast(Level::Info, format!("saved {p}"));
+                        }
+                        Err(e) => cx.toast(Level::Error, format!("save failed: {e}")),
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let note = if !cx.can("editor.save") {
+            "read-only · esc close".to_string()
+        } else if self.saving {
+            "saving…".into()
+        } else if self.modified() {
+            "modified · ctrl-s save · esc close".into()
+        } else {
+            "ctrl-s save · esc close".into()
+        };
+        let block = cx.block(&self.title(), &note, focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        if let Some(e) = &self.error {
+            placeholder(f, inner, &format!("cannot edit: {e}"), cx.theme.error);
+            return;
+        }
+        match &self.area {
+            Some(a) => f.render_widget(a, inner),
+            None if self.loading => placeholder(f, inner, "loading…", cx.theme.muted),
+            None => placeholder(f, inner, "no file open", cx.theme.muted),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_endings_round_trip() {
+        for s in ["a\nb\n", "a\nb", "a\r\nb\r\n", "", "\n", "x\r\ny"] {
+            let (l, crlf, nl) = split_text(s);
+            assert_eq!(join_text(&l, crlf, nl), s, "{s:?}");
+        }
+        let (l, crlf, _) = split_text("a\r\nb\r\n");
+        assert!(crlf);
+        assert_eq!(l, ["a", "b"]);
+    }
+
+    #[test]
+    fn paste_is_text_only() {
+        assert_eq!(clean_paste("a\r\nb\x1b[31m"), "a\nb␛[31m");
+        assert_eq!(clean_paste("a\rb\rc"), "a\nb\nc");
+    }
+}

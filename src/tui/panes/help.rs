@@ -1,0 +1,189 @@
+//! The `?` help overlay, built from the live key map: the focused pane's
+//! keys first, then the global ones, then every other pane's. Each row
+//! names its action, which is the key to rebind it in `[tui.keys]`.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::Ctx;
+use crate::tui::keymap::{ActionSpec, GLOBAL, KeyMap, keys_label};
+use crate::tui::widgets::text;
+
+/// Keymap context of the overlay.
+pub const ID: &str = "help";
+
+/// Keys of the overlay.
+pub const ACTIONS: &[ActionSpec] = &[
+    a("help.close", "close help", &["esc", "q", "?"]),
+    a("help.down", "scroll down", &["j", "down"]),
+    a("help.up", "scroll up", &["k", "up"]),
+    a("help.page_down", "page down", &["pgdn", "space"]),
+    a("help.page_up", "page up", &["pgup"]),
+];
+
+const fn a(name: &'static str, desc: &'static str, keys: &'static [&'static str]) -> ActionSpec {
+    ActionSpec {
+        name,
+        context: ID,
+        desc,
+        keys,
+        dangerous: false,
+        hint: true,
+    }
+}
+
+enum Row {
+    Section(String),
+    Key {
+        keys: String,
+        desc: &'static str,
+        name: &'static str,
+        dangerous: bool,
+    },
+    Note(String),
+}
+
+/// State of the open help overlay.
+pub struct HelpOverlay {
+    rows: Vec<Row>,
+    offset: usize,
+    height: usize,
+}
+
+fn title_of(ctx: &str) -> String {
+    match ctx {
+        GLOBAL => "Everywhere".into(),
+        "command.prompt" => "Command prompt (typing)".into(),
+        other => {
+            let mut c = other.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        }
+    }
+}
+
+impl HelpOverlay {
+    /// Builds the rows from `keymap`, `focused` context first.
+    pub fn new(keymap: &KeyMap, focused: &str) -> Self {
+        let mut contexts: Vec<&'static str> = Vec::new();
+        for b in keymap.all() {
+            if !contexts.contains(&b.spec.context) {
+                contexts.push(b.spec.context);
+            }
+        }
+        contexts.sort_by_key(|c| match *c {
+            c if c == focused => 0,
+            GLOBAL => 1,
+            ID => 3,
+            _ => 2,
+        });
+        let mut rows = Vec::new();
+        for ctx in contexts {
+            rows.push(Row::Section(title_of(ctx)));
+            for b in keymap.bindings(ctx) {
+                rows.push(Row::Key {
+                    keys: if b.keys.is_empty() {
+                        "(unbound)".into()
+                    } else {
+                        keys_label(&b.keys)
+                    },
+                    desc: b.spec.desc,
+                    name: b.spec.name,
+                    dangerous: b.spec.dangerous,
+                });
+            }
+        }
+        rows.push(Row::Section("Keys and config".into()));
+        rows.push(Row::Note(
+            "Rebind any action in the [tui.keys] table of config.toml:".into(),
+        ));
+        rows.push(Row::Note(
+            "  \"app.quit\" = [\"q\", \"ctrl-q\"]   (wsbench info prints the config path)".into(),
+        ));
+        rows.push(Row::Note(
+            "Destructive actions (marked !) ask first and are gone with --read-only.".into(),
+        ));
+        rows.push(Row::Note(
+            "In a text field keys type; Tab, Esc and ctrl/F keys still work.".into(),
+        ));
+        HelpOverlay {
+            rows,
+            offset: 0,
+            height: 10,
+        }
+    }
+
+    /// Scrolls by `delta` rows.
+    pub fn scroll(&mut self, delta: isize) {
+        let max = self.rows.len().saturating_sub(self.height) as isize;
+        self.offset = (self.offset as isize + delta).clamp(0, max.max(0)) as usize;
+    }
+
+    /// A bound action; false closes the overlay.
+    pub fn on_action(&mut self, name: &str) -> bool {
+        let page = self.height.max(1) as isize;
+        match name {
+            "help.close" => return false,
+            "help.down" => self.scroll(1),
+            "help.up" => self.scroll(-1),
+            "help.page_down" => self.scroll(page),
+            "help.page_up" => self.scroll(-page),
+            _ => {}
+        }
+        true
+    }
+
+    /// An unbound key (home/end).
+    pub fn on_key(&mut self, key: &KeyEvent) {
+        match key.code {
+            KeyCode::Home => self.offset = 0,
+            KeyCode::End => self.scroll(isize::MAX / 2),
+            _ => {}
+        }
+    }
+
+    /// Draws the overlay centred in `area`.
+    pub fn render(&mut self, f: &mut Frame<'_>, area: Rect, cx: &Ctx) {
+        let t = &cx.theme;
+        let w = area.width.saturating_sub(4).clamp(10, 100);
+        let h = area.height.saturating_sub(2).max(3);
+        let r = crate::tui::app::centered(area, w, h);
+        f.render_widget(Clear, r);
+        let block = cx.block("Help", "esc closes · j/k scroll", true);
+        let inner = block.inner(r);
+        f.render_widget(block, r);
+        self.height = inner.height as usize;
+        self.scroll(0);
+        let key_w = 18.min(inner.width as usize / 3);
+        let lines: Vec<Line<'_>> = self
+            .rows
+            .iter()
+            .skip(self.offset)
+            .take(inner.height as usize)
+            .map(|row| match row {
+                Row::Section(s) => Line::from(Span::styled(s.clone(), t.title_focused)),
+                Row::Key {
+                    keys,
+                    desc,
+                    name,
+                    dangerous,
+                } => {
+                    let mark = if *dangerous { "!" } else { " " };
+                    Line::from(vec![
+                        Span::styled(format!(" {}", text::fit(keys, key_w)), t.key),
+                        Span::styled(format!("{mark} "), t.warn),
+                        Span::styled(desc.to_string(), t.base),
+                        Span::styled(format!("  {name}"), t.muted),
+                    ])
+                }
+                Row::Note(s) => Line::from(Span::styled(s.clone(), t.muted)),
+            })
+            .collect();
+        f.render_widget(Paragraph::new(lines), inner);
+    }
+}

@@ -1,0 +1,742 @@
+//! Logs: the engine's event bus and the tracing log (stderr), in a
+//! bounded ring buffer (`log_buffer_lines`), so memory stays flat.
+//!
+//! Level filter (`l` cycles), source filter (`s`), follow / pause (`f`),
+//! wrap (`w`), `/` search with `n` / `N`, save to a host file (`S`), copy
+//! the selected line (`y`). The filtered view is kept incrementally (an
+//! index of matching sequence numbers), so neither a new line nor a frame
+//! ever scans the whole buffer; a frame draws the visible rows only.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::{Ctx, Pane, act, placeholder};
+use crate::engine::events::{Event, OffloadKind};
+use crate::tui::action::{Effect, Level, LogLine, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::ring::Ring;
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "logs";
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("logs";
+    act("logs.follow", ID, "follow / pause", &["f", "space"], false, true),
+    act("logs.wrap", ID, "wrap", &["w"], false, true),
+    act("logs.level", ID, "level filter", &["l"], false, true),
+    act("logs.source", ID, "source filter", &["s"], false, true),
+    act("logs.search", ID, "search", &["/"], false, true),
+    act("logs.next", ID, "next match", &["n"], false, false),
+    act("logs.prev", ID, "previous match", &["N"], false, false),
+    act("logs.copy", ID, "copy line", &["y", "c"], false, true),
+    act("logs.save", ID, "save to file", &["S"], false, true),
+    act("logs.clear", ID, "clear", &["C"], false, false),
+);
+
+/// The Logs pane.
+pub struct LogsPane {
+    ring: Ring<LogLine>,
+    /// Sequence numbers of the lines that pass the filters, oldest first.
+    filtered: VecDeque<u64>,
+    min_level: Level,
+    source: Option<String>,
+    sources: BTreeSet<String>,
+    search: Filter,
+    follow: bool,
+    wrap: bool,
+    /// Selected entry, as an index into `filtered`.
+    selected: usize,
+    height: usize,
+    output_chunks: u64,
+}
+
+impl LogsPane {
+    /// A pane keeping at most `capacity` lines.
+    pub fn new(capacity: usize) -> Self {
+        LogsPane {
+            ring: Ring::new(capacity),
+            filtered: VecDeque::new(),
+            min_level: Level::Info,
+            source: None,
+            sources: BTreeSet::new(),
+            search: Filter::default(),
+            follow: true,
+            wrap: false,
+            selected: 0,
+            height: 10,
+            output_chunks: 0,
+        }
+    }
+
+    /// Lines held.
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// True when no line is held.
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    /// Lines that pass the filters.
+    pub fn filtered_len(&self) -> usize {
+        self.filtered.len()
+    }
+
+    fn passes(&self, l: &LogLine) -> bool {
+        l.level >= self.min_level
+            && self
+                .source
+                .as_ref()
+                .is_none_or(|s| l.source.starts_with(s.as_str()))
+    }
+
+    /// Adds a line (the ring drops the oldest when full).
+    pub fn push(&mut self, line: LogLine) {
+        if self.sources.len() < 64 {
+            let src = line.source.split(':').next().unwrap_or("").to_string();
+            self.sources.insert(src);
+        }
+        let seq = self.ring.next_seq();
+        let pass = self.passes(&line);
+        if let Some(_evicted) = self.ring.push(line) {
+            let gone = self.ring.first_seq() - 1;
+            if self.filtered.front() == Some(&gone) {
+                self.filtered.pop_front();
+                self.selected = self.selected.saturating_sub(1);
+            }
+        }
+        if pass {
+            self.filtered.push_back(seq);
+        }
+        if self.follow {
+            self.selected = self.filtered.len().saturating_sub(1);
+        }
+    }
+
+    fn refilter(&mut self) {
+        let keep: VecDeque<u64> = self
+            .ring
+            .iter_seq()
+            .filter(|(_, l)| self.passes(l))
+            .map(|(s, _)| s)
+            .collect();
+        self.filtered = keep;
+        self.selected = if self.follow {
+            self.filtered.len().saturating_sub(1)
+        } else {
+            self.selected.min(self.filtered.len().saturating_sub(1))
+        };
+    }
+
+    fn entry(&self, idx: usize) -> Option<&LogLine> {
+        self.filtered.get(idx).and_then(|&s| self.ring.get_seq(s))
+    }
+
+    fn format(l: &LogLine) -> String {
+        let t: chrono::DateTime<chrono::Local> = l.at.into();
+        format!(
+            "{} {:<5} {:<10} {}",
+            t.format("%H:%M:%S"),
+            l.level.as_str(),
+            l.source,
+            l.message
+        )
+    }
+
+    fn find(&mut self, forward: bool) -> bool {
+        if !self.search.active() {
+            return false;
+        }
+        let n = self.filtered.len();
+        for step in 1..=n {
+            let i = if forward {
+                (self.selected + step) % n
+            } else {
+                (self.selected + n - step % n) % n
+            };
+            if self
+                .entry(i)
+                .is_some_and(|l| self.search.matches(&l.message) || self.search.matches(&l.source))
+            {
+                self.selected = i;
+                self.follow = false;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// One engine event as a log line (`None` for output chunks, which the
+    /// Command pane shows).
+    pub fn describe(ev: &Event) -> Option<(Level, String, String)> {
+        Some(match ev {
+            Event::Workspace { state } => (
+                if matches!(state, crate::engine::events::WorkspaceState::Failed { .. }) {
+                    Level::Error
+                } else {
+                    Level::Info
+                },
+                "workspace".into(),
+                format!(
+                    "workspace {}",
+                    serde_json::to_string(state).unwrap_or_default()
+                ),
+            ),
+            Event::ToolStarted {
+                tool,
+                call_id,
+                session,
+                args,
+                ..
+            } => {
+                let mut a = args.to_string();
+                if a.len() > 200 {
+                    let mut end = 200;
+                    while !a.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    a.truncate(end);
+                    a.push('…');
+                }
+                (
+                    Level::Debug,
+                    "tool".into(),
+                    format!("{tool} started ({call_id}, session {session}) {a}"),
+                )
+            }
+            Event::ToolFinished {
+                tool,
+                call_id,
+                state,
+                duration_ms,
+            } => (
+                if state == "success" {
+                    Level::Info
+                } else {
+                    Level::Warn
+                },
+                "tool".into(),
+                format!(
+                    "{tool} {state} in {} ({call_id})",
+                    text::duration_ms(*duration_ms)
+                ),
+            ),
+            Event::CommandStarted {
+                command, session, ..
+            } => (
+                Level::Info,
+                "command".into(),
+                format!("[{session}] $ {}", command.replace('\n', " ⏎ ")),
+            ),
+            Event::CommandOutput { .. } => return None,
+            Event::CommandExited {
+                exit_code,
+                timed_out,
+                cancelled,
+                duration_ms,
+                ..
+            } => {
+                let what = if *timed_out {
+                    "timed out".to_string()
+                } else if *cancelled {
+                    "killed".to_string()
+                } else {
+                    format!(
+                        "exit {}",
+                        exit_code
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "?".into())
+                    )
+                };
+                let lvl = if *exit_code == Some(0) {
+                    Level::Info
+                } else {
+                    Level::Warn
+                };
+                (
+                    lvl,
+                    "command".into(),
+                    format!("{what} after {}", text::duration_ms(*duration_ms)),
+                )
+            }
+            Event::FileChanged { path, kind } => (
+                Level::Debug,
+                "file".into(),
+                format!("{kind:?} {path}").to_lowercase(),
+            ),
+            Event::SkillAdded { agent, name } => (
+                Level::Info,
+                "skills".into(),
+                format!("added {name} to {agent}"),
+            ),
+            Event::SkillRemoved { agent, name } => (
+                Level::Info,
+                "skills".into(),
+                format!("removed {name} from {agent}"),
+            ),
+            Event::OffloadWritten {
+                session,
+                kind,
+                path,
+                bytes,
+            } => {
+                let k = match kind {
+                    OffloadKind::Context => "context",
+                    OffloadKind::ToolResult => "tool result",
+                    OffloadKind::Data => "data",
+                };
+                let s = if session.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{session}] ")
+                };
+                (
+                    Level::Info,
+                    "offload".into(),
+                    format!("{s}{k} {} → {path}", text::human_size(*bytes)),
+                )
+            }
+            Event::McpState {
+                agent,
+                session,
+                server,
+                state,
+                detail,
+            } => (
+                if state == "failed" || state == "crashed" {
+                    Level::Error
+                } else {
+                    Level::Info
+                },
+                "mcp".into(),
+                format!(
+                    "{server} ({agent}/{session}) {state}{}",
+                    detail
+                        .as_ref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default()
+                ),
+            ),
+            Event::Log {
+                level,
+                source,
+                message,
+            } => (
+                Level::parse(level),
+                format!("engine:{source}"),
+                message.clone(),
+            ),
+        })
+    }
+
+    fn row_line<'a>(&self, l: &'a LogLine, t: &Theme) -> Line<'a> {
+        let tm: chrono::DateTime<chrono::Local> = l.at.into();
+        let msg = text::display(&l.message).into_owned();
+        let mut spans = vec![
+            Span::styled(format!("{} ", tm.format("%H:%M:%S")), t.muted),
+            Span::styled(
+                format!("{:<5} ", l.level.as_str()),
+                t.level(l.level.as_str()),
+            ),
+            Span::styled(format!("{:<10} ", text::display(&l.source)), t.accent),
+        ];
+        // Highlight the first search match in the message.
+        if self.search.active() && !self.search.text.starts_with('!') {
+            let needle = &self.search.text;
+            let hay = if needle.chars().any(char::is_uppercase) {
+                msg.clone()
+            } else {
+                msg.to_lowercase()
+            };
+            let n = if needle.chars().any(char::is_uppercase) {
+                needle.clone()
+            } else {
+                needle.to_lowercase()
+            };
+            if let Some(p) = hay.find(&n)
+                && hay.len() == msg.len()
+                && msg.is_char_boundary(p)
+                && msg.is_char_boundary(p + n.len())
+            {
+                spans.push(Span::styled(msg[..p].to_string(), t.base));
+                spans.push(Span::styled(msg[p..p + n.len()].to_string(), t.matched));
+                spans.push(Span::styled(msg[p + n.len()..].to_string(), t.base));
+                return Line::from(spans);
+            }
+        }
+        spans.push(Span::styled(msg, t.base));
+        Line::from(spans)
+    }
+}
+
+fn wrapped_rows(line: &Line<'_>, width: usize) -> usize {
+    let w = line.width();
+    if width == 0 {
+        1
+    } else {
+        w.div_ceil(width).max(1)
+    }
+}
+
+impl Pane for LogsPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        "Logs".into()
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.search.editing
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        match self.search.key(key) {
+            FilterOutcome::Ignored => false,
+            FilterOutcome::Changed => true,
+            FilterOutcome::Done => {
+                if self.search.active() {
+                    self.find(false);
+                }
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        self.search.paste(s) != FilterOutcome::Ignored
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("logs.").unwrap_or(action);
+        let n = self.filtered.len();
+        let page = self.height.max(1);
+        match verb {
+            "down" => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
+            "up" => self.selected = self.selected.saturating_sub(1),
+            "page_down" => self.selected = (self.selected + page).min(n.saturating_sub(1)),
+            "page_up" => self.selected = self.selected.saturating_sub(page),
+            "top" => self.selected = 0,
+            "bottom" => self.selected = n.saturating_sub(1),
+            "follow" => {
+                self.follow = !self.follow;
+                if self.follow {
+                    self.selected = n.saturating_sub(1);
+                }
+                return true;
+            }
+            "wrap" => {
+                self.wrap = !self.wrap;
+                return true;
+            }
+            "level" => {
+                self.min_level = match self.min_level {
+                    Level::Debug => Level::Info,
+                    Level::Info => Level::Warn,
+                    Level::Warn => Level::Error,
+                    Level::Error => Level::Debug,
+                };
+                self.refilter();
+                return true;
+            }
+            "source" => {
+                let known: Vec<&str> = self.sources.iter().map(String::as_str).collect();
+                cx.effect(Effect::Prompt {
+                    pane: ID,
+                    title: format!("Show source (empty = all): {}", known.join(", ")),
+                    initial: self.source.clone().unwrap_or_default(),
+                    tag: "source".into(),
+                });
+                return true;
+            }
+            "search" => {
+                self.search.begin();
+                return true;
+            }
+            "next" | "prev" => {
+                if !self.find(verb == "next") {
+                    cx.toast(Level::Info, "no match");
+                }
+                return true;
+            }
+            "copy" => {
+                if let Some(l) = self.entry(self.selected) {
+                    cx.effect(Effect::Copy(Self::format(l)));
+                }
+                return true;
+            }
+            "save" => {
+                let name = format!(
+                    "wsbench-logs-{}.txt",
+                    chrono::Local::now().format("%Y%m%d-%H%M%S")
+                );
+                let initial = std::env::current_dir()
+                    .unwrap_or_default()
+                    .join(name)
+                    .display()
+                    .to_string();
+                cx.effect(Effect::Prompt {
+                    pane: ID,
+                    title: "Save the shown log lines to host file".into(),
+                    initial,
+                    tag: "save".into(),
+                });
+                return true;
+            }
+            "clear" => {
+                self.ring.clear();
+                self.filtered.clear();
+                self.selected = 0;
+                return true;
+            }
+            _ => return false,
+        }
+        // Moving the selection pauses following; reaching the end resumes.
+        self.follow = self.selected + 1 >= n;
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Engine(env) => {
+                if let Event::CommandOutput { .. } = env.event {
+                    self.output_chunks += 1;
+                    return;
+                }
+                if let Some((level, source, message)) = Self::describe(&env.event) {
+                    self.push(LogLine {
+                        at: env.at,
+                        level,
+                        source: format!("bus:{source}"),
+                        message,
+                    });
+                }
+            }
+            PaneEvent::Missed(n) => self.push(LogLine::now(
+                Level::Warn,
+                "tui",
+                format!("the TUI fell behind the event bus: {n} events dropped"),
+            )),
+            PaneEvent::File(c) => self.push(LogLine::now(
+                Level::Debug,
+                "watch",
+                format!("{:?} {}", c.kind, c.path).to_lowercase(),
+            )),
+            PaneEvent::Log(l) => self.push((*l).clone()),
+            PaneEvent::Input { tag, text: input } if tag == "source" => {
+                let s = input.trim();
+                self.source = (!s.is_empty()).then(|| s.to_string());
+                self.refilter();
+            }
+            PaneEvent::Input { tag, text: input } if tag == "save" => {
+                let path = std::path::PathBuf::from(input.trim());
+                let body: String = self
+                    .filtered
+                    .iter()
+                    .filter_map(|&s| self.ring.get_seq(s))
+                    .map(|l| Self::format(l) + "\n")
+                    .collect();
+                let n = self.filtered.len();
+                cx.spawn(ID, async move {
+                    let r = match tokio::fs::symlink_metadata(&path).await {
+                        Ok(_) => Err(format!("{} exists: give a new path", path.display())),
+                        Err(_) => tokio::fs::write(&path, body)
+                            .await
+                            .map(|_| format!("saved {n} lines to {}", path.display()))
+                            .map_err(|e| format!("{}: {e}", path.display())),
+                    };
+                    SaveDone(r)
+                });
+            }
+            PaneEvent::Task(p) => {
+                if let Some(SaveDone(r)) = p.downcast_ref::<SaveDone>() {
+                    match r {
+                        Ok(m) => cx.toast(Level::Info, m.clone()),
+                        Err(e) => cx.toast(Level::Error, e.clone()),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
+        use ratatui::crossterm::event::MouseEventKind;
+        match ev.kind {
+            MouseEventKind::ScrollUp => {
+                for _ in 0..3 {
+                    self.on_action("logs.up", cx);
+                }
+                true
+            }
+            MouseEventKind::ScrollDown => {
+                for _ in 0..3 {
+                    self.on_action("logs.down", cx);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let mut note = vec![format!("≥{}", self.min_level.as_str())];
+        if let Some(s) = &self.source {
+            note.push(format!("src {s}"));
+        }
+        note.push(if self.follow {
+            "follow".into()
+        } else {
+            "paused".into()
+        });
+        if self.wrap {
+            note.push("wrap".into());
+        }
+        if self.ring.dropped() > 0 {
+            note.push(format!("{} dropped", self.ring.dropped()));
+        }
+        let title = format!("Logs ({}/{})", self.filtered.len(), self.ring.len());
+        let block = cx.block(&title, &note.join(" · "), focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let list = super::filter_bar(f, inner, &self.search, cx);
+        self.height = list.height as usize;
+        if self.filtered.is_empty() {
+            placeholder(f, list, "no log lines", t.muted);
+            return;
+        }
+        let n = self.filtered.len();
+        self.selected = self.selected.min(n - 1);
+        let h = list.height as usize;
+        let w = list.width as usize;
+        // Entries on screen: the selected one at the bottom when following
+        // or below the view, else keep it in view from the top.
+        let mut lines: Vec<(usize, Line<'_>)> = Vec::new();
+        let mut rows = 0;
+        let mut i = self.selected as isize;
+        while i >= 0 && rows < h {
+            let Some(l) = self.entry(i as usize) else {
+                break;
+            };
+            let line = self.row_line(l, t);
+            let r = if self.wrap { wrapped_rows(&line, w) } else { 1 };
+            rows += r;
+            lines.push((i as usize, line));
+            i -= 1;
+        }
+        lines.reverse();
+        // Fill below the selection when there is room (scrolled back).
+        let mut j = self.selected + 1;
+        while rows < h && j < n {
+            let Some(l) = self.entry(j) else { break };
+            let line = self.row_line(l, t);
+            rows += if self.wrap { wrapped_rows(&line, w) } else { 1 };
+            lines.push((j, line));
+            j += 1;
+        }
+        // When wrapped rows overflow, drop from the top.
+        let mut total: usize = lines
+            .iter()
+            .map(|(_, l)| if self.wrap { wrapped_rows(l, w) } else { 1 })
+            .sum();
+        while total > h && lines.len() > 1 && lines[0].0 < self.selected {
+            let (_, l) = lines.remove(0);
+            total -= if self.wrap { wrapped_rows(&l, w) } else { 1 };
+        }
+        let buf = f.buffer_mut();
+        let mut y = list.y;
+        let bottom = list.y + list.height;
+        for (idx, line) in lines {
+            if y >= bottom {
+                break;
+            }
+            let sel = idx == self.selected && (focused || !self.follow);
+            if self.wrap {
+                let para = ratatui::widgets::Paragraph::new(line.clone())
+                    .wrap(ratatui::widgets::Wrap { trim: false });
+                let hrows = wrapped_rows(&line, w).min((bottom - y) as usize) as u16;
+                let r = Rect::new(list.x, y, list.width, hrows);
+                ratatui::widgets::Widget::render(para, r, buf);
+                if sel {
+                    buf.set_style(r, t.selection);
+                }
+                y += hrows;
+            } else {
+                buf.set_line(list.x, y, &line, list.width);
+                if sel {
+                    buf.set_style(Rect::new(list.x, y, list.width, 1), t.selection);
+                }
+                y += 1;
+            }
+        }
+        let _ = Style::default();
+    }
+}
+
+struct SaveDone(Result<String, String>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(level: Level, src: &str, msg: &str) -> LogLine {
+        LogLine::now(level, src, msg)
+    }
+
+    #[test]
+    fn ring_and_filtered_index_stay_in_step() {
+        let mut p = LogsPane::new(100);
+        for i in 0..1000 {
+            let lvl = if i % 10 == 0 {
+                Level::Error
+            } else {
+                Level::Info
+            };
+            p.push(line(lvl, "x", &i.to_string()));
+        }
+        assert_eq!(p.len(), 100);
+        assert_eq!(p.filtered_len(), 100);
+        p.min_level = Level::Error;
+        p.refilter();
+        assert_eq!(p.filtered_len(), 10);
+        for i in 1000..1100 {
+            p.push(line(Level::Info, "x", &i.to_string()));
+        }
+        // Every error line fell off the ring, and off the index with it.
+        assert_eq!(p.filtered_len(), 0);
+        p.push(line(Level::Error, "x", "boom"));
+        assert_eq!(p.entry(0).unwrap().message, "boom");
+    }
+
+    #[test]
+    fn source_filter_and_search() {
+        let mut p = LogsPane::new(100);
+        p.push(line(Level::Info, "bus:tool", "Bash success"));
+        p.push(line(Level::Info, "stderr", "hello world"));
+        p.push(line(Level::Info, "bus:file", "created /x"));
+        p.source = Some("bus".into());
+        p.refilter();
+        assert_eq!(p.filtered_len(), 2);
+        p.source = None;
+        p.refilter();
+        p.search.set("hello");
+        p.selected = 0;
+        assert!(p.find(true));
+        assert_eq!(p.entry(p.selected).unwrap().message, "hello world");
+    }
+}

@@ -1,0 +1,427 @@
+//! Panes: each a component with its own state, keys and render.
+//!
+//! # Adding a pane (the extension point)
+//!
+//! 1. Implement [`Pane`] in a new module (`panes/workspaces.rs`,
+//!    `panes/mcp.rs`): an `ID`, a `static ACTIONS: &[ActionSpec]` with
+//!    names `<id>.<verb>` and `context: ID`, `on_action` for them,
+//!    `on_event` for engine events and the results of its own tasks, and
+//!    `render`. Long work goes through [`Ctx::spawn`], never inline.
+//! 2. Register it in [`registry`] (one line) and give it a place in
+//!    [`crate::tui::app::default_layout`] (a leaf of the split tree), or
+//!    leave it out of the layout to make it a full-screen pane opened
+//!    by an effect (like the editor and viewer).
+//! 3. Its keys appear in the footer, in `?` help and under `:` in the
+//!    palette by themselves, are rebindable from `[tui.keys]` by action
+//!    name, and its destructive actions (`dangerous: true`) disappear in
+//!    `--read-only` mode.
+
+pub mod command;
+pub mod editor;
+pub mod files;
+pub mod help;
+pub mod logs;
+pub mod offload;
+pub mod palette;
+pub mod sessions;
+pub mod skills;
+pub mod viewer;
+
+use std::any::Any;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders};
+use tokio::sync::mpsc;
+
+use super::action::{AppMsg, Effect, Level, PaneEvent};
+use super::config::TuiConfig;
+use super::keymap::{ActionSpec, KeyMap};
+use super::theme::Theme;
+use super::widgets::filter::Filter;
+use super::widgets::list::ListCursor;
+use super::widgets::text;
+use crate::engine::Workspace;
+
+/// A clock the panes read "now" from (fixed in snapshot tests).
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// What the header shows about the connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderInfo {
+    /// Profile name (`local` until the manager brings profiles).
+    pub profile: String,
+    /// User name.
+    pub user: String,
+    /// Connection / workspace state text (`ready`, `failed: ...`).
+    pub state: String,
+}
+
+/// Shared state every pane sees, and the way back to the app.
+pub struct Ctx {
+    /// The open workspace.
+    pub ws: Arc<Workspace>,
+    /// Where spawned tasks report.
+    pub tx: mpsc::Sender<AppMsg>,
+    /// The selected session (scopes Command, Offload).
+    pub session: String,
+    /// The agent (selects the skills partition; `""` = default).
+    pub agent: String,
+    /// `--read-only`: no destructive action is offered.
+    pub read_only: bool,
+    /// Styles.
+    pub theme: Theme,
+    /// Keys.
+    pub keymap: KeyMap,
+    /// The `[tui]` config.
+    pub config: TuiConfig,
+    /// Header facts.
+    pub header: HeaderInfo,
+    /// "Now".
+    pub clock: Clock,
+    /// Session ids known from the last listing (palette completion).
+    pub sessions: Vec<String>,
+    pub(crate) effects: Vec<Effect>,
+    pub(crate) inflight: Arc<AtomicUsize>,
+}
+
+impl Ctx {
+    /// Queues an effect for the app.
+    pub fn effect(&mut self, e: Effect) {
+        self.effects.push(e);
+    }
+
+    /// Queues a toast.
+    pub fn toast(&mut self, level: Level, msg: impl Into<String>) {
+        self.effects.push(Effect::Toast(level, msg.into()));
+    }
+
+    /// Seconds since the Unix epoch, from the clock.
+    pub fn now_secs(&self) -> f64 {
+        (self.clock)()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    }
+
+    /// Whether an action is available (bound, and not stripped by
+    /// read-only mode).
+    pub fn can(&self, action: &str) -> bool {
+        self.keymap.has_action(action)
+    }
+
+    /// Runs `fut` on the runtime; its output comes back to `pane` as
+    /// [`PaneEvent::Task`]. Never blocks the caller.
+    pub fn spawn<F, T>(&self, pane: &'static str, fut: F)
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Any + Send,
+    {
+        let tx = self.tx.clone();
+        let inflight = self.inflight.clone();
+        inflight.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            let v = fut.await;
+            let _ = tx
+                .send(AppMsg::Task {
+                    pane,
+                    payload: Box::new(v),
+                })
+                .await;
+            inflight.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+
+    /// Tasks spawned and not yet reported.
+    pub fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::SeqCst)
+    }
+
+    /// The bordered block of a pane, styled for focus, with `title` and an
+    /// optional right-hand note.
+    pub fn block<'a>(&self, title: &str, note: &str, focused: bool) -> Block<'a> {
+        let t = &self.theme;
+        let (bst, tst) = if focused {
+            (t.border_focused, t.title_focused)
+        } else {
+            (t.border, t.title)
+        };
+        let mut b = Block::default()
+            .borders(Borders::ALL)
+            .border_type(if focused {
+                BorderType::Thick
+            } else {
+                BorderType::Plain
+            })
+            .border_style(bst)
+            .style(t.base)
+            .title(Line::from(Span::styled(format!(" {title} "), tst)));
+        if !note.is_empty() {
+            b = b.title_top(Line::from(Span::styled(format!(" {note} "), t.muted)).right_aligned());
+        }
+        b
+    }
+}
+
+/// A component of the screen.
+pub trait Pane: Send {
+    /// Stable id: the focus target, the keymap context, the task route.
+    fn id(&self) -> &'static str;
+
+    /// Title shown on the border (and in the zoom / small-screen tab).
+    fn title(&self) -> String;
+
+    /// The keymap context in force now (a pane with modes may switch, e.g.
+    /// the Command pane's prompt). Defaults to the id.
+    fn context(&self) -> &'static str {
+        self.id()
+    }
+
+    /// Starts loading (called once the app is built).
+    fn init(&mut self, _cx: &mut Ctx) {}
+
+    /// True while a text field of this pane has the keyboard: raw keys go
+    /// to [`Pane::on_key`] before any binding except the focus keys.
+    fn text_input_active(&self) -> bool {
+        false
+    }
+
+    /// A raw key while [`Pane::text_input_active`]; true if consumed.
+    fn on_key(&mut self, _key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        false
+    }
+
+    /// Bracketed paste into the focused text field; true if taken. A
+    /// pasted newline never submits anything (C23).
+    fn on_paste(&mut self, _text: &str, _cx: &mut Ctx) -> bool {
+        false
+    }
+
+    /// A bound action of this pane's context; true if handled.
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool;
+
+    /// Something happened.
+    fn on_event(&mut self, _ev: &PaneEvent<'_>, _cx: &mut Ctx) {}
+
+    /// A mouse event inside `area` (the pane's last drawn area); true if
+    /// handled.
+    fn on_mouse(&mut self, _ev: &MouseEvent, _area: Rect, _cx: &mut Ctx) -> bool {
+        false
+    }
+
+    /// Draws the pane into `area` (border included).
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx);
+
+    /// Where the terminal cursor goes when focused (text fields).
+    fn cursor(&self) -> Option<(u16, u16)> {
+        None
+    }
+
+    /// The concrete pane, for tests and for code that knows the type
+    /// (`app.pane_mut("files")` then `downcast_mut::<FilesPane>()`).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// Every action of every built-in pane, overlay and the app.
+pub fn all_actions() -> Vec<ActionSpec> {
+    let mut v = Vec::new();
+    v.extend_from_slice(crate::tui::app::ACTIONS);
+    for list in [
+        sessions::ACTIONS,
+        files::ACTIONS,
+        editor::ACTIONS,
+        skills::ACTIONS,
+        offload::ACTIONS,
+        command::ACTIONS,
+        logs::ACTIONS,
+        viewer::ACTIONS,
+        help::ACTIONS,
+        palette::ACTIONS,
+    ] {
+        v.extend_from_slice(list);
+    }
+    v
+}
+
+/// The built-in panes, in focus order. Add new panes here.
+pub fn registry(cx: &Ctx) -> Vec<Box<dyn Pane>> {
+    vec![
+        Box::new(sessions::SessionsPane::new()),
+        Box::new(files::FilesPane::new()),
+        Box::new(skills::SkillsPane::new()),
+        Box::new(offload::OffloadPane::new()),
+        Box::new(command::CommandPane::new(&cx.config)),
+        Box::new(logs::LogsPane::new(cx.config.log_buffer_lines)),
+        Box::new(editor::EditorPane::new()),
+        Box::new(viewer::ViewerPane::new()),
+    ]
+}
+
+/// A one-line message centred in `area` (empty and loading states).
+pub fn placeholder(f: &mut Frame<'_>, area: Rect, text: &str, style: Style) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let y = area.y + area.height.saturating_sub(1) / 2;
+    let t = crate::tui::widgets::text::truncate(text, area.width as usize);
+    let w = crate::tui::widgets::text::width(&t) as u16;
+    let x = area.x + area.width.saturating_sub(w) / 2;
+    f.buffer_mut().set_string(x, y, &t, style);
+}
+
+/// A pane's `ACTIONS` table: its own actions first, then the list
+/// navigation ones. `pane_actions!("files"; act(...), ...)` adds
+/// `files.down`, `files.up`, `files.page_down`, `files.page_up`,
+/// `files.top`, `files.bottom` (j/k, pgdn/pgup, g/G).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! pane_actions {
+    ($id:literal; $($extra:expr),* $(,)?) => {
+        &[
+        $($extra,)*
+        $crate::tui::keymap::ActionSpec {
+            name: concat!($id, ".down"),
+            context: $id,
+            desc: "down",
+            keys: &["j", "down"],
+            dangerous: false,
+            hint: false,
+        },
+        $crate::tui::keymap::ActionSpec {
+            name: concat!($id, ".up"),
+            context: $id,
+            desc: "up",
+            keys: &["k", "up"],
+            dangerous: false,
+            hint: false,
+        },
+        $crate::tui::keymap::ActionSpec {
+            name: concat!($id, ".page_down"),
+            context: $id,
+            desc: "page down",
+            keys: &["pgdn", "ctrl-d"],
+            dangerous: false,
+            hint: false,
+        },
+        $crate::tui::keymap::ActionSpec {
+            name: concat!($id, ".page_up"),
+            context: $id,
+            desc: "page up",
+            keys: &["pgup", "ctrl-u"],
+            dangerous: false,
+            hint: false,
+        },
+        $crate::tui::keymap::ActionSpec {
+            name: concat!($id, ".top"),
+            context: $id,
+            desc: "first",
+            keys: &["g", "home"],
+            dangerous: false,
+            hint: false,
+        },
+        $crate::tui::keymap::ActionSpec {
+            name: concat!($id, ".bottom"),
+            context: $id,
+            desc: "last",
+            keys: &["G", "end"],
+            dangerous: false,
+            hint: false,
+        }
+        ]
+    };
+}
+
+/// An action spec of a pane (`context` = the pane id).
+pub const fn act(
+    name: &'static str,
+    context: &'static str,
+    desc: &'static str,
+    keys: &'static [&'static str],
+    dangerous: bool,
+    hint: bool,
+) -> ActionSpec {
+    ActionSpec {
+        name,
+        context,
+        desc,
+        keys,
+        dangerous,
+        hint,
+    }
+}
+
+/// Applies a navigation verb (`down`, `up`, `page_down`, `page_up`,
+/// `top`, `bottom`) to a list; false if `verb` is not one.
+pub fn navigate(cursor: &mut ListCursor, verb: &str, len: usize) -> bool {
+    match verb {
+        "down" => cursor.step(1, len),
+        "up" => cursor.step(-1, len),
+        "page_down" => cursor.page(1, len),
+        "page_up" => cursor.page(-1, len),
+        "top" => cursor.top(),
+        "bottom" => cursor.bottom(len),
+        _ => return false,
+    }
+    true
+}
+
+/// What a mouse event did to a list drawn in `inner`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMouse {
+    /// Nothing.
+    None,
+    /// The wheel scrolled it.
+    Scrolled,
+    /// A row was clicked (and selected); true when it was already
+    /// selected (a second click opens).
+    Clicked(usize, bool),
+}
+
+/// Mouse handling shared by lists: the wheel scrolls, a click selects.
+pub fn list_mouse(cursor: &mut ListCursor, ev: &MouseEvent, inner: Rect, len: usize) -> ListMouse {
+    use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+    match ev.kind {
+        MouseEventKind::ScrollDown => {
+            cursor.scroll(3, len);
+            ListMouse::Scrolled
+        }
+        MouseEventKind::ScrollUp => {
+            cursor.scroll(-3, len);
+            ListMouse::Scrolled
+        }
+        MouseEventKind::Down(MouseButton::Left) => {
+            if ev.column < inner.x || ev.column >= inner.x + inner.width {
+                return ListMouse::None;
+            }
+            match cursor.row_at(ev.row, inner.y, len) {
+                Some(i) if ev.row < inner.y + inner.height => {
+                    let again = cursor.selected == i;
+                    cursor.selected = i;
+                    ListMouse::Clicked(i, again)
+                }
+                _ => ListMouse::None,
+            }
+        }
+        _ => ListMouse::None,
+    }
+}
+
+/// Draws the filter bar on the last row of `inner` when a filter is set
+/// or being edited; returns the rows left for the list.
+pub fn filter_bar(f: &mut Frame<'_>, inner: Rect, filter: &Filter, cx: &Ctx) -> Rect {
+    if !(filter.editing || filter.active()) || inner.height < 2 {
+        return inner;
+    }
+    let bar = Rect::new(inner.x, inner.y + inner.height - 1, inner.width, 1);
+    let label = text::truncate_left(&filter.label(), inner.width as usize).into_owned();
+    f.buffer_mut()
+        .set_string(bar.x, bar.y, label, cx.theme.accent);
+    Rect::new(inner.x, inner.y, inner.width, inner.height - 1)
+}

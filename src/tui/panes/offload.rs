@@ -1,0 +1,281 @@
+//! Offload history of the selected session: its `context.jsonl`, tool
+//! results and the data blobs they point at, newest first, with time,
+//! size and kind. Enter opens one full screen (a context as a
+//! conversation whose `workspace:///` links open the blob's metadata).
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::engine::events::{Event, OffloadKind};
+use crate::engine::offload::OffloadItem;
+use crate::tui::action::{Effect, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "offload";
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("offload";
+    act("offload.open", ID, "open", &["enter"], false, true),
+    act("offload.copy", ID, "copy path", &["y"], false, false),
+    act("offload.filter", ID, "filter", &["/"], false, true),
+    act("offload.refresh", ID, "refresh", &["r"], false, false),
+);
+
+struct Listed(String, Result<Vec<OffloadItem>, String>);
+
+/// The Offload pane.
+pub struct OffloadPane {
+    items: Vec<OffloadItem>,
+    shown: Vec<usize>,
+    cursor: ListCursor,
+    filter: Filter,
+    loading: bool,
+    dirty: bool,
+    error: Option<String>,
+    inner: Rect,
+}
+
+impl Default for OffloadPane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn kind_label(k: OffloadKind) -> &'static str {
+    match k {
+        OffloadKind::Context => "context",
+        OffloadKind::ToolResult => "result",
+        OffloadKind::Data => "data",
+    }
+}
+
+fn item_name(o: &OffloadItem) -> &str {
+    o.path.rsplit('/').next().unwrap_or(&o.path)
+}
+
+impl OffloadPane {
+    /// An empty pane (loads on init).
+    pub fn new() -> Self {
+        OffloadPane {
+            items: Vec::new(),
+            shown: Vec::new(),
+            cursor: ListCursor::default(),
+            filter: Filter::default(),
+            loading: false,
+            dirty: false,
+            error: None,
+            inner: Rect::default(),
+        }
+    }
+
+    /// Listed items (tests).
+    pub fn items(&self) -> &[OffloadItem] {
+        &self.items
+    }
+
+    fn load(&mut self, cx: &mut Ctx) {
+        if self.loading {
+            self.dirty = true;
+            return;
+        }
+        self.loading = true;
+        self.dirty = false;
+        let ws = cx.ws.clone();
+        let s = cx.session.clone();
+        cx.spawn(ID, async move {
+            let r = ws.list_offloads(Some(&s)).await.map_err(|e| e.to_string());
+            Listed(s, r)
+        });
+    }
+
+    fn refilter(&mut self) {
+        self.shown = (0..self.items.len())
+            .filter(|&i| self.filter.matches(item_name(&self.items[i])))
+            .collect();
+        self.cursor.clamp(self.shown.len());
+    }
+}
+
+impl Pane for OffloadPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        format!("Offload ({})", self.items.len())
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        match self.filter.key(key) {
+            FilterOutcome::Ignored => false,
+            _ => {
+                self.refilter();
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        let used = self.filter.paste(s) != FilterOutcome::Ignored;
+        self.refilter();
+        used
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("offload.").unwrap_or(action);
+        if navigate(&mut self.cursor, verb, self.shown.len()) {
+            return true;
+        }
+        let sel = self
+            .shown
+            .get(self.cursor.selected)
+            .map(|&i| &self.items[i]);
+        match verb {
+            "open" => {
+                if let Some(o) = sel {
+                    cx.effect(Effect::OpenLink(o.path.clone()));
+                }
+            }
+            "copy" => {
+                if let Some(o) = sel {
+                    cx.effect(Effect::Copy(
+                        o.url.clone().unwrap_or_else(|| o.path.clone()),
+                    ));
+                }
+            }
+            "filter" => self.filter.begin(),
+            "refresh" => self.load(cx),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Task(p) => {
+                if let Some(Listed(session, r)) = p.downcast_ref::<Listed>() {
+                    self.loading = false;
+                    if *session == cx.session {
+                        match r {
+                            Ok(items) => {
+                                let mut items = items.clone();
+                                items.sort_by(|a, b| {
+                                    b.modified
+                                        .partial_cmp(&a.modified)
+                                        .unwrap_or(std::cmp::Ordering::Equal)
+                                        .then_with(|| a.path.cmp(&b.path))
+                                });
+                                self.items = items;
+                                self.error = None;
+                            }
+                            Err(e) => self.error = Some(e.clone()),
+                        }
+                        self.refilter();
+                    } else {
+                        self.dirty = true;
+                    }
+                    if self.dirty {
+                        self.load(cx);
+                    }
+                }
+            }
+            PaneEvent::SessionChanged => {
+                self.items.clear();
+                self.shown.clear();
+                self.cursor = ListCursor::default();
+                self.load(cx);
+            }
+            PaneEvent::Engine(env) => {
+                if let Event::OffloadWritten { session, .. } = &env.event
+                    && (session.is_empty() || *session == cx.session)
+                {
+                    self.dirty = true;
+                }
+            }
+            PaneEvent::Tick if self.dirty && !self.loading => self.load(cx),
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
+        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
+            ListMouse::Clicked(_, true) => self.on_action("offload.open", cx),
+            ListMouse::None => false,
+            _ => true,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let block = cx.block(&self.title(), &format!("session {}", cx.session), focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let list = filter_bar(f, inner, &self.filter, cx);
+        self.inner = list;
+        if let Some(e) = &self.error {
+            placeholder(f, list, &format!("error: {e}"), t.error);
+            return;
+        }
+        if self.shown.is_empty() {
+            let msg = if self.loading {
+                "loading…"
+            } else {
+                "nothing offloaded in this session"
+            };
+            placeholder(f, list, msg, t.muted);
+            return;
+        }
+        let now = cx.now_secs();
+        let items = &self.items;
+        let shown = &self.shown;
+        let w = list.width as usize;
+        render_rows(
+            f.buffer_mut(),
+            list,
+            &mut self.cursor,
+            shown.len(),
+            focused,
+            t.selection,
+            |i| {
+                let o = &items[shown[i]];
+                let left = format!(
+                    "{:>4} {:<7} ",
+                    text::age(o.modified, now),
+                    kind_label(o.kind)
+                );
+                let size = format!(" {:>9}", text::human_size(o.bytes));
+                let room = w.saturating_sub(text::width(&left) + text::width(&size));
+                let name = text::fit(&text::display(item_name(o)), room);
+                let kstyle = match o.kind {
+                    OffloadKind::Context => t.accent,
+                    OffloadKind::ToolResult => t.base,
+                    OffloadKind::Data => t.binary,
+                };
+                Line::from(vec![
+                    Span::styled(left, t.muted),
+                    Span::styled(name, kstyle),
+                    Span::styled(size, t.muted),
+                ])
+            },
+        );
+    }
+}

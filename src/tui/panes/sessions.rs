@@ -1,0 +1,267 @@
+//! Sessions of the open workspace (from `sessions/` and the journals):
+//! last activity, tool calls, offload count. Enter selects one, which
+//! scopes the Command and Offload panes.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::engine::events::Event;
+use crate::engine::sessions::SessionSummary;
+use crate::tui::action::{Effect, Level, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "sessions";
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("sessions";
+    act("sessions.select", ID, "select session", &["enter", "space"], false, true),
+    act("sessions.filter", ID, "filter", &["/"], false, true),
+    act("sessions.refresh", ID, "refresh", &["r"], false, true),
+);
+
+/// The Sessions pane.
+pub struct SessionsPane {
+    items: Vec<SessionSummary>,
+    shown: Vec<usize>,
+    cursor: ListCursor,
+    filter: Filter,
+    loading: bool,
+    error: Option<String>,
+    dirty: bool,
+    inner: Rect,
+}
+
+struct Loaded(Result<Vec<SessionSummary>, String>);
+
+impl Default for SessionsPane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionsPane {
+    /// An empty pane (loads on init).
+    pub fn new() -> Self {
+        SessionsPane {
+            items: Vec::new(),
+            shown: Vec::new(),
+            cursor: ListCursor::default(),
+            filter: Filter::default(),
+            loading: false,
+            error: None,
+            dirty: false,
+            inner: Rect::default(),
+        }
+    }
+
+    fn load(&mut self, cx: &mut Ctx) {
+        if self.loading {
+            self.dirty = true;
+            return;
+        }
+        self.loading = true;
+        self.dirty = false;
+        let ws = cx.ws.clone();
+        cx.spawn(ID, async move {
+            Loaded(ws.list_sessions().await.map_err(|e| e.to_string()))
+        });
+    }
+
+    fn refilter(&mut self, cx: &Ctx) {
+        self.shown = (0..self.items.len())
+            .filter(|&i| self.filter.matches(&self.items[i].id))
+            .collect();
+        let _ = cx;
+        self.cursor.clamp(self.shown.len());
+    }
+
+    fn selected(&self) -> Option<&SessionSummary> {
+        self.shown
+            .get(self.cursor.selected)
+            .map(|&i| &self.items[i])
+    }
+
+    /// The listed sessions (tests).
+    pub fn items(&self) -> &[SessionSummary] {
+        &self.items
+    }
+}
+
+impl Pane for SessionsPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        format!("Sessions ({})", self.items.len())
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
+        match self.filter.key(key) {
+            FilterOutcome::Ignored => false,
+            _ => {
+                self.refilter(cx);
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, text: &str, cx: &mut Ctx) -> bool {
+        let used = self.filter.paste(text) != FilterOutcome::Ignored;
+        self.refilter(cx);
+        used
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("sessions.").unwrap_or(action);
+        if navigate(&mut self.cursor, verb, self.shown.len()) {
+            return true;
+        }
+        match verb {
+            "select" => {
+                if let Some(s) = self.selected() {
+                    cx.effect(Effect::SelectSession(s.id.clone()));
+                }
+            }
+            "filter" => self.filter.begin(),
+            "refresh" => self.load(cx),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Task(payload) => {
+                let Some(Loaded(r)) = payload.downcast_ref::<Loaded>() else {
+                    return;
+                };
+                self.loading = false;
+                match r {
+                    Ok(items) => {
+                        self.items = items.clone();
+                        self.error = None;
+                        // The selected session is listed even before its
+                        // directory exists.
+                        if !self.items.iter().any(|s| s.id == cx.session) {
+                            self.items.push(SessionSummary {
+                                id: cx.session.clone(),
+                                last_activity: None,
+                                tool_calls: 0,
+                                offloads: 0,
+                                context_bytes: 0,
+                            });
+                        }
+                        cx.sessions = self.items.iter().map(|s| s.id.clone()).collect();
+                    }
+                    Err(e) => {
+                        self.error = Some(e.clone());
+                        cx.toast(Level::Error, format!("listing sessions: {e}"));
+                    }
+                }
+                self.refilter(cx);
+                if self.dirty {
+                    self.load(cx);
+                }
+            }
+            PaneEvent::Engine(env) => {
+                if matches!(
+                    env.event,
+                    Event::ToolFinished { .. } | Event::OffloadWritten { .. }
+                ) {
+                    self.dirty = true;
+                }
+            }
+            PaneEvent::SessionChanged => self.load(cx),
+            PaneEvent::Tick if self.dirty && !self.loading => self.load(cx),
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
+        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
+            ListMouse::Clicked(_, true) => self.on_action("sessions.select", cx),
+            ListMouse::None => false,
+            _ => true,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let note = if self.loading { "loading…" } else { "" };
+        let block = cx.block(&self.title(), note, focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let list = filter_bar(f, inner, &self.filter, cx);
+        self.inner = list;
+        if let Some(e) = &self.error {
+            placeholder(f, list, &format!("error: {e}"), t.error);
+            return;
+        }
+        if self.shown.is_empty() {
+            let msg = if self.loading {
+                "loading…"
+            } else {
+                "no sessions"
+            };
+            placeholder(f, list, msg, t.muted);
+            return;
+        }
+        let now = cx.now_secs();
+        let w = list.width as usize;
+        let rows: Vec<(String, String, bool)> = self
+            .shown
+            .iter()
+            .map(|&i| {
+                let s = &self.items[i];
+                let right = format!(
+                    "{}c {}o {:>4}",
+                    s.tool_calls,
+                    s.offloads,
+                    text::age(s.last_activity, now)
+                );
+                (s.id.clone(), right, s.id == cx.session)
+            })
+            .collect();
+        render_rows(
+            f.buffer_mut(),
+            list,
+            &mut self.cursor,
+            rows.len(),
+            focused,
+            t.selection,
+            |i| {
+                let (id, right, current) = &rows[i];
+                let mark = if *current { "● " } else { "  " };
+                let rw = text::width(right) + 1;
+                let id_w = w.saturating_sub(rw + 2);
+                let name = text::fit(&text::display(id), id_w);
+                let id_style = if *current { t.accent } else { t.base };
+                Line::from(vec![
+                    Span::styled(mark, t.accent),
+                    Span::styled(name, id_style),
+                    Span::styled(format!(" {right}"), t.muted),
+                ])
+            },
+        );
+    }
+}

@@ -1,0 +1,436 @@
+//! Skills of the agent's partition: valid ones with their description,
+//! invalid ones with the reason (and hint). Enter shows `SKILL.md`
+//! rendered; `a` adds one from a host directory or archive, `D` removes
+//! one after asking.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+
+use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::engine::events::Event;
+use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
+use crate::tui::action::{Doc, Effect, Level, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::ansi::StyledLine;
+use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "skills";
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("skills";
+    act("skills.view", ID, "view SKILL.md", &["enter"], false, true),
+    act("skills.add", ID, "add from host", &["a"], true, true),
+    act("skills.remove", ID, "remove", &["D", "delete"], true, true),
+    act("skills.filter", ID, "filter", &["/"], false, true),
+    act("skills.refresh", ID, "refresh", &["r"], false, false),
+);
+
+enum Row {
+    Valid(Skill),
+    Invalid(InvalidSkill),
+}
+
+impl Row {
+    fn name(&self) -> String {
+        match self {
+            Row::Valid(s) => s.name.clone(),
+            Row::Invalid(i) => i.dir.rsplit('/').next().unwrap_or("").to_string(),
+        }
+    }
+}
+
+enum Msg {
+    Listed(Result<SkillListing, String>),
+    Done(Result<String, String>),
+}
+
+/// The Skills pane.
+pub struct SkillsPane {
+    rows: Vec<Row>,
+    shown: Vec<usize>,
+    cursor: ListCursor,
+    filter: Filter,
+    loading: bool,
+    dirty: bool,
+    error: Option<String>,
+    partition: String,
+    inner: Rect,
+}
+
+impl Default for SkillsPane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `SKILL.md` rendered for the viewer: headings bold, fenced code muted,
+/// bullets as `•`.
+pub fn markdown_doc(title: &str, header: &[(String, String)], md: &str, t: &Theme) -> Doc {
+    let mut lines = Vec::new();
+    for (k, v) in header {
+        let mut l = StyledLine::plain(&format!("{k:<12}"), t.muted);
+        let start = l.text.len() as u32;
+        l.text.push_str(&text::display(v));
+        l.runs.push((start, t.base));
+        lines.push(l);
+    }
+    if !header.is_empty() {
+        lines.push(StyledLine::default());
+    }
+    let mut code = false;
+    for raw in md.lines() {
+        let trimmed = raw.trim_start();
+        if trimmed.starts_with("```") {
+            code = !code;
+            lines.push(StyledLine::plain(raw, t.muted));
+            continue;
+        }
+        let l = if code {
+            StyledLine::plain(&format!("  {raw}"), t.accent)
+        } else if let Some(h) = trimmed.strip_prefix('#') {
+            let h = h.trim_start_matches('#').trim();
+            StyledLine::plain(h, t.title_focused.add_modifier(Modifier::BOLD))
+        } else if let Some(b) = trimmed
+            .strip_prefix("- ")
+            .or_else(|| trimmed.strip_prefix("* "))
+        {
+            let indent = raw.len() - trimmed.len();
+            StyledLine::plain(&format!("{}• {b}", " ".repeat(indent)), t.base)
+        } else {
+            StyledLine::plain(raw, t.base)
+        };
+        lines.push(l);
+    }
+    Doc {
+        title: title.to_string(),
+        lines,
+        links: Vec::new(),
+    }
+}
+
+impl SkillsPane {
+    /// An empty pane (loads on init).
+    pub fn new() -> Self {
+        SkillsPane {
+            rows: Vec::new(),
+            shown: Vec::new(),
+            cursor: ListCursor::default(),
+            filter: Filter::default(),
+            loading: false,
+            dirty: false,
+            error: None,
+            partition: String::new(),
+            inner: Rect::default(),
+        }
+    }
+
+    fn load(&mut self, cx: &mut Ctx) {
+        if self.loading {
+            self.dirty = true;
+            return;
+        }
+        self.loading = true;
+        self.dirty = false;
+        let ws = cx.ws.clone();
+        let agent = cx.agent.clone();
+        cx.spawn(ID, async move {
+            Msg::Listed(ws.list_skills(&agent).await.map_err(|e| e.to_string()))
+        });
+    }
+
+    fn refilter(&mut self) {
+        self.shown = (0..self.rows.len())
+            .filter(|&i| {
+                let r = &self.rows[i];
+                let desc = match r {
+                    Row::Valid(s) => s.description.as_str(),
+                    Row::Invalid(i) => i.reason.as_str(),
+                };
+                self.filter.matches(&r.name()) || self.filter.matches(desc)
+            })
+            .collect();
+        self.cursor.clamp(self.shown.len());
+    }
+
+    fn selected(&self) -> Option<&Row> {
+        self.shown.get(self.cursor.selected).map(|&i| &self.rows[i])
+    }
+}
+
+impl Pane for SkillsPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        let bad = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r, Row::Invalid(_)))
+            .count();
+        if bad > 0 {
+            format!("Skills ({}, {bad} invalid)", self.rows.len() - bad)
+        } else {
+            format!("Skills ({})", self.rows.len())
+        }
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        match self.filter.key(key) {
+            FilterOutcome::Ignored => false,
+            _ => {
+                self.refilter();
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        let used = self.filter.paste(s) != FilterOutcome::Ignored;
+        self.refilter();
+        used
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("skills.").unwrap_or(action);
+        if navigate(&mut self.cursor, verb, self.shown.len()) {
+            return true;
+        }
+        match verb {
+            "view" => match self.selected() {
+                Some(Row::Valid(s)) => {
+                    let header = vec![
+                        ("name".to_string(), s.name.clone()),
+                        ("description".to_string(), s.description.clone()),
+                        ("directory".to_string(), s.dir.clone()),
+                    ];
+                    let doc = markdown_doc(
+                        &format!("{}/SKILL.md", s.dir),
+                        &header,
+                        &s.markdown,
+                        &cx.theme,
+                    );
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+                Some(Row::Invalid(i)) => {
+                    let mut header = vec![
+                        ("INVALID".to_string(), i.describe()),
+                        ("file".to_string(), i.path.clone()),
+                    ];
+                    if let Some(l) = i.line {
+                        header.push(("line".to_string(), l.to_string()));
+                    }
+                    let doc = markdown_doc(&i.path, &header, "", &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+                None => {}
+            },
+            "add" => cx.effect(Effect::Prompt {
+                pane: ID,
+                title: "Add a skill: host directory or .zip/.tar/.tar.gz".into(),
+                initial: String::new(),
+                tag: "add".into(),
+            }),
+            "remove" => {
+                if let Some(r) = self.selected() {
+                    let name = r.name();
+                    cx.effect(Effect::Confirm {
+                        pane: ID,
+                        message: format!(
+                            "Remove skill {name} from {}?",
+                            text::display(&self.partition)
+                        ),
+                        tag: name,
+                    });
+                }
+            }
+            "filter" => self.filter.begin(),
+            "refresh" => self.load(cx),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
+                Some(Msg::Listed(r)) => {
+                    self.loading = false;
+                    match r {
+                        Ok(l) => {
+                            self.partition = l.partition.clone();
+                            self.rows = l
+                                .skills
+                                .iter()
+                                .cloned()
+                                .map(Row::Valid)
+                                .chain(l.invalid.iter().cloned().map(Row::Invalid))
+                                .collect();
+                            self.error = None;
+                        }
+                        Err(e) => self.error = Some(e.clone()),
+                    }
+                    self.refilter();
+                    if self.dirty {
+                        self.load(cx);
+                    }
+                }
+                Some(Msg::Done(r)) => {
+                    match r {
+                        Ok(m) => cx.toast(Level::Info, m.clone()),
+                        Err(e) => cx.toast(Level::Error, e.clone()),
+                    }
+                    self.load(cx);
+                }
+                None => {}
+            },
+            PaneEvent::Engine(env) => {
+                if matches!(
+                    env.event,
+                    Event::SkillAdded { .. } | Event::SkillRemoved { .. }
+                ) {
+                    self.load(cx);
+                }
+            }
+            PaneEvent::Confirmed(name) => {
+                let ws = cx.ws.clone();
+                let agent = cx.agent.clone();
+                let name = name.clone();
+                cx.spawn(ID, async move {
+                    Msg::Done(
+                        ws.remove_skill(&name, &agent)
+                            .await
+                            .map(|_| format!("removed skill {name}"))
+                            .map_err(|e| e.to_string()),
+                    )
+                });
+            }
+            PaneEvent::Input { tag, text: input } if tag == "add" => {
+                let input = input.trim();
+                if input.is_empty() {
+                    return;
+                }
+                let path = match input.strip_prefix("~/").zip(dirs::home_dir()) {
+                    Some((rest, home)) => home.join(rest),
+                    None => std::path::PathBuf::from(input),
+                };
+                let ws = cx.ws.clone();
+                let agent = cx.agent.clone();
+                cx.spawn(ID, async move {
+                    let r = if path.is_dir() {
+                        ws.add_skill(&path, &agent).await
+                    } else {
+                        match ArchiveFormat::from_file_name(&path.to_string_lossy()) {
+                            Some(fmt) => ws.add_skill_archive_file(&path, fmt, &agent, None).await,
+                            None => {
+                                return Msg::Done(Err(format!(
+                                    "{}: not a directory or a .zip/.tar/.tar.gz archive",
+                                    path.display()
+                                )));
+                            }
+                        }
+                    };
+                    Msg::Done(
+                        r.map(|s| {
+                            if s.already_installed {
+                                format!("skill {} is already installed", s.name)
+                            } else {
+                                format!("added skill {}", s.name)
+                            }
+                        })
+                        .map_err(|e| e.to_string()),
+                    )
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
+        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
+            ListMouse::Clicked(_, true) => self.on_action("skills.view", cx),
+            ListMouse::None => false,
+            _ => true,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let agent = if cx.agent.is_empty() {
+            "default"
+        } else {
+            cx.agent.as_str()
+        };
+        let block = cx.block(&self.title(), &format!("agent {agent}"), focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let list = filter_bar(f, inner, &self.filter, cx);
+        self.inner = list;
+        if let Some(e) = &self.error {
+            placeholder(f, list, &format!("error: {e}"), t.error);
+            return;
+        }
+        if self.shown.is_empty() {
+            placeholder(
+                f,
+                list,
+                if self.loading {
+                    "loading…"
+                } else {
+                    "no skills"
+                },
+                t.muted,
+            );
+            return;
+        }
+        let rows = &self.rows;
+        let shown = &self.shown;
+        let w = list.width as usize;
+        render_rows(
+            f.buffer_mut(),
+            list,
+            &mut self.cursor,
+            shown.len(),
+            focused,
+            t.selection,
+            |i| {
+                let r = &rows[shown[i]];
+                let (mark, mstyle, desc) = match r {
+                    Row::Valid(s) => ("✓ ", t.success, s.description.clone()),
+                    Row::Invalid(iv) => ("✗ ", t.error, iv.describe()),
+                };
+                let name = text::display(&r.name()).into_owned();
+                let name_w = text::width(&name).min(w / 2);
+                let name = text::truncate(&name, name_w.max(1)).into_owned();
+                let rest = w.saturating_sub(2 + text::width(&name) + 1);
+                Line::from(vec![
+                    Span::styled(mark, mstyle),
+                    Span::styled(name, t.base),
+                    Span::styled(
+                        format!(" {}", text::truncate(&text::display(&desc), rest)),
+                        t.muted,
+                    ),
+                ])
+            },
+        );
+    }
+}

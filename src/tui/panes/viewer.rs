@@ -1,0 +1,514 @@
+//! The full-screen viewer: a `context.jsonl` as a conversation, a tool
+//! result or text file with line numbers, a rendered `SKILL.md`, or a
+//! blob's metadata. `workspace:///` links in a document can be selected
+//! (Tab) and opened (Enter), which shows that blob's metadata; Esc goes
+//! back through what was opened, then closes.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::MouseEvent;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+
+use super::{Ctx, Pane, act, placeholder};
+use crate::backend::ByteRange;
+use crate::engine::layout::names;
+use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
+use crate::engine::sessions::{ContextRead, parse_context};
+use crate::tui::action::{Doc, Effect, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::ansi::StyledLine;
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "viewer";
+
+/// Largest text shown whole (1 MiB); longer files show their start.
+pub const MAX_VIEW_BYTES: u64 = 1024 * 1024;
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("viewer";
+    act("viewer.back", ID, "back / close", &["esc", "q"], false, true),
+    act("viewer.next_link", ID, "next link", &["tab", "n"], false, true),
+    act("viewer.prev_link", ID, "previous link", &["shift-tab", "N"], false, false),
+    act("viewer.open_link", ID, "open link", &["enter"], false, true),
+    act("viewer.copy", ID, "copy document", &["y"], false, false),
+);
+
+/// The viewer pane.
+pub struct ViewerPane {
+    stack: Vec<(Doc, usize, Option<usize>)>,
+    doc: Option<Doc>,
+    offset: usize,
+    link: Option<usize>,
+    height: usize,
+    loading: Option<String>,
+}
+
+struct Loaded(Doc);
+
+impl Default for ViewerPane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn line(s: &str, style: Style) -> StyledLine {
+    StyledLine::plain(s, style)
+}
+
+fn push_text(out: &mut Vec<StyledLine>, s: &str, style: Style, indent: &str) {
+    for l in s.lines() {
+        out.push(line(&format!("{indent}{l}"), style));
+    }
+    if s.is_empty() {
+        out.push(line(indent, style));
+    }
+}
+
+/// Adds `(line, url)` for every `workspace:///` reference in the lines.
+fn collect_links(doc: &mut Doc) {
+    doc.links.clear();
+    for (i, l) in doc.lines.iter().enumerate() {
+        let mut rest = l.text.as_str();
+        while let Some(p) = rest.find(names::DATA_URL_PREFIX) {
+            let tail = &rest[p..];
+            let end = tail
+                .find(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == ')' || c == '>')
+                .unwrap_or(tail.len());
+            doc.links.push((i, tail[..end].to_string()));
+            rest = &tail[end..];
+        }
+    }
+}
+
+fn data_line(name: Option<&str>, source: &DataSource, t: &Theme, indent: &str) -> StyledLine {
+    match source {
+        DataSource::Url { url, media_type } => line(
+            &format!("{indent}[data {} {media_type}] {url}", name.unwrap_or("")),
+            t.link,
+        ),
+        DataSource::Base64 { data, media_type } => line(
+            &format!(
+                "{indent}[data {} {media_type}, {} base64 characters inline]",
+                name.unwrap_or(""),
+                data.len()
+            ),
+            t.binary,
+        ),
+    }
+}
+
+fn message_lines(m: &Msg, t: &Theme, out: &mut Vec<StyledLine>) {
+    let head_style = match m.role.as_str() {
+        "user" => t.accent,
+        "assistant" => t.success,
+        _ => t.warn,
+    }
+    .add_modifier(Modifier::BOLD);
+    out.push(line(
+        &format!("── {} ({}) · {}", m.name, m.role, m.created_at),
+        head_style,
+    ));
+    for b in &m.content {
+        match b {
+            Block::Text(tb) => push_text(out, &tb.text, t.base, ""),
+            Block::Thinking(_) => push_text(
+                out,
+                &format!("[thinking] {}", b.as_text().unwrap_or("")),
+                t.muted,
+                "",
+            ),
+            Block::Hint(h) => out.push(line(
+                &format!(
+                    "[hint] {}",
+                    h.get("hint").map(|v| v.to_string()).unwrap_or_default()
+                ),
+                t.muted,
+            )),
+            Block::ToolCall(c) => {
+                let input = c
+                    .input
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| c.input.to_string());
+                out.push(line(&format!("⚙ tool call {} {}", c.name, c.id), t.key));
+                push_text(out, &input, t.muted, "  ");
+            }
+            Block::ToolResult(r) => {
+                let st = if r.state == "success" || r.state.is_empty() {
+                    t.success
+                } else {
+                    t.error
+                };
+                out.push(line(
+                    &format!("↳ tool result {} {} · {}", r.name, r.id, r.state),
+                    st,
+                ));
+                match &r.output {
+                    ToolOutput::Text(s) => push_text(out, s, t.base, "  "),
+                    ToolOutput::Blocks(bs) => {
+                        for b in bs {
+                            match b {
+                                Block::Text(tb) => push_text(out, &tb.text, t.base, "  "),
+                                Block::Data(d) => {
+                                    out.push(data_line(d.name.as_deref(), &d.source, t, "  "))
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            Block::Data(d) => out.push(data_line(d.name.as_deref(), &d.source, t, "")),
+        }
+    }
+    out.push(StyledLine::default());
+}
+
+/// A `context.jsonl` as a conversation: one header line per message
+/// (name, role, time), its text, tool calls and results, data blocks
+/// with their `workspace:///` links; unreadable lines are listed.
+pub fn conversation_doc(title: &str, ctx: &ContextRead, t: &Theme) -> Doc {
+    let mut lines = Vec::new();
+    for m in &ctx.messages {
+        message_lines(m, t, &mut lines);
+    }
+    for (n, msg) in &ctx.bad_lines {
+        lines.push(line(
+            &format!("!! line {n} is not a message: {msg}"),
+            t.error,
+        ));
+    }
+    if lines.is_empty() {
+        lines.push(line("(no messages)", t.muted));
+    }
+    let mut doc = Doc {
+        title: title.to_string(),
+        lines,
+        links: Vec::new(),
+    };
+    collect_links(&mut doc);
+    doc
+}
+
+/// Text with line numbers.
+pub fn text_doc(title: &str, body: &str, truncated: bool, t: &Theme) -> Doc {
+    let n = body.lines().count().max(1);
+    let w = n.to_string().len();
+    let mut lines: Vec<StyledLine> = body
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut sl = StyledLine::plain(&format!("{:>w$} ", i + 1), t.line_number);
+            let start = sl.text.len() as u32;
+            sl.text.push_str(&text::display(l));
+            sl.runs.push((start, t.base));
+            sl
+        })
+        .collect();
+    if truncated {
+        lines.push(line(
+            &format!("… (first {} shown)", text::human_size(MAX_VIEW_BYTES)),
+            t.muted,
+        ));
+    }
+    let mut doc = Doc {
+        title: title.to_string(),
+        lines,
+        links: Vec::new(),
+    };
+    collect_links(&mut doc);
+    doc
+}
+
+/// Loads what a path or `workspace:///` URL points at, as a document.
+pub async fn load_doc(
+    ws: std::sync::Arc<crate::engine::Workspace>,
+    target: String,
+    theme: Theme,
+) -> Doc {
+    let path = match ws.layout().resolve_reference(&target) {
+        Ok(p) => p,
+        Err(e) => return super::files::metadata_doc(&target, None, &[], Some(&e.to_string())),
+    };
+    let shown = crate::backend::path::strip_root(ws.layout().workdir(), &path)
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| path.clone());
+    let stat = match ws.sandbox().stat(&path).await {
+        Ok(s) => s,
+        Err(e) => return super::files::metadata_doc(&path, None, &[], Some(&e.to_string())),
+    };
+    if stat.is_dir_like() {
+        return super::files::metadata_doc(&path, Some(&stat), &[], Some("is a directory"));
+    }
+    let head = ws
+        .sandbox()
+        .read(
+            &path,
+            Some(ByteRange {
+                offset: 0,
+                len: 4096,
+            }),
+        )
+        .await
+        .unwrap_or_default();
+    let name = path.rsplit('/').next().unwrap_or("");
+    let in_data = path.starts_with(&format!("{}/", ws.layout().data_dir()));
+    let binary =
+        in_data || crate::engine::offload::sniff_media_type(&head).is_some() || head.contains(&0);
+    if binary {
+        return super::files::metadata_doc(&path, Some(&stat), &head, None);
+    }
+    let range = (stat.size > MAX_VIEW_BYTES).then_some(ByteRange {
+        offset: 0,
+        len: MAX_VIEW_BYTES,
+    });
+    let bytes = match ws.sandbox().read(&path, range).await {
+        Ok(b) => b,
+        Err(e) => {
+            return super::files::metadata_doc(&path, Some(&stat), &head, Some(&e.to_string()));
+        }
+    };
+    if name == names::CONTEXT_FILE || name.ends_with(".jsonl") {
+        return conversation_doc(&shown, &parse_context(&bytes), &theme);
+    }
+    text_doc(
+        &shown,
+        &String::from_utf8_lossy(&bytes),
+        range.is_some(),
+        &theme,
+    )
+}
+
+impl ViewerPane {
+    /// An empty viewer.
+    pub fn new() -> Self {
+        ViewerPane {
+            stack: Vec::new(),
+            doc: None,
+            offset: 0,
+            link: None,
+            height: 10,
+            loading: None,
+        }
+    }
+
+    /// The document on show (tests).
+    pub fn doc(&self) -> Option<&Doc> {
+        self.doc.as_ref()
+    }
+
+    fn show(&mut self, doc: Doc, push: bool) {
+        if push && let Some(cur) = self.doc.take() {
+            self.stack.push((cur, self.offset, self.link));
+        }
+        self.doc = Some(doc);
+        self.offset = 0;
+        self.link = None;
+    }
+
+    fn scroll_to_link(&mut self) {
+        if let (Some(doc), Some(l)) = (&self.doc, self.link)
+            && let Some((line, _)) = doc.links.get(l)
+            && (*line < self.offset || *line >= self.offset + self.height)
+        {
+            self.offset = line.saturating_sub(self.height / 3);
+        }
+    }
+}
+
+impl Pane for ViewerPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        match &self.doc {
+            Some(d) => text::display(&d.title).into_owned(),
+            None => "Viewer".into(),
+        }
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("viewer.").unwrap_or(action);
+        let len = self.doc.as_ref().map(|d| d.lines.len()).unwrap_or(0);
+        let max = len.saturating_sub(self.height.max(1));
+        let h = self.height.max(1);
+        match verb {
+            "down" => self.offset = (self.offset + 1).min(max),
+            "up" => self.offset = self.offset.saturating_sub(1),
+            "page_down" => self.offset = (self.offset + h).min(max),
+            "page_up" => self.offset = self.offset.saturating_sub(h),
+            "top" => self.offset = 0,
+            "bottom" => self.offset = max,
+            "back" => match self.stack.pop() {
+                Some((doc, off, link)) => {
+                    self.doc = Some(doc);
+                    self.offset = off;
+                    self.link = link;
+                }
+                None => {
+                    self.doc = None;
+                    cx.effect(Effect::CloseModal);
+                }
+            },
+            "next_link" | "prev_link" => {
+                let n = self.doc.as_ref().map(|d| d.links.len()).unwrap_or(0);
+                if n > 0 {
+                    self.link = Some(match (self.link, verb) {
+                        (None, "next_link") => 0,
+                        (None, _) => n - 1,
+                        (Some(i), "next_link") => (i + 1) % n,
+                        (Some(i), _) => (i + n - 1) % n,
+                    });
+                    self.scroll_to_link();
+                }
+            }
+            "open_link" => {
+                if let (Some(doc), Some(l)) = (&self.doc, self.link)
+                    && let Some((_, url)) = doc.links.get(l)
+                {
+                    cx.effect(Effect::OpenLink(url.clone()));
+                }
+            }
+            "copy" => {
+                if let Some(doc) = &self.doc {
+                    let all: Vec<&str> = doc.lines.iter().map(|l| l.text.as_str()).collect();
+                    cx.effect(Effect::Copy(all.join("\n")));
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Show(doc) => {
+                self.stack.clear();
+                self.show((*doc).clone(), false);
+            }
+            PaneEvent::Open(target) => {
+                self.loading = Some(target.to_string());
+                let ws = cx.ws.clone();
+                let theme = cx.theme.clone();
+                let target = target.to_string();
+                cx.spawn(ID, async move { Loaded(load_doc(ws, target, theme).await) });
+            }
+            PaneEvent::Task(p) => {
+                if let Some(Loaded(doc)) = p.downcast_ref::<Loaded>() {
+                    self.loading = None;
+                    self.show(doc.clone(), true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
+        use ratatui::crossterm::event::MouseEventKind;
+        match ev.kind {
+            MouseEventKind::ScrollDown => {
+                for _ in 0..3 {
+                    self.on_action("viewer.down", cx);
+                }
+                true
+            }
+            MouseEventKind::ScrollUp => {
+                for _ in 0..3 {
+                    self.on_action("viewer.up", cx);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let links = self.doc.as_ref().map(|d| d.links.len()).unwrap_or(0);
+        let note = match (links, self.stack.len()) {
+            (0, 0) => "esc close".to_string(),
+            (0, _) => "esc back".to_string(),
+            (n, _) => format!("{n} links · tab select · enter open · esc back"),
+        };
+        let block = cx.block(&self.title(), &note, focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        self.height = inner.height as usize;
+        let Some(doc) = &self.doc else {
+            let msg = if self.loading.is_some() {
+                "loading…"
+            } else {
+                "nothing to show"
+            };
+            placeholder(f, inner, msg, t.muted);
+            return;
+        };
+        let sel_line = self.link.and_then(|l| doc.links.get(l)).map(|(i, _)| *i);
+        let buf = f.buffer_mut();
+        for (row, (i, l)) in doc
+            .lines
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(inner.height as usize)
+            .enumerate()
+        {
+            let y = inner.y + row as u16;
+            let r = Rect::new(inner.x, y, inner.width, 1);
+            let base = if Some(i) == sel_line {
+                t.selection
+            } else {
+                t.base
+            };
+            if Some(i) == sel_line {
+                buf.set_style(r, t.selection);
+            }
+            let mut ln = l.to_line(base);
+            if Some(i) == sel_line {
+                ln = ln.patch_style(t.selection);
+            }
+            buf.set_line(r.x, r.y, &ln, r.width);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversation_lists_links() {
+        let ctx = parse_context(
+            br#"{"name":"u","content":[{"type":"text","text":"see"},{"type":"data","source":{"type":"url","url":"workspace:///data/ab.png","media_type":"image/png"},"name":"x.png"}],"role":"user","id":"1","created_at":"t"}
+not json
+"#,
+        );
+        let doc = conversation_doc("c", &ctx, &Theme::default());
+        assert_eq!(doc.links.len(), 1);
+        assert_eq!(doc.links[0].1, "workspace:///data/ab.png");
+        assert!(
+            doc.lines
+                .iter()
+                .any(|l| l.text.contains("line 2 is not a message"))
+        );
+        assert!(doc.lines[0].text.starts_with("── u (user)"));
+    }
+
+    #[test]
+    fn links_in_plain_text() {
+        let doc = text_doc(
+            "t",
+            "x <data url='workspace:///data/f.png' name='a'/>\n",
+            false,
+            &Theme::default(),
+        );
+        assert_eq!(doc.links, vec![(0, "workspace:///data/f.png".to_string())]);
+    }
+}

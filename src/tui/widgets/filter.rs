@@ -1,0 +1,167 @@
+//! The `/` filter of a list: a one-line input drawn at the bottom of the
+//! pane, applied as the user types.
+//!
+//! Matching is a substring match, case-insensitive unless the filter has
+//! an upper-case letter ("smart case"); a leading `!` inverts it.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::text;
+
+/// What a key did to the filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOutcome {
+    /// The key was not for the filter.
+    Ignored,
+    /// The text changed: re-filter.
+    Changed,
+    /// Editing ended (Enter keeps the text, Esc clears it).
+    Done,
+}
+
+/// State of one filter.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Taking keys now.
+    pub editing: bool,
+    /// The filter text.
+    pub text: String,
+    lower: String,
+}
+
+impl Filter {
+    /// Starts editing.
+    pub fn begin(&mut self) {
+        self.editing = true;
+    }
+
+    /// True when a non-empty filter applies.
+    pub fn active(&self) -> bool {
+        !self.text.is_empty() && self.text != "!"
+    }
+
+    /// Sets the text directly.
+    pub fn set(&mut self, text: &str) {
+        self.text = text.to_string();
+        self.lower = self.text.to_lowercase();
+    }
+
+    /// Handles a key while editing.
+    pub fn key(&mut self, key: &KeyEvent) -> FilterOutcome {
+        if !self.editing {
+            return FilterOutcome::Ignored;
+        }
+        match key.code {
+            KeyCode::Enter => {
+                self.editing = false;
+                FilterOutcome::Done
+            }
+            KeyCode::Esc => {
+                self.editing = false;
+                self.set("");
+                FilterOutcome::Done
+            }
+            KeyCode::Backspace => {
+                let mut t = self.text.clone();
+                t.pop();
+                self.set(&t);
+                FilterOutcome::Changed
+            }
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.set("");
+                FilterOutcome::Changed
+            }
+            KeyCode::Char(c)
+                if !key.modifiers.contains(KeyModifiers::CONTROL)
+                    && !key.modifiers.contains(KeyModifiers::ALT) =>
+            {
+                let t = format!("{}{c}", self.text);
+                self.set(&t);
+                FilterOutcome::Changed
+            }
+            _ => FilterOutcome::Changed,
+        }
+    }
+
+    /// Pasted text: newlines and tabs become spaces, other control
+    /// characters (ESC) are dropped; nothing is submitted.
+    pub fn paste(&mut self, s: &str) -> FilterOutcome {
+        if !self.editing {
+            return FilterOutcome::Ignored;
+        }
+        let clean: String = s
+            .chars()
+            .filter_map(|c| match c {
+                '\n' | '\r' | '\t' => Some(' '),
+                c if text::is_control(c) => None,
+                c => Some(c),
+            })
+            .collect();
+        let t = format!("{}{clean}", self.text);
+        self.set(&t);
+        FilterOutcome::Changed
+    }
+
+    /// Whether `s` passes the filter.
+    pub fn matches(&self, s: &str) -> bool {
+        if !self.active() {
+            return true;
+        }
+        let (neg, pat, lower) = match self.text.strip_prefix('!') {
+            Some(p) => (true, p, &self.lower[1..]),
+            None => (false, self.text.as_str(), self.lower.as_str()),
+        };
+        let hit = if pat.chars().any(char::is_uppercase) {
+            s.contains(pat)
+        } else {
+            s.to_lowercase().contains(lower)
+        };
+        hit != neg
+    }
+
+    /// The bar text (`/text▏` while editing).
+    pub fn label(&self) -> String {
+        if self.editing {
+            format!("/{}▏", text::display(&self.text))
+        } else {
+            format!("/{}", text::display(&self.text))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::crossterm::event::KeyEventKind;
+
+    fn k(code: KeyCode) -> KeyEvent {
+        KeyEvent::new_with_kind(code, KeyModifiers::NONE, KeyEventKind::Press)
+    }
+
+    #[test]
+    fn smart_case_and_negation() {
+        let mut f = Filter::default();
+        f.begin();
+        for c in "rea".chars() {
+            assert_eq!(f.key(&k(KeyCode::Char(c))), FilterOutcome::Changed);
+        }
+        assert!(f.matches("README.md"));
+        f.set("REA");
+        assert!(f.matches("README.md"));
+        assert!(!f.matches("readme"));
+        f.set("!md");
+        assert!(!f.matches("a.md"));
+        assert!(f.matches("a.txt"));
+        assert_eq!(f.key(&k(KeyCode::Esc)), FilterOutcome::Done);
+        assert!(!f.active());
+        assert_eq!(f.key(&k(KeyCode::Char('x'))), FilterOutcome::Ignored);
+    }
+
+    #[test]
+    fn paste_drops_control_characters() {
+        let mut f = Filter::default();
+        f.begin();
+        f.paste("a\nb\x1b[31m");
+        assert_eq!(f.text, "a b[31m");
+    }
+}
