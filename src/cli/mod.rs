@@ -138,6 +138,7 @@ impl Ctx {
             skill_paths: self.config.workspace.skill_paths.clone(),
             instructions: self.config.workspace.instructions.clone(),
             limits: self.config.limits.clone(),
+            default_mcps: Vec::new(),
         };
         Ok(Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?)
     }
