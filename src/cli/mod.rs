@@ -4,6 +4,7 @@
 
 mod exec;
 mod info;
+mod mcp;
 mod offload;
 mod output;
 mod sessions;
@@ -73,6 +74,10 @@ pub enum Command {
     /// Offloaded context, tool results and data.
     #[command(subcommand)]
     Offload(offload::OffloadCmd),
+    /// MCP servers of the (agent, session): list, add, remove, tools,
+    /// call, restart; `serve` runs this workspace as an MCP server.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
     /// Print shell completions.
@@ -159,6 +164,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Skills(c)) => skills::run(&ctx, c).await,
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
+        Some(Command::Mcp(c)) => mcp::run(&ctx, c).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }

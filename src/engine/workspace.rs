@@ -142,8 +142,12 @@ impl Workspace {
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
         let layout = Layout::new(sandbox.workdir());
-        let mcp =
-            super::mcp::McpRuntime::new(sandbox.clone(), bus.clone(), &id, config.default_mcps.clone());
+        let mcp = super::mcp::McpRuntime::new(
+            sandbox.clone(),
+            bus.clone(),
+            &id,
+            config.default_mcps.clone(),
+        );
         let ws = Arc::new(Workspace {
             id,
             sandbox,

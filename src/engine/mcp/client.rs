@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use rmcp::handler::client::ClientHandler;
-#[allow(deprecated)] // SEP-2577 deprecates logging; servers still send it.
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, JsonRpcMessage, ProtocolVersion, ServerNotification, Tool,
 };
+#[allow(deprecated)] // SEP-2577 deprecates logging; servers still send it.
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::{
     NotificationContext, Peer, RoleClient, RunningService, RxJsonRpcMessage, ServiceError,
     TxJsonRpcMessage,
@@ -202,7 +202,8 @@ struct Connection {
 
 impl Connection {
     fn alive(&self) -> bool {
-        !self.peer.is_transport_closed() && self.process.as_ref().is_none_or(|p| p.exited().is_none())
+        !self.peer.is_transport_closed()
+            && self.process.as_ref().is_none_or(|p| p.exited().is_none())
     }
 
     async fn shutdown(&self) {
@@ -371,6 +372,29 @@ fn header_map(cfg: &HttpConfig) -> Result<reqwest::header::HeaderMap, String> {
     Ok(map)
 }
 
+/// An error and its causes as one line, without rmcp's transport type
+/// names (`Transport [wsbench::...] error:`), which say nothing to a user.
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let text = err.to_string();
+        let text = match text.find("Transport [") {
+            Some(i) => match text[i..].find("] error: ") {
+                Some(j) => format!("{}{}", &text[..i], &text[i + j + 9..]),
+                None => text,
+            },
+            None => text,
+        };
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.retain(|p| !text.contains(p.as_str()));
+            parts.push(text);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
@@ -381,7 +405,12 @@ fn secs(d: Duration) -> String {
 }
 
 impl McpInstance {
-    pub(crate) fn new(agent: &str, session: &str, decl: McpDecl, env: Arc<InstanceEnv>) -> Arc<Self> {
+    pub(crate) fn new(
+        agent: &str,
+        session: &str,
+        decl: McpDecl,
+        env: Arc<InstanceEnv>,
+    ) -> Arc<Self> {
         let log = Arc::new(ServerLog::new(env.bus.clone(), &env.workspace, &decl.name));
         Arc::new(McpInstance {
             agent: agent.to_string(),
@@ -593,7 +622,9 @@ impl McpInstance {
                 .failed_at
                 .is_some_and(|t| t.elapsed() < self.env.options().retry_failed_after)
         {
-            return Some(Err(self.unavailable(inner.state.detail().unwrap_or_default())));
+            return Some(Err(
+                self.unavailable(inner.state.detail().unwrap_or_default())
+            ));
         }
         None
     }
@@ -636,11 +667,18 @@ impl McpInstance {
                 let served = tokio::time::timeout(init, handler.serve(tap)).await;
                 match served {
                     Ok(Ok(running)) => Ok(self.connection(running, Some(process), epoch)),
-                    Ok(Err(e)) => Err(died_or(&process, format!("initialize failed: {e}")).await),
+                    Ok(Err(e)) => {
+                        Err(died_or(&process, format!("initialize failed: {}", describe(&e))).await)
+                    }
                     Err(_) => {
                         process.kill().await;
                         let mut st = timed_out();
-                        if let McpState::Failed { stderr_tail, exit_status, .. } = &mut st {
+                        if let McpState::Failed {
+                            stderr_tail,
+                            exit_status,
+                            ..
+                        } = &mut st
+                        {
                             *stderr_tail = process.stderr_now();
                             *exit_status = process.exited().flatten();
                         }
@@ -650,12 +688,19 @@ impl McpInstance {
             }
             McpConfig::Http(cfg) => {
                 let client = http_client().map_err(failed)?;
-                let headers = header_map(cfg).map_err(|e| failed(format!("configuration error: {e}")))?;
+                let headers =
+                    header_map(cfg).map_err(|e| failed(format!("configuration error: {e}")))?;
                 let served = match cfg.transport() {
                     McpTransport::Sse => {
                         let t = tokio::time::timeout(
                             init,
-                            SseTransport::connect(client, &cfg.url, headers, init, self.log.clone()),
+                            SseTransport::connect(
+                                client,
+                                &cfg.url,
+                                headers,
+                                init,
+                                self.log.clone(),
+                            ),
                         )
                         .await
                         .map_err(|_| timed_out())?
@@ -667,7 +712,8 @@ impl McpInstance {
                         tokio::time::timeout(init, handler.serve(tap)).await
                     }
                     _ => {
-                        let mut config = StreamableHttpClientTransportConfig::with_uri(cfg.url.as_str());
+                        let mut config =
+                            StreamableHttpClientTransportConfig::with_uri(cfg.url.as_str());
                         config.custom_headers = headers
                             .iter()
                             .map(|(k, v)| (k.clone(), v.clone()))
@@ -684,7 +730,11 @@ impl McpInstance {
                 };
                 match served {
                     Ok(Ok(running)) => Ok(self.connection(running, None, epoch)),
-                    Ok(Err(e)) => Err(failed(format!("cannot connect to {}: {e}", cfg.url))),
+                    Ok(Err(e)) => Err(failed(format!(
+                        "cannot connect to {}: {}",
+                        cfg.url,
+                        describe(&e)
+                    ))),
                     Err(_) => Err(timed_out()),
                 }
             }
@@ -706,7 +756,8 @@ impl McpInstance {
     }
 
     async fn connect_stateful(self: &Arc<Self>, opts: &McpOptions) -> Result<(), McpState> {
-        if let Some(old) = self.inner.lock().expect("inner lock").conn.take() {
+        let old = self.inner.lock().expect("inner lock").conn.take();
+        if let Some(old) = old {
             tokio::spawn(async move { old.shutdown().await });
         }
         let conn = self.open(opts).await?;
@@ -730,19 +781,21 @@ impl McpInstance {
             }
         };
         let count = tools.iter().filter(|t| self.visible(&t.name)).count();
-        {
+        let closed = {
             let mut inner = self.inner.lock().expect("inner lock");
-            if inner.closed {
-                drop(inner);
-                conn.shutdown().await;
-                return Err(McpState::Stopped);
+            if !inner.closed {
+                inner.tools_epoch = conn.epoch.load(Ordering::SeqCst);
+                inner.tools = Some(tools);
+                inner.conn = Some(conn.clone());
+                inner.failed_at = None;
             }
-            inner.tools_epoch = conn.epoch.load(Ordering::SeqCst);
-            inner.tools = Some(tools);
-            inner.conn = Some(conn.clone());
-            inner.failed_at = None;
+            inner.closed
+        };
+        if closed {
+            conn.shutdown().await;
+            return Err(McpState::Stopped);
         }
-        self.set_state(McpState::Ready { tools: count });
+        self.set_state(McpState::Ready { tool_count: count });
         self.watch_exit(conn);
         Ok(())
     }
@@ -800,7 +853,7 @@ impl McpInstance {
             inner.tools = Some(tools);
             inner.failed_at = None;
         }
-        self.set_state(McpState::Ready { tools: count });
+        self.set_state(McpState::Ready { tool_count: count });
         Ok(())
     }
 
@@ -810,7 +863,9 @@ impl McpInstance {
     /// stale notification of an old connection does nothing.
     pub(crate) async fn refresh_tools(self: &Arc<Self>, only_if: Option<Arc<AtomicU64>>) {
         let _g = self.refresh_lock.lock().await;
-        let Some(conn) = self.current_conn() else { return };
+        let Some(conn) = self.current_conn() else {
+            return;
+        };
         if let Some(e) = &only_if
             && !Arc::ptr_eq(e, &conn.epoch)
         {
@@ -834,7 +889,7 @@ impl McpInstance {
                 self.log
                     .info(&format!("tool list changed; now: {}", names.join(", ")));
                 if self.state().is_ready() {
-                    self.set_state(McpState::Ready { tools: count });
+                    self.set_state(McpState::Ready { tool_count: count });
                 }
             }
             Ok(Err(e)) => self
@@ -879,9 +934,10 @@ impl McpInstance {
             Some(c) => (c, false),
             None => {
                 let opts = self.env.options();
-                let c = self.open(&opts).await.map_err(|st| {
-                    self.unavailable(st.detail().unwrap_or_default())
-                })?;
+                let c = self
+                    .open(&opts)
+                    .await
+                    .map_err(|st| self.unavailable(st.detail().unwrap_or_default()))?;
                 (c, true)
             }
         };
@@ -1055,7 +1111,10 @@ mod tests {
     #[test]
     fn qualified_names_round_trip() {
         assert_eq!(qualified_name("docs", "search"), "mcp__docs__search");
-        assert_eq!(split_qualified("mcp__docs__search"), Some(("docs", "search")));
+        assert_eq!(
+            split_qualified("mcp__docs__search"),
+            Some(("docs", "search"))
+        );
         assert_eq!(
             split_qualified("mcp__my-srv__get__x"),
             Some(("my-srv", "get__x"))

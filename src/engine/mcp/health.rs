@@ -34,11 +34,11 @@ pub enum McpState {
     Declared,
     /// Being started / connected.
     Starting,
-    /// Connected; `tools` is the number of tools listed (after
+    /// Connected; `tool_count` is the number of tools offered (after
     /// `enable_tools` / `disable_tools`).
     Ready {
         /// Tool count.
-        tools: usize,
+        tool_count: usize,
     },
     /// Could not start, or died.
     Failed {
@@ -70,7 +70,7 @@ impl McpState {
     /// The event detail: tool count, or reason + exit status + stderr tail.
     pub fn detail(&self) -> Option<String> {
         match self {
-            McpState::Ready { tools } => Some(format!("{tools} tools")),
+            McpState::Ready { tool_count: tools } => Some(format!("{tools} tools")),
             McpState::Failed {
                 reason,
                 exit_status,
@@ -215,7 +215,12 @@ impl ServerLog {
 
     /// The lines kept, oldest first.
     pub fn lines(&self) -> Vec<LogLine> {
-        self.lines.lock().expect("log lock").iter().cloned().collect()
+        self.lines
+            .lock()
+            .expect("log lock")
+            .iter()
+            .cloned()
+            .collect()
     }
 }
 
@@ -314,7 +319,10 @@ mod tests {
         assert!(d.contains("exit status 1"), "{d}");
         assert!(d.contains("SEARCH_API_KEY is not set"), "{d}");
         assert_eq!(s.name(), "failed");
-        assert_eq!(McpState::Ready { tools: 3 }.detail().unwrap(), "3 tools");
+        assert_eq!(
+            McpState::Ready { tool_count: 3 }.detail().unwrap(),
+            "3 tools"
+        );
     }
 
     #[test]

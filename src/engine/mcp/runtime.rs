@@ -335,11 +335,13 @@ impl Workspace {
             .await?
             .iter()
             .filter(|i| match &i.location {
-                Some(loc) => loc.starts_with(&format!(
-                    "mcps[{}][{}]",
-                    serde_json::to_string(agent).unwrap_or_default(),
-                    serde_json::to_string(session).unwrap_or_default()
-                )) || !loc.starts_with("mcps["),
+                Some(loc) => {
+                    loc.starts_with(&format!(
+                        "mcps[{}][{}]",
+                        serde_json::to_string(agent).unwrap_or_default(),
+                        serde_json::to_string(session).unwrap_or_default()
+                    )) || !loc.starts_with("mcps[")
+                }
                 None => true,
             })
             .map(|i| i.to_string())
@@ -504,8 +506,16 @@ impl Workspace {
             state: result.state,
             exit_code: None,
             timed_out: result.timed_out,
-            error: (result.state == ToolState::Error)
-                .then(|| result.text().lines().next().unwrap_or("").chars().take(500).collect()),
+            error: (result.state == ToolState::Error).then(|| {
+                result
+                    .text()
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(500)
+                    .collect()
+            }),
             duration_ms,
             output_bytes: result.output_bytes,
             offload_path: result.offload_path.clone(),
@@ -704,7 +714,9 @@ impl Workspace {
             // Make room as a listing would, then start it.
             let mut declared = self.mcp_declared(agent, session).await?;
             declared.push(decl.clone());
-            let (_, gone) = self.mcp.slots(agent, session, &declared[..declared.len() - 1]);
+            let (_, gone) = self
+                .mcp
+                .slots(agent, session, &declared[..declared.len() - 1]);
             if !gone.is_empty() {
                 tokio::spawn(close_all(gone));
             }
@@ -774,8 +786,10 @@ impl Workspace {
             .mutate_store(|store, _| Ok(store.purge_session(agent, session)))
             .await
         {
-            self.mcp
-                .log("warn", format!("purging MCP declarations of session {session:?}: {e}"));
+            self.mcp.log(
+                "warn",
+                format!("purging MCP declarations of session {session:?}: {e}"),
+            );
         }
     }
 
@@ -796,8 +810,10 @@ impl Workspace {
             })
             .await
         {
-            self.mcp
-                .log("warn", format!("purging MCP declarations of agent {agent:?}: {e}"));
+            self.mcp.log(
+                "warn",
+                format!("purging MCP declarations of agent {agent:?}: {e}"),
+            );
         }
     }
 

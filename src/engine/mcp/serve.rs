@@ -15,8 +15,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, EmbeddedResource,
     ErrorData, ImageContent, Implementation, InitializeResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
-    TextContent, Tool, ToolAnnotations,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, TextContent,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -244,18 +244,23 @@ impl ServerHandler for WorkspaceServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let Some(name) = request.uri.strip_prefix(SKILL_SCHEME) else {
             return Err(ErrorData::resource_not_found(
-                format!("unknown resource {}; skills are skill://<name>", request.uri),
+                format!(
+                    "unknown resource {}; skills are skill://<name>",
+                    request.uri
+                ),
                 None,
             ));
         };
         match self.ws.skill_markdown(name, &self.agent).await {
-            Ok(md) => Ok(ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
-                uri: request.uri.clone(),
-                mime_type: Some("text/markdown".into()),
-                text: md,
-                meta: None,
-            }])
-            .into()),
+            Ok(md) => Ok(
+                ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
+                    uri: request.uri.clone(),
+                    mime_type: Some("text/markdown".into()),
+                    text: md,
+                    meta: None,
+                }])
+                .into(),
+            ),
             Err(e) => Err(ErrorData::resource_not_found(e.to_string(), None)),
         }
     }

@@ -85,7 +85,10 @@ impl SseTransport {
         )
         .await
         .map_err(|_| {
-            SseError::Protocol(format!("{url} did not answer within {}s", timeout.as_secs_f64()))
+            SseError::Protocol(format!(
+                "{url} did not answer within {}s",
+                timeout.as_secs_f64()
+            ))
         })?
         .map_err(|source| SseError::Http {
             url: url.to_string(),

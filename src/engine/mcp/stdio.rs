@@ -534,7 +534,11 @@ pub async fn start(
     let env: BTreeMap<String, String> = cfg
         .env
         .as_ref()
-        .map(|m| m.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
         .unwrap_or_default();
     let process = sandbox
         .spawn(SpawnRequest {
@@ -558,7 +562,12 @@ pub async fn start(
         tokio::time::sleep(EXIT_GRACE).await;
         stop_on_exit.cancel();
     });
-    tokio::spawn(drain_stderr(process.stderr, tail.clone(), log.clone(), done_tx));
+    tokio::spawn(drain_stderr(
+        process.stderr,
+        tail.clone(),
+        log.clone(),
+        done_tx,
+    ));
     tokio::spawn(read_stdout(
         process.stdout,
         tx,
@@ -851,7 +860,11 @@ mod tests {
     fn oversized_ids_from_head_tail_or_the_only_request() {
         let none = HashSet::new();
         assert_eq!(
-            oversized_id(br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"te"#, b"", &none),
+            oversized_id(
+                br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"te"#,
+                b"",
+                &none
+            ),
             Some(RequestId::Number(12))
         );
         assert_eq!(
@@ -862,8 +875,9 @@ mod tests {
             ),
             Some(RequestId::String("s-1".into()))
         );
-        let inflight: HashSet<RequestId> =
-            [RequestId::Number(3), RequestId::Number(9)].into_iter().collect();
+        let inflight: HashSet<RequestId> = [RequestId::Number(3), RequestId::Number(9)]
+            .into_iter()
+            .collect();
         assert_eq!(
             oversized_id(
                 br#"{"result":{"content":[{"type":"text","text":"xxxx"#,
