@@ -227,3 +227,23 @@ fn skills_on_the_fixture_and_a_seeded_workspace() {
         "{text}"
     );
 }
+
+#[test]
+fn status_lists_mcp_declarations_of_the_fixture() {
+    let env = Env::new();
+    let f = support::fixture_copy();
+    let o = env.run(&[
+        "status",
+        "--workdir",
+        f.path().to_str().unwrap(),
+        "--agent",
+        "coder",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let decl = &v["mcp_declarations"];
+    assert_eq!(decl[0]["session"], "s-001");
+    assert_eq!(decl[0]["mcps"], serde_json::json!(["docs", "everything"]));
+    assert_eq!(decl[1]["mcps"], serde_json::json!(["search"]));
+    assert_eq!(v["skills"]["skills"].as_array().unwrap().len(), 2);
+}

@@ -78,6 +78,8 @@ pub enum Command {
     /// call, restart; `serve` runs this workspace as an MCP server.
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
+    /// The workspace at a glance: sessions, skills, MCP declarations.
+    Status,
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
     /// Print shell completions.
@@ -165,6 +167,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
         Some(Command::Mcp(c)) => mcp::run(&ctx, c).await,
+        Some(Command::Status) => info::summary(&ctx).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }
