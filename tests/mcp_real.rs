@@ -59,10 +59,17 @@ async fn everything_over_stdio() {
     let Some(bin) = need_node("mcp-server-everything") else {
         return;
     };
-    let decl = McpDecl::stdio("everything", bin.display().to_string(), vec!["stdio".into()]);
+    let decl = McpDecl::stdio(
+        "everything",
+        bin.display().to_string(),
+        vec!["stdio".into()],
+    );
     let (_d, ws, _bus) = workspace(vec![decl]).await;
     let tools = ws.mcp_tools("a", "s").await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__everything__echo"), "{tools:?}");
+    assert!(
+        tools.iter().any(|t| t.name == "mcp__everything__echo"),
+        "{tools:?}"
+    );
     let r = ws
         .call_mcp_tool(call("s", "everything", "echo", json!({"message": "hi"})))
         .await;
@@ -181,7 +188,11 @@ async fn filesystem_server() {
     let r = ws
         .call_mcp_tool(call("s", "fs", "list_allowed_directories", json!({})))
         .await;
-    assert!(r.text().contains(&root.display().to_string()), "{}", r.text());
+    assert!(
+        r.text().contains(&root.display().to_string()),
+        "{}",
+        r.text()
+    );
     let r = ws
         .call_mcp_tool(call(
             "s",
@@ -204,7 +215,10 @@ async fn python_sdk_server_over_stdio_and_http() {
     let mut cmd = std::process::Command::new(&py);
     cmd.args([&script, "streamable-http", &port.to_string()]);
     let _server = Server::start(cmd);
-    assert!(wait_port(port, Duration::from_secs(30)).await, "SDK server did not listen");
+    assert!(
+        wait_port(port, Duration::from_secs(30)).await,
+        "SDK server did not listen"
+    );
     let http = McpDecl::http("pyhttp", format!("http://127.0.0.1:{port}/mcp"), true);
     let (_d, ws, _bus) = workspace(vec![stdio, http]).await;
     for name in ["py", "pyhttp"] {
@@ -239,7 +253,11 @@ async fn fixture_mcp_loads_and_lists_through_the_cli() {
     }
     let before = std::fs::read(copy.path().join(".mcp")).unwrap();
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = v["servers"]
         .as_array()
@@ -304,8 +322,16 @@ async fn c07_one_bad_entry_does_not_kill_the_workspace() {
     }
     assert_eq!(listing.servers[1].state, McpState::Ready { tool_count: 4 });
     assert_eq!(listing.issues.len(), 1, "{:?}", listing.issues);
-    assert!(listing.issues[0].contains("(name \"a\")"), "{}", listing.issues[0]);
-    assert!(listing.issues[0].contains("mcp_config.command"), "{}", listing.issues[0]);
+    assert!(
+        listing.issues[0].contains("(name \"a\")"),
+        "{}",
+        listing.issues[0]
+    );
+    assert!(
+        listing.issues[0].contains("mcp_config.command"),
+        "{}",
+        listing.issues[0]
+    );
     ws.list_skills("coder").await.unwrap();
     ws.close().await;
     assert_eq!(sha(&dir.path().join(".mcp")), before);
@@ -366,8 +392,16 @@ async fn wsbench_mcp_serve_driven_by_the_python_sdk_client() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill"]);
-    let text = |i: usize| results[i]["content"][0]["text"].as_str().unwrap().to_string();
+    assert_eq!(
+        tools,
+        ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill"]
+    );
+    let text = |i: usize| {
+        results[i]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     assert_eq!(text(1), "from-bash\n");
     assert!(text(2).contains("hello from the workspace"), "{}", text(2));
     assert!(text(3).contains("hello.txt"), "{}", text(3));

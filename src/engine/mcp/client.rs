@@ -687,6 +687,14 @@ impl McpInstance {
                 }
             }
             McpConfig::Http(cfg) => {
+                // The declaration's HTTP timeout bounds the connect.
+                let init = cfg
+                    .timeout
+                    .filter(|t| *t > 0.0)
+                    .map(Duration::from_secs_f64)
+                    .map_or(init, |t| t.min(init));
+                let timed_out =
+                    || failed(format!("no answer to initialize within {}s", secs(init)));
                 let client = http_client().map_err(failed)?;
                 let headers =
                     header_map(cfg).map_err(|e| failed(format!("configuration error: {e}")))?;

@@ -406,7 +406,7 @@ impl Workspace {
         name: &str,
     ) -> WsResult<Arc<McpInstance>> {
         let declared = self.mcp_declared(agent, session).await?;
-        let Some(d) = declared.iter().find(|d| d.name == name) else {
+        if !declared.iter().any(|d| d.name == name) {
             let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
             return Err(WorkspaceError::NotFound(format!(
                 "no MCP server `{name}` for agent {agent:?}, session {session:?} (declared: {})",
@@ -416,8 +416,7 @@ impl Workspace {
                     names.join(", ")
                 }
             )));
-        };
-        let _ = d;
+        }
         let (instances, gone) = self.mcp.slots(agent, session, &declared);
         if !gone.is_empty() {
             tokio::spawn(close_all(gone));
