@@ -599,3 +599,45 @@ async fn close_stops_every_server_and_kills_its_process() {
     assert_eq!(st.iter().filter(|(_, s, _)| s == "stopped").count(), 2);
     assert_no_zombies().await;
 }
+
+#[tokio::test]
+async fn env_secrets_come_from_the_environment_not_from_dot_mcp() {
+    // SAFETY: a variable no other test reads or writes.
+    unsafe { std::env::set_var("WSBENCH_TEST_MCP_SECRET", "s3cret") };
+    let mut d = fake("sec", &[]);
+    if let wsbench::engine::mcp::McpConfig::Stdio(c) = &mut d.mcp_config {
+        c.env = Some(
+            [("TOKEN", "${WSBENCH_TEST_MCP_SECRET}")]
+                .into_iter()
+                .collect(),
+        );
+    }
+    let (dir, ws, _bus) = workspace(vec![]).await;
+    ws.add_mcp(d, AGENT, SESSION, true).await.unwrap();
+    let r = ws
+        .call_mcp_tool(call("sec", "echo", json!({"env": "TOKEN"})))
+        .await;
+    assert_eq!(r.text(), "s3cret");
+    let file = std::fs::read_to_string(dir.path().join(".mcp")).unwrap();
+    assert!(file.contains("${WSBENCH_TEST_MCP_SECRET}") && !file.contains("s3cret"));
+    // An unset variable is a clear configuration error.
+    let mut d = fake("nosec", &[]);
+    if let wsbench::engine::mcp::McpConfig::Stdio(c) = &mut d.mcp_config {
+        c.env = Some(
+            [("TOKEN", "${WSBENCH_TEST_MCP_UNSET}")]
+                .into_iter()
+                .collect(),
+        );
+    }
+    let e = ws
+        .add_mcp(d, AGENT, SESSION, true)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("configuration error") && e.contains("WSBENCH_TEST_MCP_UNSET"),
+        "{e}"
+    );
+    ws.close().await;
+    assert_no_zombies().await;
+}

@@ -14,7 +14,7 @@ Flags (any combination):
                    [alpha, gamma] and sends tools/list_changed first
   --log FILE       append every method received to FILE (one per line)
   --print-big N    print the byte length and sha-256 of big(N)'s text, exit
-Tools: echo(text), big(n) (n bytes of text, 'é' every 1000 bytes and last),
+Tools: echo(text) (or echo(env=NAME): that variable's value), big(n) (n bytes of text, 'é' every 1000 bytes and last),
 sleep(secs), die(code) (exits mid-call after a line on stderr), and the
 list-change tools.
 """
@@ -143,6 +143,8 @@ for raw in sys.stdin.buffer:
         names = [t["name"] for t in tools]
         if name not in names:
             send({"jsonrpc": "2.0", "id": i, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
+        elif name == "echo" and "env" in a:
+            reply(i, text(os.environ.get(a["env"], "<unset>")))
         elif name == "echo":
             reply(i, text(a.get("text", "")))
         elif name == "big":

@@ -129,7 +129,11 @@ impl McpRuntime {
             let inst = slot
                 .instances
                 .entry(d.name.clone())
-                .or_insert_with(|| McpInstance::new(agent, session, d.clone(), self.env.clone()))
+                .or_insert_with(|| {
+                    let i = McpInstance::new(agent, session, d.clone(), self.env.clone());
+                    i.announce();
+                    i
+                })
                 .clone();
             out.push(inst);
         }
