@@ -5,6 +5,7 @@
 mod agent;
 mod exec;
 mod info;
+mod mcp;
 mod offload;
 mod output;
 mod sessions;
@@ -94,6 +95,10 @@ pub enum Command {
     /// Offloaded context, tool results and data.
     #[command(subcommand)]
     Offload(offload::OffloadCmd),
+    /// MCP servers of the (agent, session): list, add, remove, tools,
+    /// call, restart; `serve` runs this workspace as an MCP server.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
     /// The workspace at a glance: sessions, skills, MCP declarations.
     Status,
     /// Workspaces of a profile: list (including those made by earlier
@@ -225,6 +230,7 @@ impl Ctx {
             skill_paths: self.config.workspace.skill_paths.clone(),
             instructions: self.config.workspace.instructions.clone(),
             limits: self.config.limits.clone(),
+            default_mcps: Vec::new(),
         };
         Ok(Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?)
     }
@@ -309,6 +315,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Skills(c)) => skills::run(&ctx, c).await,
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
+        Some(Command::Mcp(c)) => mcp::run(&ctx, c).await,
         Some(Command::Status) => info::summary(&ctx).await,
         Some(Command::Workspaces(c)) => workspaces::run(&ctx, c).await,
         Some(Command::Demo(a)) => agent::run_demo(&ctx, a).await,

@@ -59,6 +59,9 @@ pub struct WorkspaceConfig {
     pub instructions: Option<String>,
     /// Tool limits.
     pub limits: ToolLimits,
+    /// MCP servers of every (agent, session) that has not diverged
+    /// (reference `default_mcps`, contract §5.2).
+    pub default_mcps: Vec<super::mcp::McpDecl>,
 }
 
 /// A workspace bound to a live sandbox.
@@ -77,6 +80,8 @@ pub struct Workspace {
     /// race-free through exclusive creates, the hint only skips names
     /// this process already took.
     pub(crate) claim_hints: std::sync::Mutex<std::collections::HashMap<(String, String), u32>>,
+    /// Live MCP servers and the `.mcp` declarations.
+    pub(crate) mcp: super::mcp::McpRuntime,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -137,6 +142,12 @@ impl Workspace {
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
         let layout = Layout::new(sandbox.workdir());
+        let mcp = super::mcp::McpRuntime::new(
+            sandbox.clone(),
+            bus.clone(),
+            &id,
+            config.default_mcps.clone(),
+        );
         let ws = Arc::new(Workspace {
             id,
             sandbox,
@@ -148,6 +159,7 @@ impl Workspace {
             equipped: Default::default(),
             alive: AtomicBool::new(false),
             claim_hints: Default::default(),
+            mcp,
         });
         ws.publish(Event::Workspace {
             state: WorkspaceState::Provisioning,
@@ -186,6 +198,7 @@ impl Workspace {
     /// Marks the workspace closed. The sandbox stays usable (local
     /// semantics); the manager decides whether to suspend or destroy it.
     pub async fn close(&self) {
+        self.close_mcps().await;
         if self.alive.swap(false, Ordering::AcqRel) {
             self.publish(Event::Workspace {
                 state: WorkspaceState::Closed,
@@ -196,6 +209,7 @@ impl Workspace {
     /// Deletes `sessions/`, `data/`, `skills/` and `.mcp`; the sandbox stays.
     /// Skills are not re-seeded until the next [`Workspace::initialize`].
     pub async fn reset(&self) -> WsResult<()> {
+        self.reset_mcps().await;
         for p in [
             self.layout.sessions_dir(),
             self.layout.data_dir(),

@@ -225,6 +225,7 @@ pub fn profile_options(
         skill_paths: config.workspace.skill_paths.clone(),
         instructions: config.workspace.instructions.clone(),
         limits: config.limits.clone(),
+        ..Default::default()
     };
     Ok((provisioner, opts))
 }

@@ -1,5 +1,4 @@
-//! MCP servers of a workspace: their declarations (this module) and,
-//! later, the live clients.
+//! MCP servers of a workspace: their declarations and the live clients.
 //!
 //! * [`decl`] — one declaration, the reference's `MCPClient` JSON
 //!   (contract §2.1, §5.1): [`McpDecl`], validation, transport choice and
@@ -8,9 +7,21 @@
 //!   (agent, session) declarations (`_mcp_specs`, §5.2) with the report of
 //!   the load, and writes the file back atomically.
 //!
-//! [`Workspace`] cannot hold the store itself yet, so callers get one with
-//! [`Workspace::load_mcp_store`], keep it (behind a mutex when shared) and
-//! call [`McpStore::save`] after each change.
+//! * [`client`] — one live server of one (agent, session) with rmcp:
+//!   [`McpInstance`] (connect, tools, call, cancel, restart, close).
+//! * [`stdio`] — stdio servers started through the backend's
+//!   [`crate::backend::Sandbox::spawn`], with a line filter between the
+//!   process and rmcp (C03, C04) and exit/stderr watching (C01).
+//! * [`sse`] — the legacy HTTP+SSE transport (streamable HTTP is rmcp's).
+//! * [`health`] — states, per-server log, stderr tail.
+//! * [`runtime`] — [`McpRuntime`], held by the [`Workspace`]: lazy
+//!   per-pair instances, the live cap with LRU eviction, add / remove /
+//!   purge (persisted through [`McpStore::save`]), tool calls with
+//!   journal and offloading.
+//! * [`serve`] — `wsbench mcp serve`: the workspace as an MCP server.
+//!
+//! The runtime keeps its own [`McpStore`]; [`Workspace::load_mcp_store`]
+//! still gives a fresh, independent one (for inspection).
 //!
 //! **Secrets.** The reference writes `env` / `headers` values into `.mcp`
 //! in clear text, inside the agent-readable workspace (§11 point 30).
@@ -20,8 +31,18 @@
 //! A reference-written value that happens to contain `${...}` or `$$` is
 //! therefore read differently by wsbench than by the reference.
 
+pub mod client;
 pub mod decl;
+pub mod health;
+pub mod runtime;
+pub mod serve;
+pub mod sse;
+pub mod stdio;
 pub mod store;
+
+pub use client::{McpError, McpInstance, McpOptions, McpStatus, McpToolInfo, qualified_name};
+pub use health::{LogLine, McpState};
+pub use runtime::{McpListing, McpRuntime, McpToolCall};
 
 pub use decl::{
     DEFAULT_HTTP_TIMEOUT, DeclError, EncodingErrorHandler, HttpConfig, McpConfig, McpDecl,

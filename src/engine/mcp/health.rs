@@ -1,0 +1,349 @@
+//! Health of one live MCP server: its state machine, its bounded log and
+//! the tail of its stderr.
+//!
+//! States follow the machine: `declared → starting → ready(tool
+//! count) | failed(reason, exit status, stderr tail) → stopped`. Each
+//! transition is published as [`Event::McpState`]; each log line as
+//! [`Event::Log`] with source `mcp:<name>`, rate-limited so a server that
+//! floods stderr (10 MB and more) cannot flood the bus.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::engine::events::{Event, EventBus};
+
+/// Lines kept in a server's own log ([`ServerLog::lines`]).
+pub const LOG_LINES_KEPT: usize = 500;
+
+/// Longest log line kept, in bytes; longer lines are cut (with a note of
+/// the full length) so one 20 MB stray line cannot fill memory.
+pub const LOG_LINE_MAX: usize = 4096;
+
+/// Log events a server may publish per second before the rest are
+/// counted and summarised (its own log keeps the newest lines anyway).
+pub const LOG_EVENTS_PER_SEC: u32 = 200;
+
+/// State of one server instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum McpState {
+    /// Declared for the pair; not started (lazy) or evicted.
+    Declared,
+    /// Being started / connected.
+    Starting,
+    /// Connected; `tool_count` is the number of tools offered (after
+    /// `enable_tools` / `disable_tools`).
+    Ready {
+        /// Tool count.
+        tool_count: usize,
+    },
+    /// Could not start, or died.
+    Failed {
+        /// What went wrong, one line.
+        reason: String,
+        /// Exit status of a stdio server process (`128 + signal` for a
+        /// signal death) when it has exited.
+        exit_status: Option<i32>,
+        /// The last bytes the server wrote on stderr (stdio only).
+        stderr_tail: String,
+    },
+    /// Closed on purpose (remove, purge, eviction, workspace close).
+    Stopped,
+}
+
+impl McpState {
+    /// The state's name as in [`Event::McpState`] (`declared`, `starting`,
+    /// `ready`, `failed`, `stopped`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            McpState::Declared => "declared",
+            McpState::Starting => "starting",
+            McpState::Ready { .. } => "ready",
+            McpState::Failed { .. } => "failed",
+            McpState::Stopped => "stopped",
+        }
+    }
+
+    /// The event detail: tool count, or reason + exit status + stderr tail.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            McpState::Ready { tool_count: tools } => Some(format!("{tools} tools")),
+            McpState::Failed {
+                reason,
+                exit_status,
+                stderr_tail,
+            } => {
+                let mut d = reason.clone();
+                if let Some(code) = exit_status
+                    && !reason.contains("exit status")
+                {
+                    d.push_str(&format!(" (exit status {code})"));
+                }
+                if !stderr_tail.is_empty() && !reason.contains(stderr_tail.trim()) {
+                    d.push_str("\nstderr tail:\n");
+                    d.push_str(stderr_tail);
+                }
+                Some(d)
+            }
+            _ => None,
+        }
+    }
+
+    /// True for [`McpState::Ready`].
+    pub fn is_ready(&self) -> bool {
+        matches!(self, McpState::Ready { .. })
+    }
+}
+
+/// One line of a server's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogLine {
+    /// When it was logged.
+    #[serde(serialize_with = "ser_time")]
+    pub at: SystemTime,
+    /// `error`, `warn`, `info`.
+    pub level: String,
+    /// The text (cut at [`LOG_LINE_MAX`] bytes).
+    pub message: String,
+}
+
+fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    let dt: chrono::DateTime<chrono::Utc> = (*t).into();
+    s.serialize_str(&dt.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+struct Limiter {
+    window: Instant,
+    sent: u32,
+    suppressed: u64,
+}
+
+/// The log of one server instance: a bounded ring of lines plus
+/// rate-limited [`Event::Log`] publication.
+pub struct ServerLog {
+    bus: EventBus,
+    workspace: String,
+    source: String,
+    lines: Mutex<VecDeque<LogLine>>,
+    limiter: Mutex<Limiter>,
+}
+
+impl std::fmt::Debug for ServerLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerLog")
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl ServerLog {
+    /// A log publishing on `bus` for workspace `workspace` with source
+    /// `mcp:<server>`.
+    pub fn new(bus: EventBus, workspace: &str, server: &str) -> Self {
+        ServerLog {
+            bus,
+            workspace: workspace.to_string(),
+            source: format!("mcp:{server}"),
+            lines: Mutex::new(VecDeque::new()),
+            limiter: Mutex::new(Limiter {
+                window: Instant::now(),
+                sent: 0,
+                suppressed: 0,
+            }),
+        }
+    }
+
+    /// Logs a line at `level`.
+    pub fn log(&self, level: &str, message: &str) {
+        let message = cut(message);
+        {
+            let mut lines = self.lines.lock().expect("log lock");
+            if lines.len() == LOG_LINES_KEPT {
+                lines.pop_front();
+            }
+            lines.push_back(LogLine {
+                at: SystemTime::now(),
+                level: level.to_string(),
+                message: message.clone(),
+            });
+        }
+        let suppressed = {
+            let mut l = self.limiter.lock().expect("limiter lock");
+            if l.window.elapsed().as_secs() >= 1 {
+                l.window = Instant::now();
+                l.sent = 0;
+            }
+            if l.sent >= LOG_EVENTS_PER_SEC {
+                l.suppressed += 1;
+                return;
+            }
+            l.sent += 1;
+            std::mem::take(&mut l.suppressed)
+        };
+        if suppressed > 0 {
+            self.publish(
+                "warn",
+                format!("{suppressed} log lines of this server were not published (rate limit)"),
+            );
+        }
+        self.publish(level, message);
+    }
+
+    /// Logs a warning.
+    pub fn warn(&self, message: &str) {
+        self.log("warn", message);
+    }
+
+    /// Logs an informational line.
+    pub fn info(&self, message: &str) {
+        self.log("info", message);
+    }
+
+    fn publish(&self, level: &str, message: String) {
+        self.bus.publish(
+            &self.workspace,
+            Event::Log {
+                level: level.to_string(),
+                source: self.source.clone(),
+                message,
+            },
+        );
+    }
+
+    /// The lines kept, oldest first.
+    pub fn lines(&self) -> Vec<LogLine> {
+        self.lines
+            .lock()
+            .expect("log lock")
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
+
+fn cut(message: &str) -> String {
+    if message.len() <= LOG_LINE_MAX {
+        return message.to_string();
+    }
+    let mut end = LOG_LINE_MAX;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} bytes in all]", &message[..end], message.len())
+}
+
+/// The last `cap` bytes written to a stream (a server's stderr).
+#[derive(Debug)]
+pub struct Tail {
+    cap: usize,
+    buf: VecDeque<u8>,
+    total: u64,
+}
+
+impl Tail {
+    /// An empty tail keeping at most `cap` bytes.
+    pub fn new(cap: usize) -> Self {
+        Tail {
+            cap: cap.max(1),
+            buf: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    /// Adds bytes, dropping the oldest beyond the cap.
+    pub fn push(&mut self, data: &[u8]) {
+        self.total += data.len() as u64;
+        let data = if data.len() > self.cap {
+            &data[data.len() - self.cap..]
+        } else {
+            data
+        };
+        let overflow = (self.buf.len() + data.len()).saturating_sub(self.cap);
+        self.buf.drain(..overflow);
+        self.buf.extend(data);
+    }
+
+    /// Bytes seen in all.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The kept bytes as text (lossy), starting at a line boundary when
+    /// older bytes were dropped, so the tail does not open mid-line.
+    pub fn text(&self) -> String {
+        let bytes: Vec<u8> = self.buf.iter().copied().collect();
+        let start = if self.total > self.buf.len() as u64 {
+            bytes
+                .iter()
+                .position(|&b| b == b'\n')
+                .map(|p| p + 1)
+                .filter(|&p| p < bytes.len())
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        String::from_utf8_lossy(&bytes[start..]).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::events::Received;
+
+    #[test]
+    fn tail_keeps_the_last_bytes_from_a_line_start() {
+        let mut t = Tail::new(16);
+        t.push(b"first line\nsecond line\nthird\n");
+        assert_eq!(t.total(), 29);
+        assert_eq!(t.text(), "third\n");
+        let mut t = Tail::new(100);
+        t.push(b"FATAL: key\n");
+        assert_eq!(t.text(), "FATAL: key\n");
+        let mut t = Tail::new(4);
+        t.push(&[b'x'; 100]);
+        assert_eq!(t.text(), "xxxx");
+    }
+
+    #[test]
+    fn failed_detail_names_status_and_tail() {
+        let s = McpState::Failed {
+            reason: "server exited before answering initialize".into(),
+            exit_status: Some(1),
+            stderr_tail: "FATAL: SEARCH_API_KEY is not set\n".into(),
+        };
+        let d = s.detail().unwrap();
+        assert!(d.contains("exit status 1"), "{d}");
+        assert!(d.contains("SEARCH_API_KEY is not set"), "{d}");
+        assert_eq!(s.name(), "failed");
+        assert_eq!(
+            McpState::Ready { tool_count: 3 }.detail().unwrap(),
+            "3 tools"
+        );
+    }
+
+    #[test]
+    fn log_is_bounded_and_rate_limited() {
+        let bus = EventBus::new(100_000);
+        let mut sub = bus.subscribe();
+        let log = ServerLog::new(bus, "w", "srv");
+        for i in 0..(LOG_LINES_KEPT + 300) {
+            log.info(&format!("line {i}"));
+        }
+        log.warn(&"y".repeat(LOG_LINE_MAX * 2));
+        let lines = log.lines();
+        assert_eq!(lines.len(), LOG_LINES_KEPT);
+        assert!(lines.last().unwrap().message.contains("bytes in all"));
+        let mut n = 0;
+        while let Some(Received::Event(e)) = sub.try_recv() {
+            if let Event::Log { source, .. } = &e.event {
+                assert_eq!(source, "mcp:srv");
+            }
+            n += 1;
+        }
+        assert_eq!(n, LOG_EVENTS_PER_SEC as usize);
+    }
+}
