@@ -22,6 +22,7 @@
 //! (a host path for local, `/workspace/...` inside containers); see
 //! [`path`] for the pure helpers that join and normalise them.
 
+pub mod bubblewrap;
 pub mod local;
 pub mod path;
 pub mod process_tree;
