@@ -554,7 +554,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     fn host_path(&self, path: &str) -> Option<PathBuf> {
-        self.files.resolve(path, true).ok()
+        self.files.host_path(path)
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {

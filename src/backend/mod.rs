@@ -23,6 +23,7 @@
 //! [`path`] for the pure helpers that join and normalise them.
 
 pub mod bubblewrap;
+pub mod docker;
 pub mod local;
 pub mod path;
 pub mod process_tree;

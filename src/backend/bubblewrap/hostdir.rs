@@ -239,6 +239,35 @@ impl HostDir {
             .ok_or_else(|| BackendError::Escapes(path.to_string()))
     }
 
+    /// The host path the file tools should use for `path`, or `None` when
+    /// it leaves the mounts. The lexical host path (so results name the
+    /// path as the caller gave it) when following links on the host lands
+    /// on the same file as following them in the sandbox; otherwise the
+    /// fully resolved path, which has no links left for the host to
+    /// misread (an absolute link means a sandbox path, not a host path).
+    pub fn host_path(&self, path: &str) -> Option<PathBuf> {
+        let resolved = self.resolve(path, true).ok()?;
+        let abs = if bpath::is_absolute(path) {
+            bpath::normalize(path)
+        } else {
+            bpath::join(self.workdir(), path)
+        };
+        let parts: Vec<String> = split(&abs).collect();
+        let Some(lexical) = self.host_of(&parts) else {
+            return Some(resolved);
+        };
+        if lexical == resolved {
+            return Some(lexical);
+        }
+        match (
+            std::fs::canonicalize(&lexical),
+            std::fs::canonicalize(&resolved),
+        ) {
+            (Ok(a), Ok(b)) if a == b => Some(lexical),
+            _ => Some(resolved),
+        }
+    }
+
     /// True when `path` (lexically) lies under one of the mounts, before
     /// any link is followed; paths elsewhere belong to the rest of the
     /// sandbox's file system.
@@ -581,6 +610,17 @@ mod tests {
             hd.resolve("/workspace/etc/passwd", true),
             Err(BackendError::Escapes(_))
         ));
+        // host_path keeps the caller's spelling when the host agrees...
+        assert_eq!(
+            hd.host_path("/workspace/srcdir/a.txt").unwrap(),
+            root.join("srcdir/a.txt")
+        );
+        // ...and resolves fully when an absolute (sandbox) target is involved.
+        assert_eq!(
+            hd.host_path("/workspace/abs").unwrap(),
+            root.join("src/a.txt")
+        );
+        assert_eq!(hd.host_path("/workspace/passwd"), None);
         // Not following the final link keeps it inside.
         assert_eq!(hd.resolve("/workspace/up", false).unwrap(), root.join("up"));
         // A link into the private /tmp mount is fine.

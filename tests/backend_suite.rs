@@ -1,0 +1,862 @@
+//! One suite, three backends: every test below runs on local, bubblewrap
+//! and Docker (bind-mounted workspace, network `none`) through the same
+//! engine calls, and must give the same results. Backend-only behaviour
+//! (C11 on bubblewrap; C12, storage modes, reattach, pulls on Docker)
+//! follows in the `bwrap_only` and `docker_only` modules.
+//!
+//! bubblewrap and Docker tests print `SKIPPED: <why>` when the part is
+//! missing on this machine and fail under `CI=true` (`.ci/run` installs
+//! bubblewrap and docker.io, starts dockerd and builds the images with
+//! `tests/build-test-image.sh`).
+//!
+//! **MCP hook.** MCP servers run through [`Sandbox::spawn`] (stdio) inside
+//! the sandbox; `long_lived_process_over_stdio` below is the backend part.
+//! When the MCP client lands, add `async fn mcp_server_everything(e: &Env)`
+//! (start `server-everything` through the workspace's MCP registry with
+//! `e.ws`, list its tools, call `echo`) and name it in the `suite!` list at
+//! the bottom: it then runs on all three backends like the rest. Note that
+//! the Docker test image has no `node`; the MCP test should install the
+//! server into the bind-mounted workspace from the host, or skip on Docker
+//! with a reason until an image with node is built by the script.
+
+#[path = "support/images.rs"]
+mod images;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use support::skip_or_fail;
+use wsbench::backend::bubblewrap::{BubblewrapOptions, BubblewrapProvisioner};
+use wsbench::backend::docker::{DockerOptions, DockerProvisioner, PullPolicy};
+use wsbench::backend::local::LocalSandbox;
+use wsbench::backend::{
+    BackendError, BackendKind, ByteRange, ExecRequest, FileKind, ProvisionSpec, Provisioner,
+    Sandbox, SpawnRequest, StreamKind, labels,
+};
+use wsbench::engine::message::{Msg, ToolOutput, ToolResultBlock};
+use wsbench::engine::tools::{ToolResult, ToolState};
+use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
+
+/// Profile name the Docker tests scope their containers with.
+const TEST_PROFILE: &str = "suite";
+
+/// One workspace on one backend.
+pub struct Env {
+    kind: BackendKind,
+    ws: Arc<Workspace>,
+    sb: Arc<dyn Sandbox>,
+    /// Host directory holding the workdir (all three backends have one).
+    host: PathBuf,
+    _base: tempfile::TempDir,
+    _cleanup: Option<DockerCleanup>,
+}
+
+/// Removes a test container (and its volume) when the test ends, pass or
+/// fail.
+pub struct DockerCleanup {
+    opts: DockerOptions,
+    id: String,
+}
+
+impl Drop for DockerCleanup {
+    fn drop(&mut self) {
+        let (opts, id) = (self.opts.clone(), self.id.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let p = DockerProvisioner::new(opts).with_profile(TEST_PROFILE);
+                if let Err(e) = p.destroy(&id).await {
+                    eprintln!("cleanup of {id} failed: {e}");
+                }
+            });
+        })
+        .join();
+    }
+}
+
+fn spec(id: &str) -> ProvisionSpec {
+    ProvisionSpec {
+        workspace_id: id.to_string(),
+        labels: BTreeMap::from([
+            (labels::USER.to_string(), "tester".to_string()),
+            (labels::AGENT.to_string(), "agent-1".to_string()),
+        ]),
+    }
+}
+
+fn new_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// Docker options the tests use: the local image only (never a pull, no
+/// traffic leaves the machine), network `none`, host dirs under `base`.
+fn docker_opts(base: &Path) -> DockerOptions {
+    DockerOptions {
+        image: images::DEBIAN_IMAGE.into(),
+        pull: PullPolicy::Never,
+        network: "none".into(),
+        base_dir: Some(base.to_path_buf()),
+        ..Default::default()
+    }
+}
+
+async fn open_ws(sb: Arc<dyn Sandbox>) -> Arc<Workspace> {
+    Workspace::open(sb, WorkspaceConfig::default(), EventBus::default())
+        .await
+        .expect("workspace opens")
+}
+
+impl Env {
+    async fn local() -> Option<Env> {
+        let base = tempfile::tempdir().unwrap();
+        let sb: Arc<dyn Sandbox> = Arc::new(LocalSandbox::open(base.path().join("ws")).unwrap());
+        let host = sb.host_root().unwrap().to_path_buf();
+        Some(Env {
+            kind: BackendKind::Local,
+            ws: open_ws(sb.clone()).await,
+            sb,
+            host,
+            _base: base,
+            _cleanup: None,
+        })
+    }
+
+    async fn bwrap() -> Option<Env> {
+        if let Err(why) = images::bwrap_ready().await {
+            skip_or_fail(&why);
+            return None;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let prov = BubblewrapProvisioner::new(BubblewrapOptions {
+            base_dir: Some(base.path().to_path_buf()),
+            ..Default::default()
+        });
+        let sb = prov.create(&spec(&new_id("bw"))).await.unwrap();
+        let host = sb.host_root().unwrap().to_path_buf();
+        Some(Env {
+            kind: BackendKind::Bubblewrap,
+            ws: open_ws(sb.clone()).await,
+            sb,
+            host,
+            _base: base,
+            _cleanup: None,
+        })
+    }
+
+    async fn docker() -> Option<Env> {
+        if let Err(why) = images::docker_ready(images::DEBIAN_IMAGE).await {
+            skip_or_fail(&why);
+            return None;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let opts = docker_opts(base.path());
+        let id = new_id("dk");
+        let cleanup = DockerCleanup {
+            opts: opts.clone(),
+            id: id.clone(),
+        };
+        let prov = DockerProvisioner::new(opts).with_profile(TEST_PROFILE);
+        let sb = prov.create(&spec(&id)).await.unwrap();
+        let host = sb.host_root().unwrap().to_path_buf();
+        Some(Env {
+            kind: BackendKind::Docker,
+            ws: open_ws(sb.clone()).await,
+            sb,
+            host,
+            _base: base,
+            _cleanup: Some(cleanup),
+        })
+    }
+
+    /// Backend path of `rel` under the workdir.
+    fn p(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.sb.workdir())
+    }
+
+    /// Writes a file through the host directory.
+    fn put(&self, rel: &str, data: &str) {
+        let p = self.host.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data).unwrap();
+    }
+
+    fn link(&self, rel: &str, target: &str) {
+        let p = self.host.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, p).unwrap();
+    }
+
+    /// Replaces the workdir prefix in tool output with `<wd>`, so results
+    /// compare across backends.
+    fn norm(&self, text: &str) -> String {
+        text.replace(self.sb.workdir(), "<wd>")
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> ToolResult {
+        let call = ToolCall {
+            tool: tool.into(),
+            session: "s".into(),
+            args,
+            ..Default::default()
+        };
+        tokio::time::timeout(Duration::from_secs(60), self.ws.call_tool(call))
+            .await
+            .unwrap_or_else(|_| panic!("{}: {tool} call did not finish in 60 s", self.kind))
+    }
+
+    fn ok(&self, r: &ToolResult) -> String {
+        assert_eq!(
+            r.state,
+            ToolState::Success,
+            "{}: expected success, got: {}",
+            self.kind,
+            r.text()
+        );
+        r.text()
+    }
+
+    fn err(&self, r: &ToolResult) -> String {
+        assert_eq!(
+            r.state,
+            ToolState::Error,
+            "{}: expected an error, got: {}",
+            self.kind,
+            r.text()
+        );
+        r.text()
+    }
+
+    /// Command lines of processes inside the sandbox whose command line
+    /// holds `token`.
+    async fn processes_with(&self, token: &str) -> Vec<String> {
+        match self.kind {
+            BackendKind::Docker => {
+                // The token is passed in two halves so this scan never
+                // matches itself.
+                let (a, b) = token.split_at(token.len() / 2);
+                let script = r#"t="$1$2"; for d in /proc/[0-9]*; do c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null); case "$c" in *"$t"*) echo "$c";; esac; done"#;
+                let (code, out, _) = exec_collect(
+                    self.sb.as_ref(),
+                    ExecRequest::new(["/bin/sh", "-c", script, "scan", a, b]),
+                )
+                .await;
+                assert_eq!(code, Some(0));
+                out.lines().map(str::to_string).collect()
+            }
+            _ => host_processes_with(token),
+        }
+    }
+}
+
+fn host_processes_with(token: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) || name == me {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+        {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(token) {
+            out.push(cmd);
+        }
+    }
+    out
+}
+
+async fn exec_collect(sb: &dyn Sandbox, req: ExecRequest) -> (Option<i32>, String, String) {
+    let (tx, mut rx) = mpsc::channel::<wsbench::backend::OutputChunk>(64);
+    let collect = tokio::spawn(async move {
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        while let Some(c) = rx.recv().await {
+            match c.stream {
+                StreamKind::Stdout => o.extend_from_slice(&c.data),
+                StreamKind::Stderr => e.extend_from_slice(&c.data),
+            }
+        }
+        (o, e)
+    });
+    let out = sb.exec(req, Some(tx)).await.expect("exec runs");
+    let (o, e) = collect.await.unwrap();
+    (
+        out.exit_code,
+        String::from_utf8_lossy(&o).into_owned(),
+        String::from_utf8_lossy(&e).into_owned(),
+    )
+}
+
+// ------------------------------------------------------------------ tests
+
+async fn bash_output_and_exit_codes(e: &Env) {
+    let r = e.call("Bash", json!({"command": "echo hi"})).await;
+    assert_eq!(e.ok(&r), "hi\n");
+    let r = e
+        .call("Bash", json!({"command": "echo out; echo err >&2; exit 7"}))
+        .await;
+    assert_eq!(r.exit_code, Some(7), "{}", e.kind);
+    let t = e.err(&r);
+    assert!(
+        t.contains("Stdout:\nout\n") && t.contains("Stderr:\nerr\n"),
+        "{}: {t}",
+        e.kind
+    );
+    let r = e.call("Bash", json!({"command": "pwd"})).await;
+    assert_eq!(e.norm(e.ok(&r).trim()), "<wd>", "{}", e.kind);
+    let r = e
+        .call("Bash", json!({"command": "definitely_missing_cmd --flag"}))
+        .await;
+    assert_eq!(r.exit_code, Some(127), "{}: {}", e.kind, r.text());
+    assert!(r.text().contains("not found"), "{}: {}", e.kind, r.text());
+}
+
+/// C18: the whole line goes to a real shell, unchanged.
+async fn c18_shell_line_is_passed_intact(e: &Env) {
+    let cmd = "sh -c 'sleep 0.2; echo one > one.txt' & echo two > two.txt && echo three > three.txt; wait; cat one.txt two.txt three.txt";
+    let r = e.call("Bash", json!({"command": cmd})).await;
+    assert_eq!(e.ok(&r), "one\ntwo\nthree\n", "{}", e.kind);
+    assert_eq!(r.exit_code, Some(0));
+}
+
+/// A Bash timeout kills the command and everything it started (a job in
+/// the background, a `setsid` escapee) inside the sandbox.
+async fn bash_timeout_leaves_no_process(e: &Env) {
+    let token = format!(
+        "{}",
+        40_000 + (uuid::Uuid::new_v4().as_u128() % 9_000) as u32
+    );
+    let cmd = format!("setsid sleep {token}1 & sleep {token}2 & sh -c 'sleep {token}3'; wait");
+    let t0 = Instant::now();
+    let r = e
+        .call("Bash", json!({"command": cmd, "timeout": 1500}))
+        .await;
+    assert!(r.timed_out, "{}: {}", e.kind, r.text());
+    assert!(
+        r.text().starts_with("Command timed out after 1500ms"),
+        "{}: {}",
+        e.kind,
+        r.text()
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "{}: {:?}",
+        e.kind,
+        t0.elapsed()
+    );
+    let mut left = Vec::new();
+    for _ in 0..20 {
+        left = e.processes_with(&token).await;
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        left.is_empty(),
+        "{}: processes left behind: {left:?}",
+        e.kind
+    );
+}
+
+/// Write, Read, Edit through the engine; the host directory sees the same
+/// bytes.
+async fn read_write_edit(e: &Env) {
+    let f = e.p("notes/a.txt");
+    let r = e
+        .call("Write", json!({"file_path": f, "content": "alpha\nbeta\n"}))
+        .await;
+    e.ok(&r);
+    assert_eq!(
+        std::fs::read_to_string(e.host.join("notes/a.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+    let r = e.call("Read", json!({"file_path": f})).await;
+    assert_eq!(e.ok(&r), "     1\talpha\n     2\tbeta", "{}", e.kind);
+    let r = e
+        .call(
+            "Edit",
+            json!({"file_path": f, "old_string": "beta", "new_string": "gamma"}),
+        )
+        .await;
+    e.ok(&r);
+    assert_eq!(
+        std::fs::read_to_string(e.host.join("notes/a.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
+    // A file a command wrote is read back the same way.
+    let r = e
+        .call("Bash", json!({"command": "printf 'x\\ny\\n' > made.txt"}))
+        .await;
+    e.ok(&r);
+    let r = e.call("Read", json!({"file_path": e.p("made.txt")})).await;
+    assert_eq!(e.ok(&r), "     1\tx\n     2\ty", "{}", e.kind);
+    let r = e
+        .call("Read", json!({"file_path": e.p("missing.txt")}))
+        .await;
+    e.err(&r);
+}
+
+/// Glob and Grep give the same answers on every backend.
+async fn glob_and_grep(e: &Env) {
+    e.put("proj/src/main.rs", "fn main() {}\n");
+    e.put("proj/src/lib.rs", "pub fn helper() {}\n");
+    e.put("proj/README.md", "# proj\nfn in docs\n");
+    e.put("proj/.gitignore", "target/\n");
+    e.put("proj/target/debug.rs", "fn ignored() {}\n");
+    let r = e
+        .call("Glob", json!({"pattern": "**/*.rs", "path": e.p("proj")}))
+        .await;
+    let mut got: Vec<String> = e.ok(&r).lines().map(|l| e.norm(l)).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        ["<wd>/proj/src/lib.rs", "<wd>/proj/src/main.rs"],
+        "{}",
+        e.kind
+    );
+    let r = e
+        .call(
+            "Grep",
+            json!({"pattern": "fn \\w+\\(", "path": e.p("proj"), "output_mode": "content"}),
+        )
+        .await;
+    let mut got: Vec<String> = e.ok(&r).lines().map(|l| e.norm(l)).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "<wd>/proj/src/lib.rs:1:pub fn helper() {}",
+            "<wd>/proj/src/main.rs:1:fn main() {}"
+        ],
+        "{}",
+        e.kind
+    );
+}
+
+/// C28: symlink loops give finite, identical results.
+async fn c28_symlink_loops_are_finite(e: &Env) {
+    e.put("c28/src/a.rs", "fn main() {}\n");
+    e.link("c28/src/loop", "..");
+    e.link("c28/src/self", ".");
+    std::fs::create_dir_all(e.host.join("c28/deep/x")).unwrap();
+    e.link("c28/deep/x/back", "../../");
+    e.link("c28/link_to_a.rs", "src/a.rs");
+    e.link("c28/dangling", "nowhere");
+    let guard = Duration::from_secs(30);
+    let r = tokio::time::timeout(
+        guard,
+        e.call("Glob", json!({"pattern": "**/*.rs", "path": e.p("c28")})),
+    )
+    .await
+    .expect("Glob finishes");
+    assert_eq!(e.norm(&e.ok(&r)), "<wd>/c28/src/a.rs", "{}", e.kind);
+    let r = tokio::time::timeout(
+        guard,
+        e.call("Grep", json!({"pattern": "fn", "path": e.p("c28")})),
+    )
+    .await
+    .expect("Grep finishes");
+    assert_eq!(e.norm(&e.ok(&r)), "<wd>/c28/src/a.rs", "{}", e.kind);
+    // The file link reads through (it stays inside the workspace).
+    let r = e
+        .call("Read", json!({"file_path": e.p("c28/link_to_a.rs")}))
+        .await;
+    assert_eq!(e.ok(&r), "     1\tfn main() {}", "{}", e.kind);
+}
+
+/// A symlink inside the workspace pointing outside cannot be read or
+/// written through the file tools (the local backend has no isolation by
+/// design and is not checked).
+async fn symlink_escape_is_refused(e: &Env) {
+    if e.kind == BackendKind::Local {
+        return;
+    }
+    // Not under /tmp: bubblewrap's /tmp is a private mount, so a link to a
+    // host /tmp path names a (missing) file in that mount instead.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET\n").unwrap();
+    e.link("esc/abs", secret.to_str().unwrap());
+    e.link("esc/etc", "/etc/passwd");
+    // `..` far enough to reach / from the workspace's host dir, then the
+    // secret's host path.
+    let depth = e.host.join("esc").components().count();
+    let rel = format!(
+        "{}{}",
+        "../".repeat(depth),
+        secret.to_str().unwrap().trim_start_matches('/')
+    );
+    e.link("esc/rel", &rel);
+    e.link("esc/dir", outside.path().to_str().unwrap());
+    for name in ["abs", "etc", "rel", "dir/secret.txt"] {
+        let p = e.p(&format!("esc/{name}"));
+        let r = e.call("Read", json!({"file_path": p})).await;
+        let t = r.text();
+        assert!(
+            !t.contains("TOP-SECRET") && !t.contains("root:"),
+            "{}: read {name}: {t}",
+            e.kind
+        );
+        assert_eq!(r.state, ToolState::Error, "{}: read {name}: {t}", e.kind);
+        let r = e
+            .call("Write", json!({"file_path": p, "content": "overwritten"}))
+            .await;
+        assert_ne!(
+            r.state,
+            ToolState::Success,
+            "{}: write {name}: {}",
+            e.kind,
+            r.text()
+        );
+        // Nor through the backend directly.
+        let err = e.sb.read(&p, None).await.unwrap_err();
+        assert!(
+            matches!(err, BackendError::Escapes(_) | BackendError::NotFound(_)),
+            "{}: {name}: {err}",
+            e.kind
+        );
+        assert!(
+            e.sb.append(&p, b"x").await.is_err(),
+            "{}: append {name}",
+            e.kind
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP-SECRET\n");
+    // Inside the sandbox the host path does not exist either.
+    let r = e
+        .call("Bash", json!({"command": "cat esc/abs esc/rel 2>&1; true"}))
+        .await;
+    assert!(!r.text().contains("TOP-SECRET"), "{}: {}", e.kind, r.text());
+    // Grep over the tree does not follow the links out.
+    let r = e
+        .call("Grep", json!({"pattern": "TOP-SECRET", "path": e.p("esc")}))
+        .await;
+    assert!(
+        !r.text().contains(secret.to_str().unwrap()),
+        "{}: {}",
+        e.kind,
+        r.text()
+    );
+}
+
+/// Backend exec: stdin, env, cwd, and a missing program never looks like
+/// success (C12's rule on every backend).
+async fn exec_stdin_env_cwd(e: &Env) {
+    std::fs::create_dir_all(e.host.join("sub")).unwrap();
+    let mut req = ExecRequest::new(["/bin/sh", "-c", "cat; printf ' %s ' \"$GREETING\"; pwd"]);
+    req.stdin = Some(Bytes::from_static(b"from-stdin"));
+    req.env.insert("GREETING".into(), "hello there".into());
+    req.cwd = Some("sub".into());
+    let (code, out, _) = exec_collect(e.sb.as_ref(), req).await;
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        e.norm(&out),
+        "from-stdin hello there <wd>/sub\n",
+        "{}",
+        e.kind
+    );
+    // No stdin: a reader sees EOF at once.
+    let t0 = Instant::now();
+    let (code, _, _) = exec_collect(e.sb.as_ref(), ExecRequest::new(["cat"])).await;
+    assert_eq!(code, Some(0));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    // Binary output is byte-exact.
+    let (tx, mut rx) = mpsc::channel(64);
+    e.sb.exec(ExecRequest::shell("printf '\\000\\001\\377abc'"), Some(tx))
+        .await
+        .unwrap();
+    let mut bytes = Vec::new();
+    while let Some(c) = rx.recv().await {
+        bytes.extend_from_slice(&c.data);
+    }
+    assert_eq!(bytes, b"\0\x01\xffabc", "{}", e.kind);
+    match e
+        .sb
+        .exec(ExecRequest::new(["definitely_missing_cmd"]), None)
+        .await
+    {
+        Err(BackendError::Spawn { .. }) => {}
+        Ok(o) => assert!(
+            o.exit_code.is_some_and(|c| c != 0),
+            "{}: missing program gave {:?}",
+            e.kind,
+            o.exit_code
+        ),
+        Err(other) => panic!("{}: {other}", e.kind),
+    }
+}
+
+/// A long-lived process with piped stdio (what MCP stdio servers use).
+async fn long_lived_process_over_stdio(e: &Env) {
+    let mut p =
+        e.sb.spawn(SpawnRequest {
+            argv: vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "echo ready; while read -r l; do echo \"got:$l\"; echo \"log:$l\" >&2; done".into(),
+            ],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut out = BufReader::new(p.stdout);
+    let mut err = BufReader::new(p.stderr);
+    let mut line = String::new();
+    out.read_line(&mut line).await.unwrap();
+    assert_eq!(line, "ready\n", "{}", e.kind);
+    p.stdin.write_all(b"ping\n").await.unwrap();
+    p.stdin.flush().await.unwrap();
+    line.clear();
+    out.read_line(&mut line).await.unwrap();
+    assert_eq!(line, "got:ping\n", "{}", e.kind);
+    line.clear();
+    err.read_line(&mut line).await.unwrap();
+    assert_eq!(line, "log:ping\n", "{}", e.kind);
+    // Closing stdin ends the loop and the process.
+    drop(p.stdin);
+    let code = tokio::time::timeout(Duration::from_secs(10), p.control.wait())
+        .await
+        .expect("exits after stdin closes")
+        .unwrap();
+    assert_eq!(code, Some(0), "{}", e.kind);
+    // kill() of a running one.
+    let q =
+        e.sb.spawn(SpawnRequest {
+            argv: vec!["sleep".into(), "3600".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), q.control.kill())
+        .await
+        .expect("kill finishes")
+        .unwrap();
+    assert!(q.control.try_status().is_some(), "{}", e.kind);
+}
+
+/// The Sandbox file API itself.
+async fn sandbox_file_api(e: &Env) {
+    let sb = e.sb.as_ref();
+    let p = e.p("api/a/b.txt");
+    sb.write(&p, b"0123456789").await.unwrap();
+    assert_eq!(sb.read(&p, None).await.unwrap(), b"0123456789");
+    assert_eq!(
+        sb.read(&p, Some(ByteRange { offset: 3, len: 4 }))
+            .await
+            .unwrap(),
+        b"3456"
+    );
+    sb.append(&p, b"ab").await.unwrap();
+    assert_eq!(sb.read(&p, None).await.unwrap(), b"0123456789ab");
+    assert!(!sb.create_new(&p, b"x").await.unwrap());
+    assert!(sb.create_new(&e.p("api/a/new.txt"), b"n").await.unwrap());
+    let n = sb
+        .write_stream(
+            &e.p("api/stream.bin"),
+            Box::new(std::io::Cursor::new(vec![7u8; 300_000])),
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 300_000);
+    let names: Vec<(String, FileKind)> = sb
+        .list(&e.p("api/a"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.name, s.kind))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("b.txt".to_string(), FileKind::File),
+            ("new.txt".to_string(), FileKind::File)
+        ],
+        "{}",
+        e.kind
+    );
+    let st = sb.stat(&p).await.unwrap();
+    assert_eq!((st.name.as_str(), st.size), ("b.txt", 12));
+    sb.rename(&e.p("api/a/new.txt"), &e.p("api/moved/new.txt"))
+        .await
+        .unwrap();
+    assert!(
+        sb.stat(&e.p("api/a/new.txt"))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    sb.mkdir(&e.p("api/d1/d2"), true).await.unwrap();
+    assert!(matches!(
+        sb.mkdir(&e.p("api/d1"), false).await,
+        Err(BackendError::AlreadyExists(_))
+    ));
+    sb.remove(&e.p("api"), true).await.unwrap();
+    assert!(sb.stat(&e.p("api")).await.unwrap_err().is_not_found());
+    assert!(
+        sb.read(&e.p("nope"), None)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+/// Skills: installed from a host directory, listed and read back.
+async fn skills_install_and_list(e: &Env) {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(
+        src.path().join("SKILL.md"),
+        "---\nname: greet\ndescription: Say hello\n---\n# Greet\nSay hello.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(src.path().join("scripts")).unwrap();
+    std::fs::write(
+        src.path().join("scripts/run.sh"),
+        "#!/bin/sh\necho hello from skill\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        src.path().join("scripts/run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    e.ws.add_skill(src.path(), "agent-1").await.unwrap();
+    let listing = e.ws.list_skills("agent-1").await.unwrap();
+    let names: Vec<&str> = listing.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["greet"], "{}", e.kind);
+    let dir = listing.skills[0].dir.clone();
+    assert!(
+        e.norm(&dir).starts_with("<wd>/skills/"),
+        "{}: {dir}",
+        e.kind
+    );
+    let md = e.ws.skill_markdown("greet", "agent-1").await.unwrap();
+    assert!(md.contains("Say hello."), "{}", e.kind);
+    // The executable bit survived: the skill's script runs in the sandbox.
+    let r = e
+        .call("Bash", json!({"command": format!("{dir}/scripts/run.sh")}))
+        .await;
+    assert_eq!(e.ok(&r), "hello from skill\n", "{}", e.kind);
+}
+
+/// Offloading: context lines and tool results land in the reference
+/// layout and read back.
+async fn offloading(e: &Env) {
+    let msgs = vec![
+        Msg::text("u", "user", "first"),
+        Msg::text("a", "assistant", "second"),
+    ];
+    let path = e.ws.offload_context("s-1", &msgs).await.unwrap();
+    assert_eq!(
+        e.norm(&path),
+        "<wd>/sessions/s-1/context.jsonl",
+        "{}",
+        e.kind
+    );
+    let ctx = e.ws.read_context("s-1").await.unwrap();
+    assert_eq!(ctx.messages.len(), 2);
+    assert_eq!(ctx.messages[1].text_content(), "second");
+    let block = ToolResultBlock {
+        id: "call_1".into(),
+        name: "Bash".into(),
+        output: ToolOutput::Text("result text".into()),
+        state: "success".into(),
+        metadata: Value::Null,
+        extra: Default::default(),
+    };
+    let p1 = e.ws.offload_tool_result("s-1", &block).await.unwrap();
+    let p2 = e.ws.offload_tool_result("s-1", &block).await.unwrap();
+    assert_eq!(
+        e.norm(&p1),
+        "<wd>/sessions/s-1/tool_result-call_1.txt",
+        "{}",
+        e.kind
+    );
+    assert_eq!(
+        e.norm(&p2),
+        "<wd>/sessions/s-1/tool_result-call_1(1).txt",
+        "{}",
+        e.kind
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.host.join("sessions/s-1/tool_result-call_1.txt")).unwrap(),
+        "result text"
+    );
+    // Big Bash output is offloaded to a file the sandbox can read.
+    let r = e.call("Bash", json!({"command": "seq 1 20000"})).await;
+    let path = r.offload_path.clone().expect("offloaded");
+    let full = e.sb.read(&path, None).await.unwrap();
+    assert!(full.ends_with(b"19999\n20000\n"), "{}", e.kind);
+}
+
+macro_rules! suite {
+    ($($t:ident),* $(,)?) => {
+        mod local {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::local().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
+        mod bubblewrap {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::bwrap().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
+        mod docker {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::docker().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    bash_output_and_exit_codes,
+    c18_shell_line_is_passed_intact,
+    bash_timeout_leaves_no_process,
+    read_write_edit,
+    glob_and_grep,
+    c28_symlink_loops_are_finite,
+    symlink_escape_is_refused,
+    exec_stdin_env_cwd,
+    long_lived_process_over_stdio,
+    sandbox_file_api,
+    skills_install_and_list,
+    offloading,
+);
