@@ -860,3 +860,599 @@ suite!(
     skills_install_and_list,
     offloading,
 );
+
+/// Behaviour only bubblewrap has: C11 diagnosis, network off by default,
+/// reattach of the host directory.
+mod bwrap_only {
+    use super::*;
+    use wsbench::backend::bubblewrap::BubblewrapSandbox;
+
+    fn fake_bwrap(dir: &Path, message: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("bwrap");
+        std::fs::write(&p, format!("#!/bin/sh\necho '{message}' >&2\nexit 1\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// C11: a host that forbids user namespaces (simulated by a fake
+    /// `bwrap`) fails provisioning with bwrap's line, the cause and the
+    /// remedies; the command never runs on the host; no fallback.
+    #[tokio::test]
+    async fn c11_user_namespaces_blocked() {
+        let d = tempfile::tempdir().unwrap();
+        let fake = fake_bwrap(d.path(), "bwrap: setting up uid map: Permission denied");
+        let opts = BubblewrapOptions {
+            bwrap_path: fake.clone(),
+            base_dir: Some(d.path().join("base")),
+            ..Default::default()
+        };
+        let prov = BubblewrapProvisioner::new(opts.clone());
+        let err = prov
+            .provision(&spec("c11"))
+            .await
+            .err()
+            .expect("fails")
+            .to_string();
+        assert!(
+            err.contains("bwrap: setting up uid map: Permission denied"),
+            "{err}"
+        );
+        assert!(err.contains("user namespaces look restricted"), "{err}");
+        assert!(err.contains("AppArmor profile"), "{err}");
+        assert!(
+            err.contains("kernel.apparmor_restrict_unprivileged_userns"),
+            "{err}"
+        );
+
+        // Without the probe, the first command fails the same way and does
+        // not run anywhere.
+        let marker = format!(
+            "/tmp/wsbench-escape-marker-{}",
+            uuid::Uuid::new_v4().simple()
+        );
+        let sb = BubblewrapSandbox::open(
+            d.path().join("ws"),
+            BubblewrapOptions {
+                probe: false,
+                ..opts
+            },
+        )
+        .unwrap();
+        let ws = open_ws(Arc::new(sb)).await;
+        let r = ws
+            .call_tool(ToolCall {
+                tool: "Bash".into(),
+                session: "s".into(),
+                args: json!({"command": format!("touch {marker}")}),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(r.state, ToolState::Error);
+        assert!(
+            r.text().contains("user namespaces look restricted"),
+            "{}",
+            r.text()
+        );
+        assert!(!Path::new(&marker).exists(), "the command ran on the host");
+    }
+
+    /// C11, network-namespace variant.
+    #[tokio::test]
+    async fn c11_network_namespace_blocked() {
+        let d = tempfile::tempdir().unwrap();
+        let fake = fake_bwrap(
+            d.path(),
+            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted",
+        );
+        let sb = BubblewrapSandbox::open(
+            d.path().join("ws"),
+            BubblewrapOptions {
+                bwrap_path: fake,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let err = sb.probe().await.unwrap_err().to_string();
+        assert!(
+            err.contains("network namespace could not be set up"),
+            "{err}"
+        );
+        assert!(err.contains("RTM_NEWADDR"), "{err}");
+        assert!(err.contains("share_net"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn missing_bwrap_names_the_package() {
+        let d = tempfile::tempdir().unwrap();
+        let sb = BubblewrapSandbox::open(
+            d.path(),
+            BubblewrapOptions {
+                bwrap_path: "/nonexistent/bwrap".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let err = sb.probe().await.unwrap_err().to_string();
+        assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    }
+
+    fn interfaces(text: &str) -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split(':').next())
+            .map(|s| s.trim().to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The network is off unless the profile turns it on.
+    #[tokio::test]
+    async fn network_is_off_by_default() {
+        if let Err(why) = images::bwrap_ready().await {
+            return skip_or_fail(&why);
+        }
+        let d = tempfile::tempdir().unwrap();
+        let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+        let (code, out, _) = exec_collect(&sb, ExecRequest::new(["cat", "/proc/net/dev"])).await;
+        assert_eq!(code, Some(0));
+        assert_eq!(interfaces(&out), ["lo"]);
+        let shared = BubblewrapSandbox::open(
+            d.path(),
+            BubblewrapOptions {
+                share_net: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let (_, out, _) = exec_collect(&shared, ExecRequest::new(["cat", "/proc/net/dev"])).await;
+        let host = std::fs::read_to_string("/proc/net/dev").unwrap();
+        assert_eq!(interfaces(&out), interfaces(&host));
+    }
+
+    /// A restarted wsbench (a new provisioner) lists and reattaches the
+    /// workspace with its labels and files.
+    #[tokio::test]
+    async fn reattach_after_dropping_the_provisioner() {
+        if let Err(why) = images::bwrap_ready().await {
+            return skip_or_fail(&why);
+        }
+        let base = tempfile::tempdir().unwrap();
+        let opts = BubblewrapOptions {
+            base_dir: Some(base.path().to_path_buf()),
+            ..Default::default()
+        };
+        {
+            let prov = BubblewrapProvisioner::new(opts.clone());
+            let sb = prov.create(&spec("ws-re")).await.unwrap();
+            let ws = open_ws(sb).await;
+            let r = ws
+                .call_tool(ToolCall {
+                    tool: "Bash".into(),
+                    session: "s".into(),
+                    args: json!({"command": "echo kept > kept.txt"}),
+                    ..Default::default()
+                })
+                .await;
+            assert_eq!(r.state, ToolState::Success, "{}", r.text());
+        }
+        let prov = BubblewrapProvisioner::new(opts);
+        let list = prov.list().await.unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].labels[labels::WORKSPACE_ID], "ws-re");
+        assert_eq!(list[0].labels[labels::AGENT], "agent-1");
+        let sb = prov.provision(&spec("ws-re")).await.unwrap();
+        assert_eq!(sb.kind(), BackendKind::Bubblewrap);
+        assert_eq!(
+            sb.read("/workspace/kept.txt", None).await.unwrap(),
+            b"kept\n"
+        );
+        prov.destroy("ws-re").await.unwrap();
+        assert!(prov.list().await.unwrap().is_empty());
+    }
+}
+
+/// Behaviour only Docker has: C12, storage modes, reattach, suspend,
+/// pulls, container settings.
+mod docker_only {
+    use super::*;
+    use std::sync::Mutex;
+    use wsbench::backend::SandboxState;
+    use wsbench::backend::docker::{DockerEvent, LABEL_USER, Storage, SuspendMode, connect};
+
+    async fn ready(image: &str) -> bool {
+        match images::docker_ready(image).await {
+            Ok(()) => true,
+            Err(why) => {
+                skip_or_fail(&why);
+                false
+            }
+        }
+    }
+
+    /// A provisioner on `opts`, plus a guard that destroys `id` at the end.
+    fn prov(opts: DockerOptions, id: &str) -> (DockerProvisioner, DockerCleanup) {
+        let guard = DockerCleanup {
+            opts: opts.clone(),
+            id: id.to_string(),
+        };
+        (
+            DockerProvisioner::new(opts).with_profile(TEST_PROFILE),
+            guard,
+        )
+    }
+
+    /// C12 on an image without bash: a missing executable is a non-zero
+    /// exit equal to `inspect_exec`'s, with Docker's message on stderr.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn c12_missing_executable() {
+        if !ready(images::BUSYBOX_IMAGE).await {
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let id = new_id("c12");
+        let events: Arc<Mutex<Vec<DockerEvent>>> = Arc::default();
+        let ev = events.clone();
+        let (p, _guard) = prov(
+            DockerOptions {
+                image: images::BUSYBOX_IMAGE.into(),
+                ..docker_opts(base.path())
+            },
+            &id,
+        );
+        let p = p.with_events(Arc::new(move |e| ev.lock().unwrap().push(e)));
+        let sb = p.create(&spec(&id)).await.unwrap();
+        let (code, out, err) =
+            exec_collect(sb.as_ref(), ExecRequest::new(["definitely_missing_cmd"])).await;
+        assert!(
+            matches!(code, Some(126) | Some(127)),
+            "{code:?} {out} {err}"
+        );
+        assert!(err.contains("executable file not found"), "stderr: {err}");
+        assert!(out.is_empty(), "stdout: {out}");
+        let exec_id = events
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                DockerEvent::ExecStarted { exec_id, argv, .. }
+                    if argv == &["definitely_missing_cmd"] =>
+                {
+                    Some(exec_id.clone())
+                }
+                _ => None,
+            })
+            .expect("exec started event");
+        let docker = connect(None).await.unwrap();
+        let inspected = docker.inspect_exec(&exec_id).await.unwrap();
+        assert_eq!(inspected.exit_code.map(|c| c as i32), code);
+        assert!(events.lock().unwrap().iter().any(|e| matches!(
+            e,
+            DockerEvent::ExecExited { exec_id: x, exit_code, .. } if *x == exec_id && *exit_code == code
+        )));
+        // Through the Bash tool (/bin/sh is BusyBox here): 127, not found.
+        let ws = open_ws(sb.clone()).await;
+        let call = |cmd: &str| {
+            ws.call_tool(ToolCall {
+                tool: "Bash".into(),
+                session: "s".into(),
+                args: json!({ "command": cmd }),
+                ..Default::default()
+            })
+        };
+        let r = call("definitely_missing_cmd --flag").await;
+        assert_eq!(r.exit_code, Some(127), "{}", r.text());
+        assert!(r.text().contains("not found"), "{}", r.text());
+        let r = call("echo ok from busybox").await;
+        assert_eq!(r.text(), "ok from busybox\n");
+        let (code, _, _) =
+            exec_collect(sb.as_ref(), ExecRequest::new(["/bin/bash", "-c", "true"])).await;
+        assert!(
+            code.is_some_and(|c| c != 0),
+            "no bash in the image: {code:?}"
+        );
+    }
+
+    /// Reattach after a restart, suspend (stop, pause) and resume.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reattach_suspend_resume() {
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let id = new_id("re");
+        let opts = docker_opts(base.path());
+        let (p, _guard) = prov(opts.clone(), &id);
+        {
+            let sb = p.create(&spec(&id)).await.unwrap();
+            let (code, _, _) =
+                exec_collect(sb.as_ref(), ExecRequest::shell("echo kept > kept.txt")).await;
+            assert_eq!(code, Some(0));
+            assert!(matches!(
+                p.create(&spec(&id)).await,
+                Err(BackendError::AlreadyExists(_))
+            ));
+        }
+        drop(p);
+        // "Restart": a new provisioner with a new client.
+        let p2 = DockerProvisioner::new(opts.clone()).with_profile(TEST_PROFILE);
+        let list = p2.list().await.unwrap();
+        let info = list.iter().find(|i| i.workspace_id == id).expect("listed");
+        assert_eq!(info.state, SandboxState::Running);
+        assert_eq!(info.labels[labels::USER], "tester");
+        assert_eq!(info.labels[labels::AGENT], "agent-1");
+        assert_eq!(info.labels[labels::PROFILE], TEST_PROFILE);
+        let sb = p2.provision(&spec(&id)).await.unwrap();
+        assert_eq!(
+            sb.read("/workspace/kept.txt", None).await.unwrap(),
+            b"kept\n"
+        );
+
+        p2.suspend(&id).await.unwrap();
+        assert_eq!(
+            p2.find(&id).await.unwrap().unwrap().state,
+            SandboxState::Suspended
+        );
+        assert!(matches!(
+            sb.exec(ExecRequest::new(["true"]), None).await,
+            Err(BackendError::Unavailable(_))
+        ));
+        let sb = p2.provision(&spec(&id)).await.unwrap();
+        let (code, out, _) = exec_collect(sb.as_ref(), ExecRequest::shell("cat kept.txt")).await;
+        assert_eq!((code, out.as_str()), (Some(0), "kept\n"));
+
+        let paused = DockerProvisioner::new(DockerOptions {
+            suspend: SuspendMode::Pause,
+            ..opts
+        })
+        .with_profile(TEST_PROFILE);
+        paused.suspend(&id).await.unwrap();
+        assert_eq!(
+            paused.find(&id).await.unwrap().unwrap().state,
+            SandboxState::Suspended
+        );
+        paused.resume(&id).await.unwrap();
+        let (code, _, _) = exec_collect(sb.as_ref(), ExecRequest::new(["true"])).await;
+        assert_eq!(code, Some(0));
+
+        paused.destroy(&id).await.unwrap();
+        assert!(paused.find(&id).await.unwrap().is_none());
+        assert!(!base.path().join(&id).exists(), "bind dir removed");
+    }
+
+    /// Volume and ephemeral workspaces: no host view, files through the
+    /// archive API and exec scripts, same results.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn volume_and_ephemeral_storage() {
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        for storage in [Storage::Volume, Storage::Ephemeral] {
+            let base = tempfile::tempdir().unwrap();
+            let id = new_id("st");
+            let (p, _guard) = prov(
+                DockerOptions {
+                    storage,
+                    ..docker_opts(base.path())
+                },
+                &id,
+            );
+            let sb = p.create(&spec(&id)).await.unwrap();
+            assert!(sb.host_root().is_none());
+            assert!(!sb.capabilities().watch);
+            let s = sb.as_ref();
+            let f = "/workspace/a/b.txt";
+            s.write(f, b"0123456789").await.unwrap();
+            assert_eq!(s.read(f, None).await.unwrap(), b"0123456789");
+            assert_eq!(
+                s.read(f, Some(ByteRange { offset: 2, len: 3 }))
+                    .await
+                    .unwrap(),
+                b"234"
+            );
+            s.append(f, b"ab").await.unwrap();
+            assert!(!s.create_new(f, b"x").await.unwrap());
+            assert!(s.create_new("/workspace/a/new.txt", b"n").await.unwrap());
+            let (code, out, _) =
+                exec_collect(s, ExecRequest::shell("cat a/b.txt; ln -s b.txt a/link")).await;
+            assert_eq!((code, out.as_str()), (Some(0), "0123456789ab"));
+            assert_eq!(
+                s.read("/workspace/a/link", None).await.unwrap(),
+                b"0123456789ab"
+            );
+            let names: Vec<(String, FileKind, u64)> = s
+                .list("/workspace/a")
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|x| (x.name, x.kind, x.size))
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    ("b.txt".to_string(), FileKind::File, 12),
+                    ("link".to_string(), FileKind::Symlink, 12),
+                    ("new.txt".to_string(), FileKind::File, 1)
+                ],
+                "{storage:?}"
+            );
+            let st = s.stat("/workspace/a/link").await.unwrap();
+            assert_eq!(st.link_target.as_deref(), Some("b.txt"));
+            assert!(matches!(
+                s.read("/workspace/a", None).await,
+                Err(BackendError::IsADirectory(_))
+            ));
+            assert!(
+                s.read("/workspace/nope", None)
+                    .await
+                    .unwrap_err()
+                    .is_not_found()
+            );
+            assert!(s.stat("/workspace/nope").await.unwrap_err().is_not_found());
+            // A big streamed write (chunks, not one buffer).
+            let big: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
+            let n = s
+                .write_stream(
+                    "/workspace/big.bin",
+                    Box::new(std::io::Cursor::new(big.clone())),
+                )
+                .await
+                .unwrap();
+            assert_eq!(n, big.len() as u64);
+            assert_eq!(s.read("/workspace/big.bin", None).await.unwrap(), big);
+            s.rename("/workspace/a/new.txt", "/workspace/c/moved.txt")
+                .await
+                .unwrap();
+            assert!(
+                s.stat("/workspace/a/new.txt")
+                    .await
+                    .unwrap_err()
+                    .is_not_found()
+            );
+            s.mkdir("/workspace/m/n", true).await.unwrap();
+            assert!(matches!(
+                s.mkdir("/workspace/m", false).await,
+                Err(BackendError::AlreadyExists(_))
+            ));
+            s.remove("/workspace/a", true).await.unwrap();
+            assert!(s.stat("/workspace/a").await.unwrap_err().is_not_found());
+            // The engine runs on it too (Glob/Grep go through `rg` in the
+            // container, which this image lacks: Read/Write only here).
+            let ws = open_ws(sb.clone()).await;
+            let r = ws
+                .call_tool(ToolCall {
+                    tool: "Read".into(),
+                    session: "s".into(),
+                    args: json!({"file_path": "/workspace/c/moved.txt"}),
+                    ..Default::default()
+                })
+                .await;
+            assert_eq!(r.text(), "     1\tn", "{storage:?}");
+            if storage == Storage::Volume {
+                let docker = connect(None).await.unwrap();
+                let vol = p.container_name(&id);
+                docker.inspect_volume(&vol).await.unwrap();
+                p.destroy(&id).await.unwrap();
+                assert!(docker.inspect_volume(&vol).await.is_err(), "volume removed");
+            }
+        }
+    }
+
+    /// No registry here: a missing image fails clearly, naming it. The
+    /// registry address is on loopback, so nothing leaves the machine.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn missing_image_fails_naming_it() {
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let image = "127.0.0.1:9/wsbench-missing:latest";
+        let id = new_id("img");
+        let (p, _guard) = prov(
+            DockerOptions {
+                image: image.into(),
+                pull: PullPolicy::Missing,
+                ..docker_opts(base.path())
+            },
+            &id,
+        );
+        let err = p.create(&spec(&id)).await.err().expect("fails").to_string();
+        assert!(
+            err.contains(image) && err.contains("pulling it failed"),
+            "{err}"
+        );
+        let (p, _g2) = prov(
+            DockerOptions {
+                image: image.into(),
+                pull: PullPolicy::Never,
+                ..docker_opts(base.path())
+            },
+            &id,
+        );
+        let err = p.create(&spec(&id)).await.err().expect("fails").to_string();
+        assert!(
+            err.contains(image) && err.contains("not present locally"),
+            "{err}"
+        );
+        assert!(p.find(&id).await.unwrap().is_none(), "no container left");
+    }
+
+    /// Labels, limits, no-new-privileges, network mode, init; files a
+    /// command makes belong to the host user; paths outside /workspace go
+    /// to the container.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn container_settings_and_ownership() {
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let id = new_id("cfg");
+        let (p, _guard) = prov(
+            DockerOptions {
+                memory: Some("256m".into()),
+                cpus: Some(0.5),
+                pids_limit: Some(512),
+                ..docker_opts(base.path())
+            },
+            &id,
+        );
+        let sb = p.create(&spec(&id)).await.unwrap();
+        let docker = connect(None).await.unwrap();
+        let info = docker
+            .inspect_container(&p.container_name(&id), None)
+            .await
+            .unwrap();
+        let hc = info.host_config.unwrap();
+        assert_eq!(hc.memory, Some(256 << 20));
+        assert_eq!(hc.nano_cpus, Some(500_000_000));
+        assert_eq!(hc.pids_limit, Some(512));
+        assert_eq!(hc.network_mode.as_deref(), Some("none"));
+        assert_eq!(hc.init, Some(true));
+        assert!(
+            hc.security_opt
+                .unwrap()
+                .iter()
+                .any(|s| s.starts_with("no-new-privileges"))
+        );
+        let lbl = info.config.unwrap().labels.unwrap();
+        assert_eq!(lbl[labels::WORKSPACE_ID], id);
+        assert_eq!(lbl[labels::USER], "tester");
+        use std::os::unix::fs::MetadataExt;
+        let me = std::fs::metadata("/proc/self").unwrap();
+        assert_eq!(lbl[LABEL_USER], format!("{}:{}", me.uid(), me.gid()));
+
+        let (code, _, _) = exec_collect(
+            sb.as_ref(),
+            ExecRequest::shell("mkdir -p made/d && echo x > made/d/f"),
+        )
+        .await;
+        assert_eq!(code, Some(0));
+        let host = sb.host_root().unwrap();
+        for p in [host.join("made"), host.join("made/d/f")] {
+            let m = std::fs::metadata(&p).unwrap();
+            assert_eq!((m.uid(), m.gid()), (me.uid(), me.gid()), "{}", p.display());
+        }
+        // The container's own files, outside the bind mount.
+        let os = sb.read("/etc/os-release", None).await.unwrap();
+        assert!(String::from_utf8_lossy(&os).contains("bookworm"));
+        sb.write("/tmp/outside.txt", b"in the container")
+            .await
+            .unwrap();
+        let (_, out, _) =
+            exec_collect(sb.as_ref(), ExecRequest::new(["cat", "/tmp/outside.txt"])).await;
+        assert_eq!(out, "in the container");
+        // No network but loopback.
+        let (_, out, _) =
+            exec_collect(sb.as_ref(), ExecRequest::new(["cat", "/proc/net/dev"])).await;
+        let ifaces: Vec<&str> = out
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split(':').next())
+            .map(str::trim)
+            .collect();
+        assert_eq!(ifaces, ["lo"]);
+    }
+}

@@ -209,7 +209,7 @@ pub fn parse_memory(s: &str) -> Result<i64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("bad memory size `{s}` (use bytes or a number with k, m or g)"))?;
-    if !(v > 0.0) {
+    if v.is_nan() || v <= 0.0 {
         return Err(format!("memory size `{s}` must be positive"));
     }
     Ok((v * mult as f64) as i64)

@@ -67,17 +67,15 @@ fn join_abs(parts: &[String]) -> String {
     format!("/{}", parts.join("/"))
 }
 
-fn blocking<T: Send + 'static>(
+async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> BackendResult<T> + Send + 'static,
-) -> impl std::future::Future<Output = BackendResult<T>> {
-    async move {
-        tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-            Err(BackendError::Io {
-                context: "file task".into(),
-                source: std::io::Error::other(e.to_string()),
-            })
+) -> BackendResult<T> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(BackendError::Io {
+            context: "file task".into(),
+            source: std::io::Error::other(e.to_string()),
         })
-    }
+    })
 }
 
 impl HostDir {

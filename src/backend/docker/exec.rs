@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
@@ -307,12 +308,19 @@ impl ExecTarget {
         let deadline = req.timeout.map(|t| started + t);
         let cancel = req.cancel.clone();
         let (done_tx, mut done_rx) = watch::channel(false);
+        // The daemon reports a failed start (C12) as a *stdout* frame: the
+        // first stdout frame is held back when it looks like that message,
+        // and sent as stderr if the exec then ends with 126/127.
+        let held: Arc<Mutex<Option<Bytes>>> = Arc::default();
+        let held_in = held.clone();
+        let final_sink = sink.clone();
         let pump = tokio::spawn(async move {
+            let mut first = true;
             while let Some(item) = output.next().await {
                 let (stream, data) = match item {
                     Ok(LogOutput::StdOut { message }) => (StreamKind::Stdout, message),
                     Ok(LogOutput::StdErr { message }) => (StreamKind::Stderr, message),
-                    // Unframed text is the daemon's own message (C12).
+                    // Unframed text is the daemon's own message too.
                     Ok(LogOutput::Console { message }) => (StreamKind::Stderr, message),
                     Ok(LogOutput::StdIn { .. }) => continue,
                     Err(e) => {
@@ -320,7 +328,23 @@ impl ExecTarget {
                         break;
                     }
                 };
+                if std::mem::take(&mut first)
+                    && stream == StreamKind::Stdout
+                    && looks_like_start_failure(&data)
+                {
+                    *held_in.lock().expect("held lock") = Some(data);
+                    continue;
+                }
+                let earlier = held_in.lock().expect("held lock").take();
                 if let Some(sink) = &sink {
+                    if let Some(h) = earlier {
+                        let _ = sink
+                            .send(OutputChunk {
+                                stream: StreamKind::Stdout,
+                                data: h,
+                            })
+                            .await;
+                    }
                     let _ = sink.send(OutputChunk { stream, data }).await;
                 }
             }
@@ -407,6 +431,15 @@ impl ExecTarget {
                 code
             }
         };
+        let held = held.lock().expect("held lock").take();
+        if let (Some(data), Some(sink)) = (held, &final_sink) {
+            let stream = if matches!(exit_code, Some(126) | Some(127)) {
+                StreamKind::Stderr
+            } else {
+                StreamKind::Stdout
+            };
+            let _ = sink.send(OutputChunk { stream, data }).await;
+        }
         let signal = exit_code
             .filter(|c| (129..=192).contains(c) && (timed_out || cancelled))
             .map(|c| c - 128);
@@ -480,6 +513,14 @@ impl ExecTarget {
             control,
         })
     }
+}
+
+/// Whether a first stdout frame is the daemon's report of an exec that
+/// could not start (`OCI runtime exec failed: exec failed: ...`).
+fn looks_like_start_failure(data: &[u8]) -> bool {
+    let head = &data[..data.len().min(256)];
+    let text = String::from_utf8_lossy(head);
+    (text.starts_with("OCI runtime") || text.contains("exec failed")) && data.ends_with(b"\n")
 }
 
 /// The stdin half of an exec's attached stream. Dropping it half-closes
