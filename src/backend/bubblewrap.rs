@@ -37,6 +37,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
 
 use self::hostdir::HostDir;
 use super::local::LocalProvisioner;
@@ -370,6 +371,7 @@ impl BubblewrapSandbox {
         mut cmd: Command,
         stdin: Stdio,
         deadline: Option<Instant>,
+        cancel: Option<&CancellationToken>,
     ) -> BackendResult<Started> {
         cmd.stdin(stdin)
             .stdout(Stdio::piped())
@@ -381,12 +383,22 @@ impl BubblewrapSandbox {
         let mut stdout = child.stdout.take().expect("piped");
         let mut first = [0u8; 1];
         let read = stdout.read(&mut first);
-        let got = match deadline {
-            Some(d) => match tokio::time::timeout_at(d.into(), read).await {
-                Ok(r) => r,
-                Err(_) => return Ok(Started::TimedOut { child, pid }),
-            },
-            None => read.await,
+        let timeout = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let got = tokio::select! {
+            r = read => r,
+            _ = timeout => return Ok(Started::Stopped { child, pid, cancelled: false }),
+            _ = cancelled => return Ok(Started::Stopped { child, pid, cancelled: true }),
         };
         match got {
             Ok(1) if first[0] == STARTED => Ok(Started::Up { child, pid, stdout }),
@@ -428,9 +440,11 @@ enum Started {
         pid: i32,
         stdout: ChildStdout,
     },
-    TimedOut {
+    /// The timeout or the cancel fired before the sandbox was up.
+    Stopped {
         child: Child,
         pid: i32,
+        cancelled: bool,
     },
 }
 
@@ -567,29 +581,24 @@ impl Sandbox for BubblewrapSandbox {
         } else {
             Stdio::null()
         };
-        // The cancel token also ends the wait for the sandbox to come up.
-        let start = self.start(cmd, stdin, deadline);
-        let started = match &req.cancel {
-            Some(c) => tokio::select! {
-                s = start => s?,
-                _ = c.cancelled() => return Ok(ExecOutcome {
-                    exit_code: None, signal: None, timed_out: false, cancelled: true,
-                    duration: started_at.elapsed(),
-                }),
-            },
-            None => start.await?,
-        };
+        let started = self
+            .start(cmd, stdin, deadline, req.cancel.as_ref())
+            .await?;
         let (mut child, pid, stdout) = match started {
             Started::Up { child, pid, stdout } => (child, pid, stdout),
-            Started::TimedOut { mut child, pid } => {
+            Started::Stopped {
+                mut child,
+                pid,
+                cancelled,
+            } => {
                 kill_tree_async(pid, marker).await;
                 let status = child.wait().await.ok();
                 let (exit_code, signal) = status.map(exit_code_of).unwrap_or((None, None));
                 return Ok(ExecOutcome {
                     exit_code,
                     signal,
-                    timed_out: true,
-                    cancelled: false,
+                    timed_out: !cancelled,
+                    cancelled,
                     duration: started_at.elapsed(),
                 });
             }
@@ -648,9 +657,10 @@ impl Sandbox for BubblewrapSandbox {
         let marker = process_tree::new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let deadline = Some(Instant::now() + SETUP_TIMEOUT);
-        let (mut child, pid, stdout) = match self.start(cmd, Stdio::piped(), deadline).await? {
+        let (mut child, pid, stdout) = match self.start(cmd, Stdio::piped(), deadline, None).await?
+        {
             Started::Up { child, pid, stdout } => (child, pid, stdout),
-            Started::TimedOut { pid, .. } => {
+            Started::Stopped { pid, .. } => {
                 kill_tree_async(pid, marker).await;
                 return Err(BackendError::Spawn {
                     program: self.opts.bwrap_path.display().to_string(),
@@ -905,11 +915,63 @@ mod tests {
     use super::*;
     use tokio::sync::mpsc;
 
+    /// Whether bwrap is here; prints SKIPPED when not, and fails under
+    /// `CI=true`.
     fn have_bwrap() -> bool {
-        std::process::Command::new("bwrap")
+        let ok = std::process::Command::new("bwrap")
             .arg("--version")
             .output()
-            .is_ok_and(|o| o.status.success())
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true" && v != "1"),
+                "bwrap is missing under CI"
+            );
+            eprintln!("SKIPPED: bwrap not installed");
+        }
+        ok
+    }
+
+    #[tokio::test]
+    async fn timeout_or_cancel_before_or_after_start_kills_the_tree() {
+        if !have_bwrap() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+        let token = format!(
+            "{}",
+            50_000 + (uuid::Uuid::new_v4().as_u128() % 9_000) as u32
+        );
+        let alive = |t: &str| {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(t))
+            })
+        };
+        // A 1 ms timeout fires while bwrap is still setting up.
+        let mut req = ExecRequest::shell(format!("sleep {token}1"));
+        req.timeout = Some(Duration::from_millis(1));
+        let out = sb.exec(req, None).await.unwrap();
+        assert!(out.timed_out && !out.cancelled);
+        // A cancel that is already set.
+        let mut req = ExecRequest::shell(format!("sleep {token}2"));
+        let c = CancellationToken::new();
+        c.cancel();
+        req.cancel = Some(c);
+        let out = sb.exec(req, None).await.unwrap();
+        assert!(out.cancelled && !out.timed_out);
+        // A cancel while running.
+        let mut req = ExecRequest::shell(format!("sleep {token}3 & sleep {token}4"));
+        let c = CancellationToken::new();
+        req.cancel = Some(c.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c.cancel();
+        });
+        let out = sb.exec(req, None).await.unwrap();
+        assert!(out.cancelled);
+        assert!(!alive(&token), "a sleep {token}x survived");
     }
 
     #[test]
@@ -985,7 +1047,6 @@ mod tests {
     #[tokio::test]
     async fn exec_streams_and_strips_the_start_byte() {
         if !have_bwrap() {
-            eprintln!("SKIPPED: bwrap not installed");
             return;
         }
         let d = tempfile::tempdir().unwrap();
