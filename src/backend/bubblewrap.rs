@@ -638,11 +638,16 @@ impl Sandbox for BubblewrapSandbox {
             context: format!("waiting for bwrap running `{}`", req.argv[0]),
             source: e,
         })?;
+        // Collect what comes soon, then stop listening (dropping the sink)
+        // rather than wait on anything still holding the pipes.
+        let (out_abort, err_abort) = (out.abort_handle(), err.abort_handle());
         let drain = async {
             let _ = out.await;
             let _ = err.await;
         };
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
+        out_abort.abort();
+        err_abort.abort();
         let (exit_code, signal) = exit_code_of(status);
         Ok(ExecOutcome {
             exit_code,

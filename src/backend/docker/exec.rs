@@ -39,7 +39,8 @@ use crate::backend::{
 /// background child keeps the stream open.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 
-/// Runs longer than this are polled with `inspect_exec` for their end.
+/// Runs longer than this are polled with `inspect_exec` for their end
+/// (every 100 ms at first, backing off to once a second).
 const POLL_AFTER: Duration = Duration::from_millis(150);
 
 /// How long `inspect_exec` may still say "running" after the stream ended.
@@ -357,6 +358,7 @@ impl ExecTarget {
         // moment), the timeout or the cancel.
         let mut exited_code: Option<i32> = None;
         let mut next_poll = started + POLL_AFTER;
+        let mut poll_every = Duration::from_millis(100);
         loop {
             let stream_done = async {
                 while !*done_rx.borrow() {
@@ -386,7 +388,9 @@ impl ExecTarget {
                         exited_code = Some(code);
                         break;
                     }
-                    next_poll = Instant::now() + Duration::from_millis(100);
+                    // Long commands are polled less and less often.
+                    next_poll = Instant::now() + poll_every;
+                    poll_every = (poll_every * 3 / 2).min(Duration::from_secs(1));
                 }
             }
         }
