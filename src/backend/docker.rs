@@ -5,7 +5,7 @@
 //!   progress events when absent ([`PullPolicy`]); with no registry
 //!   reachable the error names the image and how to provide it locally.
 //! * **Container** `wsbench-[<profile>-]<id>`, labelled with
-//!   [`labels`](super::labels) (workspace id, user, agent, profile) plus
+//!   [`labels`] (workspace id, user, agent, profile) plus
 //!   the storage facts needed to reattach; PID 1 is Docker's init running
 //!   `sleep infinity` (it reaps what a killed command leaves behind);
 //!   `no-new-privileges`; memory / CPU / PID limits; network mode from the
@@ -15,15 +15,16 @@
 //!   With a bind mount the file tools work on the host directory after the
 //!   same confinement check as bubblewrap ([`HostDir`]), and Glob/Grep run
 //!   in-process; otherwise they go through the archive API and small exec
-//!   scripts ([`files`]).
+//!   scripts (module `files`).
 //! * **Ownership**: with a bind mount, commands run as the host user's
 //!   `uid:gid` (unless [`DockerOptions::user`] says otherwise), so every
 //!   file a command creates in `/workspace` belongs to the host user —
-//!   readable and removable without a `chown` pass on close (the
-//!   reference's approach, §7.3). As root on the host that is `0:0`.
+//!   readable and removable without the reference's `chown -R` pass on
+//!   close (§7.3). As root on the host that is `0:0`. Without a bind
+//!   mount, commands run as the image's user.
 //! * **Exec** through the API, demultiplexed and streamed, exit code from
 //!   `inspect_exec` (C12), timeouts that kill the tree inside the container
-//!   ([`exec`]).
+//!   (module `exec`).
 //! * **Reattach** by label after a restart (start or unpause as needed);
 //!   suspend = stop (or pause, [`SuspendMode`]); destroy = remove the
 //!   container, its volume and its bind directory.

@@ -481,6 +481,11 @@ impl HostDir {
     pub async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
         let a = self.resolve(from, false)?;
         let b = self.resolve(to, false)?;
+        if self.mounts.iter().any(|m| m.host == a || m.host == b) {
+            return Err(BackendError::PermissionDenied(format!(
+                "{from} -> {to}: a mount point of the sandbox cannot be renamed"
+            )));
+        }
         if let Some(dir) = b.parent() {
             tokio::fs::create_dir_all(dir)
                 .await
@@ -716,6 +721,14 @@ mod tests {
         assert_eq!((st.name.as_str(), st.kind), ("workspace", FileKind::Dir));
         assert!(matches!(
             hd.remove("/workspace", true).await,
+            Err(BackendError::PermissionDenied(_))
+        ));
+        assert!(matches!(
+            hd.rename("/workspace", "/workspace/x/moved").await,
+            Err(BackendError::PermissionDenied(_))
+        ));
+        assert!(matches!(
+            hd.rename("/workspace/x", "/tmp").await,
             Err(BackendError::PermissionDenied(_))
         ));
         assert_eq!(
