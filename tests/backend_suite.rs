@@ -1182,6 +1182,44 @@ mod docker_only {
         );
     }
 
+    /// Output still in flight when the process exits is all delivered,
+    /// even when a background job keeps the stream open (the end is then
+    /// seen by polling, and the drain waits while data keeps coming).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn big_output_with_a_lingering_child_is_complete() {
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let id = new_id("big");
+        let (p, _guard) = prov(docker_opts(base.path()), &id);
+        let sb = p.create(&spec(&id)).await.unwrap();
+        // A slow reader: the output is still in flight well after exit.
+        let (tx, mut rx) = mpsc::channel::<wsbench::backend::OutputChunk>(1);
+        let reader = tokio::spawn(async move {
+            let mut out = Vec::new();
+            while let Some(c) = rx.recv().await {
+                out.extend_from_slice(&c.data);
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            out
+        });
+        let t0 = Instant::now();
+        let outcome = sb
+            .exec(
+                ExecRequest::shell("sleep 5 & sleep 0.3; seq 1 400000"),
+                Some(tx),
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome.exit_code, Some(0));
+        let out = reader.await.unwrap();
+        let expected: String = (1..=400_000).map(|i| format!("{i}\n")).collect();
+        assert_eq!(out.len(), expected.len());
+        assert!(out == expected.as_bytes(), "output differs");
+        assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    }
+
     /// Reattach after a restart, suspend (stop, pause) and resume.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn reattach_suspend_resume() {

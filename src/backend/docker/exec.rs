@@ -16,6 +16,7 @@
 //!   polled with `inspect_exec`, so its end is seen without that delay.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -315,9 +316,14 @@ impl ExecTarget {
         let held: Arc<Mutex<Option<Bytes>>> = Arc::default();
         let held_in = held.clone();
         let final_sink = sink.clone();
+        // Chunks forwarded so far: the drain after exit waits while output
+        // is still arriving (Docker may hold megabytes in flight).
+        let progress = Arc::new(AtomicU64::new(0));
+        let progress_in = progress.clone();
         let pump = tokio::spawn(async move {
             let mut first = true;
             while let Some(item) = output.next().await {
+                progress_in.fetch_add(1, Ordering::Relaxed);
                 let (stream, data) = match item {
                     Ok(LogOutput::StdOut { message }) => (StreamKind::Stdout, message),
                     Ok(LogOutput::StdErr { message }) => (StreamKind::Stderr, message),
@@ -400,20 +406,26 @@ impl ExecTarget {
             tracing::warn!(container = %self.container, error = %e, "cannot kill a timed-out exec");
         }
         // The stream ends soon after the process; background children
-        // holding it open are not waited for.
+        // holding it open are not waited for once output goes quiet.
         let grace = if exited_code.is_some() {
             DRAIN_AFTER_EXIT
         } else {
             EXIT_CODE_WAIT
         };
-        let _ = tokio::time::timeout(grace, async {
-            while !*done_rx.borrow() {
-                if done_rx.changed().await.is_err() {
-                    break;
+        loop {
+            let seen = progress.load(Ordering::Relaxed);
+            let finished = tokio::time::timeout(grace, async {
+                while !*done_rx.borrow() {
+                    if done_rx.changed().await.is_err() {
+                        break;
+                    }
                 }
+            })
+            .await;
+            if finished.is_ok() || progress.load(Ordering::Relaxed) == seen {
+                break;
             }
-        })
-        .await;
+        }
         pump.abort();
         if let Some(w) = writer {
             w.abort();
