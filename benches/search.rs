@@ -67,6 +67,7 @@ async fn run_tool(ws: &Workspace, tool: &dyn Tool, args: Value) -> String {
         session: "bench",
         call_id: "bench",
         cancel: CancellationToken::new(),
+        output: None,
     };
     let r = tool.call(&ctx, args).await;
     assert_eq!(r.state, ToolState::Success, "{}", r.text());

@@ -7,3 +7,4 @@ pub mod backend;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod manager;

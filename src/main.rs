@@ -4,6 +4,23 @@ use clap::Parser;
 use wsbench::cli::{Cli, run};
 
 fn main() {
+    // A reader that closes our stdout early (`wsbench ... | head`) ends the
+    // program quietly, as with other command-line tools, instead of a
+    // panic from `println!`. SIGPIPE stays ignored so that writing to a
+    // dead child's stdin is an error, not a kill.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("WSBENCH_LOG"))

@@ -227,3 +227,122 @@ fn skills_on_the_fixture_and_a_seeded_workspace() {
         "{text}"
     );
 }
+
+#[test]
+fn status_lists_mcp_declarations_of_the_fixture() {
+    let env = Env::new();
+    let f = support::fixture_copy();
+    let o = env.run(&[
+        "status",
+        "--workdir",
+        f.path().to_str().unwrap(),
+        "--agent",
+        "coder",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let decl = &v["mcp_declarations"];
+    assert_eq!(decl[0]["session"], "s-001");
+    assert_eq!(decl[0]["mcps"], serde_json::json!(["docs", "everything"]));
+    assert_eq!(decl[1]["mcps"], serde_json::json!(["search"]));
+    assert_eq!(v["skills"]["skills"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn sigterm_or_ctrl_c_kills_the_command_tree_and_journals_it() {
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let env = Env::new();
+        let t = tempfile::tempdir().unwrap();
+        let marker = format!("wsbench-sig-{}", uuid::Uuid::new_v4().simple());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wsbench"))
+            .args([
+                "exec",
+                "--workdir",
+                t.path().to_str().unwrap(),
+                "--",
+                &format!("sh -c 'sleep 100' {marker}"),
+            ])
+            .env("XDG_DATA_HOME", env.home.path().join("data"))
+            .env("XDG_CONFIG_HOME", env.home.path().join("config"))
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+        {
+            assert!(Instant::now() < deadline, "command never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code));
+        let left = Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap();
+        assert!(left.stdout.is_empty(), "left behind: {}", stdout(&left));
+        let journal =
+            std::fs::read_to_string(t.path().join("sessions/default/journal.jsonl")).unwrap();
+        assert!(journal.contains("\"state\":\"interrupted\""), "{journal}");
+    }
+}
+
+#[test]
+fn workdir_typos_and_files_are_refused() {
+    let env = Env::new();
+    let t = tempfile::tempdir().unwrap();
+    let deep = t.path().join("no/such/parent/ws");
+    let o = env.run(&["exec", "--workdir", deep.to_str().unwrap(), "--", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("parent directory"));
+    assert!(!t.path().join("no").exists());
+    let file = t.path().join("f.txt");
+    std::fs::write(&file, "x").unwrap();
+    let o = env.run(&["exec", "--workdir", file.to_str().unwrap(), "--", "true"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a directory"));
+    let o = env.run(&[
+        "exec",
+        "--workdir",
+        t.path().to_str().unwrap(),
+        "--timeout",
+        "601",
+        "--",
+        "true",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("at most 600 seconds"));
+    let o = env.run(&["info", "--config", "/nonexistent/wsbench.toml"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not exist"));
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let env = Env::new();
+    let t = tempfile::tempdir().unwrap();
+    let big = t.path().join("big.txt");
+    std::fs::write(&big, "line\n".repeat(200_000)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args([
+            "tool",
+            "Read",
+            &format!(r#"{{"file_path": "{}"}}"#, big.display()),
+            "--workdir",
+            t.path().to_str().unwrap(),
+        ])
+        .env("XDG_DATA_HOME", env.home.path().join("data"))
+        .env("XDG_CONFIG_HOME", env.home.path().join("config"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

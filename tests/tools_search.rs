@@ -196,6 +196,7 @@ async fn call_with(
         session: "s1",
         call_id: "call_1",
         cancel,
+        output: None,
     };
     tokio::time::timeout(Duration::from_secs(30), tool.call(&ctx, args))
         .await

@@ -39,12 +39,15 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     let command = command_line(&args.command);
     let mut call_args = json!({ "command": command });
     if let Some(t) = args.timeout {
+        let max = ws.limits().bash_max_timeout_ms as f64 / 1000.0;
         anyhow::ensure!(
-            t >= 0.0 && t.is_finite(),
-            "--timeout must be a non-negative number of seconds"
+            t.is_finite() && t > 0.0 && t <= max,
+            "--timeout must be more than 0 and at most {max} seconds (the Bash tool's limit), got {t}"
         );
         call_args["timeout"] = json!((t * 1000.0).round() as u64);
     }
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let interrupted = super::cancel_on_signals(cancel.clone());
     let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
     let printer = (!ctx.global.json).then(|| {
         tokio::spawn(async move {
@@ -65,13 +68,17 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
             tool: "Bash".into(),
             args: call_args,
             output: printer.is_some().then_some(tx),
+            cancel: Some(cancel),
             ..Default::default()
         })
         .await;
     if let Some(p) = printer {
         let _ = p.await;
     }
-    let code = if result.timed_out {
+    let signal = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+    let code = if signal != 0 {
+        128 + signal
+    } else if result.timed_out {
         EXIT_TIMEOUT
     } else {
         result.exit_code.unwrap_or(1)

@@ -62,11 +62,30 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
 pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
     let sessions = ws.list_sessions().await?;
+    let skills = ws.list_skills(&ctx.global.agent).await?;
+    let mcp = ws.load_mcp_store().await?;
+    let declarations: Vec<_> = mcp
+        .pairs()
+        .into_iter()
+        .map(|(agent, session)| {
+            let names: Vec<String> = mcp
+                .specs(&agent, &session)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| d.name)
+                .collect();
+            json!({"agent": agent, "session": session, "mcps": names})
+        })
+        .collect();
+    let issues: Vec<String> = mcp.issues().iter().map(|i| i.to_string()).collect();
     if ctx.global.json {
         output::json(&json!({
             "root": ws.layout().workdir(),
             "backend": ws.backend(),
             "sessions": sessions,
+            "skills": skills,
+            "mcp_declarations": declarations,
+            "mcp_issues": issues,
         }))?;
         return Ok(0);
     }
@@ -84,6 +103,25 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
             s.tool_calls,
             s.offloads
         );
+    }
+    println!(
+        "skills of agent {:?}: {} valid, {} invalid",
+        ctx.global.agent,
+        skills.skills.len(),
+        skills.invalid.len()
+    );
+    println!(
+        "MCP declarations (.mcp): {} (agent, session) pairs",
+        declarations.len()
+    );
+    for d in &declarations {
+        println!(
+            "  agent {} / session {}: {}",
+            d["agent"], d["session"], d["mcps"]
+        );
+    }
+    for i in &issues {
+        println!("  problem: {i}");
     }
     println!("\ntry: wsbench exec -- echo hi   |   wsbench sessions list   |   wsbench --help");
     Ok(0)

@@ -9,6 +9,7 @@ mod output;
 mod sessions;
 mod skills;
 mod tool;
+mod workspaces;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::backend::local::LocalSandbox;
 use crate::config::{Config, Paths};
 use crate::engine::{EventBus, Workspace, WorkspaceConfig};
+use crate::manager::{WorkspaceManager, profile_options};
 
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -38,10 +40,24 @@ pub struct Cli {
 /// Options shared by every sub-command.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// Workspace directory (default: the embedded default workspace under
-    /// the XDG data dir).
+    /// Use exactly this directory as a local workspace, bypassing profiles
+    /// (default: the workspace the profile's manager assigns to
+    /// `--user`/`--agent`/`--session`).
     #[arg(long, global = true, value_name = "DIR", env = "WSBENCH_WORKDIR")]
     pub workdir: Option<PathBuf>,
+    /// Profile from the config file (default: `default_profile`, else the
+    /// built-in `local`).
+    #[arg(long, global = true, value_name = "NAME", env = "WSBENCH_PROFILE")]
+    pub profile: Option<String>,
+    /// User id the workspace manager assigns workspaces for.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        env = "WSBENCH_USER",
+        default_value = ""
+    )]
+    pub user: String,
     /// Agent id (selects the skills partition; empty = `default`).
     #[arg(long, global = true, default_value = "")]
     pub agent: String,
@@ -73,6 +89,12 @@ pub enum Command {
     /// Offloaded context, tool results and data.
     #[command(subcommand)]
     Offload(offload::OffloadCmd),
+    /// The workspace at a glance: sessions, skills, MCP declarations.
+    Status,
+    /// Workspaces of a profile: list (including those made by earlier
+    /// runs), create, open, close, destroy.
+    #[command(subcommand)]
+    Workspaces(workspaces::WorkspacesCmd),
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
     /// Print shell completions.
@@ -92,6 +114,8 @@ pub struct Ctx {
     pub config: Config,
     /// Config file actually used.
     pub config_file: PathBuf,
+    /// The selected profile's manager, made on first use.
+    manager: tokio::sync::OnceCell<WorkspaceManager>,
 }
 
 impl Ctx {
@@ -102,13 +126,52 @@ impl Ctx {
             .config
             .clone()
             .unwrap_or_else(|| paths.config_file.clone());
+        if global.config.is_some() && !config_file.is_file() {
+            anyhow::bail!(
+                "config file {} (given with --config) does not exist",
+                config_file.display()
+            );
+        }
         let config = Config::load(&config_file)?;
+        for w in config.skill_path_warnings() {
+            eprintln!("warning: {}: {w}", config_file.display());
+        }
         Ok(Ctx {
             global,
             paths,
             config,
             config_file,
+            manager: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The profile in use: `--profile`, else the config's default.
+    pub fn profile_name(&self) -> String {
+        self.global
+            .profile
+            .clone()
+            .unwrap_or_else(|| self.config.default_profile_name().to_string())
+    }
+
+    /// The manager of profile `name` (not cached; see [`Ctx::manager`]).
+    /// Its pre-warm pool is off: a one-shot command would exit before
+    /// claiming, and leave the pool's workspaces behind.
+    pub fn manager_for(&self, name: &str) -> anyhow::Result<WorkspaceManager> {
+        let (provisioner, mut opts) = profile_options(&self.config, name, &self.paths)?;
+        opts.prewarm.size = 0;
+        Ok(WorkspaceManager::new(
+            name,
+            provisioner,
+            opts,
+            EventBus::default(),
+        ))
+    }
+
+    /// The manager of the selected profile, shared by the whole command.
+    pub async fn manager(&self) -> anyhow::Result<&WorkspaceManager> {
+        self.manager
+            .get_or_try_init(|| async { self.manager_for(&self.profile_name()) })
+            .await
     }
 
     /// The workspace directory to open.
@@ -128,9 +191,22 @@ impl Ctx {
             .unwrap_or_else(|| "default".to_string())
     }
 
-    /// Opens the workspace on the local backend.
+    /// Opens the workspace: `--workdir` as an exact local directory, else
+    /// the one the selected profile's manager assigns to
+    /// `(--user, --agent, session)` (created, or reattached when an earlier
+    /// run made it).
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
+        if self.global.workdir.is_none() {
+            let manager = self.manager().await?;
+            return manager
+                .get_workspace(&self.global.user, &self.global.agent, &self.session(), None)
+                .await
+                .with_context(|| {
+                    format!("opening a workspace of profile `{}`", manager.profile())
+                });
+        }
         let dir = self.workdir();
+        check_workdir(&dir)?;
         let sandbox = LocalSandbox::open(&dir)
             .with_context(|| format!("opening workspace {}", dir.display()))?;
         let config = WorkspaceConfig {
@@ -140,6 +216,56 @@ impl Ctx {
             limits: self.config.limits.clone(),
         };
         Ok(Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?)
+    }
+}
+
+/// Cancels `token` on SIGINT, SIGTERM or SIGHUP, so a running command's
+/// whole process tree is killed and its call journalled instead of being
+/// orphaned. Returns the number of the signal received (0 while none).
+pub fn cancel_on_signals(
+    token: tokio_util::sync::CancellationToken,
+) -> Arc<std::sync::atomic::AtomicI32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let got = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let flag = got.clone();
+    // Registered here, before the command starts, not inside the task.
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return got;
+    };
+    tokio::spawn(async move {
+        let n = tokio::select! {
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
+        };
+        flag.store(n, std::sync::atomic::Ordering::SeqCst);
+        token.cancel();
+    });
+    got
+}
+
+/// Checks a `--workdir` before it is opened: an existing path must be a
+/// directory, and a new one is only made when its parent exists (a typo in
+/// a parent must not silently create a tree of directories).
+pub fn check_workdir(dir: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("--workdir {} is not a directory", dir.display()),
+        Err(_) => {
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+            match parent {
+                Some(p) if !p.is_dir() => anyhow::bail!(
+                    "--workdir {}: the parent directory {} does not exist (create it first; only the last level is made)",
+                    dir.display(),
+                    p.display()
+                ),
+                _ => Ok(()),
+            }
+        }
     }
 }
 
@@ -158,6 +284,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Skills(c)) => skills::run(&ctx, c).await,
         Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
         Some(Command::Offload(c)) => offload::run(&ctx, c).await,
+        Some(Command::Status) => info::summary(&ctx).await,
+        Some(Command::Workspaces(c)) => workspaces::run(&ctx, c).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }

@@ -4,6 +4,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, output};
+use crate::engine::Workspace;
 use crate::engine::layout::names;
 use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
 use crate::engine::offload::{png_dimensions, sniff_media_type};
@@ -28,6 +29,11 @@ pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
     match cmd {
         OffloadCmd::List => {
+            if let Some(s) = ctx.global.session.as_deref()
+                && !ws.session_ids().await?.iter().any(|id| id == s)
+            {
+                anyhow::bail!("no session `{s}` in {}", ws.layout().workdir());
+            }
             let items = ws.list_offloads(ctx.global.session.as_deref()).await?;
             if ctx.global.json {
                 output::json(&items)?;
@@ -55,77 +61,85 @@ pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
             }
         }
         OffloadCmd::Show { target } => {
-            let path = ws.layout().resolve_reference(&target);
-            let stat = ws
-                .sandbox()
-                .stat(&path)
-                .await
-                .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
-            anyhow::ensure!(!stat.is_dir_like(), "{target} is a directory");
-            let name = path.rsplit('/').next().unwrap_or("");
-            let in_data = path.starts_with(&format!("{}/", ws.layout().data_dir()));
-            if name == names::CONTEXT_FILE || name.ends_with(".jsonl") && !in_data {
-                let bytes = ws.sandbox().read(&path, None).await?;
-                let ctx_read = parse_context(&bytes);
-                if ctx.global.json {
-                    output::json(
-                        &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
-                    )?;
-                } else {
-                    for m in &ctx_read.messages {
-                        print_message(m);
-                    }
-                    for (line, msg) in &ctx_read.bad_lines {
-                        println!("!! line {line} is not a message: {msg}");
-                    }
-                }
-                return Ok(0);
+            let path = ws.layout().resolve_reference(&target)?;
+            return show(ctx, &ws, &path).await;
+        }
+    }
+    Ok(0)
+}
+
+/// Shows one offload at a backend path inside the workspace.
+pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Result<i32> {
+    let target = path;
+    let path = path.to_string();
+    let stat = ws
+        .sandbox()
+        .stat(&path)
+        .await
+        .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
+    anyhow::ensure!(!stat.is_dir_like(), "{target} is a directory");
+    let name = path.rsplit('/').next().unwrap_or("");
+    let in_data = path.starts_with(&format!("{}/", ws.layout().data_dir()));
+    if name == names::CONTEXT_FILE || name.ends_with(".jsonl") && !in_data {
+        let bytes = ws.sandbox().read(&path, None).await?;
+        let ctx_read = parse_context(&bytes);
+        if ctx.global.json {
+            output::json(
+                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
+            )?;
+        } else {
+            for m in &ctx_read.messages {
+                print_message(m);
             }
-            let head = ws
-                .sandbox()
-                .read(
-                    &path,
-                    Some(crate::backend::ByteRange {
-                        offset: 0,
-                        len: 4096,
-                    }),
-                )
-                .await?;
-            let sniffed = sniff_media_type(&head);
-            let is_text = sniffed.is_none() && !head.contains(&0) && !in_data;
-            if is_text {
-                let bytes = ws.sandbox().read(&path, None).await?;
-                if ctx.global.json {
-                    output::json(
-                        &json!({"path": path, "bytes": stat.size, "text": String::from_utf8_lossy(&bytes)}),
-                    )?;
-                } else {
-                    use std::io::Write as _;
-                    std::io::stdout().write_all(&bytes)?;
-                    if !bytes.ends_with(b"\n") {
-                        println!();
-                    }
-                }
-            } else {
-                let media = sniffed.unwrap_or("application/octet-stream");
-                let dims = png_dimensions(&head);
-                if ctx.global.json {
-                    output::json(&json!({
-                        "path": path, "bytes": stat.size, "media_type": media,
-                        "width": dims.map(|d| d.0), "height": dims.map(|d| d.1),
-                    }))?;
-                } else {
-                    println!("path:       {path}");
-                    println!(
-                        "size:       {} bytes ({})",
-                        stat.size,
-                        output::size(stat.size)
-                    );
-                    println!("media type: {media}");
-                    if let Some((w, h)) = dims {
-                        println!("dimensions: {w}x{h}");
-                    }
-                }
+            for (line, msg) in &ctx_read.bad_lines {
+                println!("!! line {line} is not a message: {msg}");
+            }
+        }
+        return Ok(0);
+    }
+    let head = ws
+        .sandbox()
+        .read(
+            &path,
+            Some(crate::backend::ByteRange {
+                offset: 0,
+                len: 4096,
+            }),
+        )
+        .await?;
+    let sniffed = sniff_media_type(&head);
+    let is_text = sniffed.is_none() && !head.contains(&0) && !in_data;
+    if is_text {
+        let bytes = ws.sandbox().read(&path, None).await?;
+        if ctx.global.json {
+            output::json(
+                &json!({"path": path, "bytes": stat.size, "text": String::from_utf8_lossy(&bytes)}),
+            )?;
+        } else {
+            use std::io::Write as _;
+            std::io::stdout().write_all(&bytes)?;
+            if !bytes.ends_with(b"\n") {
+                println!();
+            }
+        }
+    } else {
+        let media = sniffed.unwrap_or("application/octet-stream");
+        let dims = png_dimensions(&head);
+        if ctx.global.json {
+            output::json(&json!({
+                "path": path, "bytes": stat.size, "media_type": media,
+                "width": dims.map(|d| d.0), "height": dims.map(|d| d.1),
+            }))?;
+        } else {
+            println!("path:       {path}");
+            println!(
+                "size:       {} bytes ({})",
+                stat.size,
+                output::size(stat.size)
+            );
+            println!("media type: {media}");
+            if let Some((w, h)) = dims {
+                println!("dimensions: {w}x{h}");
             }
         }
     }

@@ -13,6 +13,10 @@ pub enum SessionsCmd {
     Show {
         /// Session id.
         id: String,
+        /// Render the session's offloaded context (context.jsonl) as a
+        /// conversation instead.
+        #[arg(long)]
+        context: bool,
     },
 }
 
@@ -50,7 +54,11 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                 );
             }
         }
-        SessionsCmd::Show { id } => {
+        SessionsCmd::Show { id, context: true } => {
+            let path = ws.layout().context_file(&id)?;
+            return super::offload::show(ctx, &ws, &path).await;
+        }
+        SessionsCmd::Show { id, context: false } => {
             let d = ws.session_detail(&id).await?;
             if d.summary.last_activity.is_none()
                 && d.journal.entries.is_empty()
@@ -90,7 +98,15 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
             for (line, msg) in &d.journal.bad_lines {
                 println!("  journal line {line} unreadable: {msg}");
             }
-            println!("\noffloads ({}):", d.offloads.len());
+            let files = d
+                .offloads
+                .iter()
+                .filter(|o| o.kind != crate::engine::events::OffloadKind::Data)
+                .count();
+            println!(
+                "\noffloads ({files} files in the session, {} data blobs it refers to):",
+                d.offloads.len() - files
+            );
             for o in &d.offloads {
                 println!(
                     "  {}  {:<11} {:>10}  {}",

@@ -39,15 +39,22 @@ pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
         value.is_object(),
         "tool arguments must be a JSON object, got {value}"
     );
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let interrupted = super::cancel_on_signals(cancel.clone());
     let result = ws
         .call_tool(ToolCall {
             agent: ctx.global.agent.clone(),
             session: ctx.session(),
             tool: args.name,
             args: value,
+            cancel: Some(cancel),
             ..Default::default()
         })
         .await;
+    let signal = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+    if signal != 0 {
+        return Ok(128 + signal);
+    }
     if ctx.global.json {
         output::json(&result)?;
     } else {

@@ -48,6 +48,9 @@ pub enum IdError {
     /// (contract §2.3).
     #[error("invalid agent id {0:?}: it cannot start with `.` or contain `/`, `\\` or NUL")]
     Agent(String),
+    /// A `workspace:///` URL or path that resolves outside the workspace.
+    #[error("{0:?} resolves outside the workspace")]
+    OutsideWorkspace(String),
     /// A tool-result id that holds `/`, `\` or NUL.
     #[error("invalid tool-result id {0:?}: it cannot contain `/`, `\\` or NUL")]
     ToolResult(String),
@@ -172,13 +175,19 @@ impl Layout {
         })
     }
 
-    /// Resolves `workspace:///data/x` (or any `workspace:///rel`) to its
-    /// backend path; other strings are returned as given (relative ones
-    /// joined onto the workdir).
-    pub fn resolve_reference(&self, reference: &str) -> String {
-        match reference.strip_prefix(names::DATA_URL_PREFIX) {
-            Some(rel) => self.join(rel),
+    /// Resolves `workspace:///data/x` (or any `workspace:///rel`), a path
+    /// relative to the workdir, or an absolute backend path, to a backend
+    /// path inside the workspace.
+    ///
+    /// Errors: [`IdError::OutsideWorkspace`] when it resolves outside.
+    pub fn resolve_reference(&self, reference: &str) -> Result<String, IdError> {
+        let path = match reference.strip_prefix(names::DATA_URL_PREFIX) {
+            Some(rel) => self.join(rel.trim_start_matches('/')),
             None => self.join(reference),
+        };
+        match bpath::strip_root(&self.workdir, &path) {
+            Some(_) => Ok(path),
+            None => Err(IdError::OutsideWorkspace(reference.to_string())),
         }
     }
 }
@@ -202,7 +211,7 @@ mod tests {
             "/w/sessions/s/tool_result-c1(2).txt"
         );
         assert_eq!(
-            l.resolve_reference("workspace:///data/ab.png"),
+            l.resolve_reference("workspace:///data/ab.png").unwrap(),
             "/w/data/ab.png"
         );
     }
@@ -215,5 +224,17 @@ mod tests {
         assert!(partition_name(".seed").is_err());
         assert!(partition_name("a/b").is_err());
         assert!(Layout::new("/w").tool_result_file("s", "a/b", 0).is_err());
+        let l = Layout::new("/w");
+        assert!(
+            l.resolve_reference("workspace:///../../etc/hostname")
+                .is_err()
+        );
+        assert!(l.resolve_reference("../etc/passwd").is_err());
+        assert!(l.resolve_reference("/etc/passwd").is_err());
+        assert_eq!(l.resolve_reference("/w/data/x").unwrap(), "/w/data/x");
+        assert_eq!(
+            l.resolve_reference("workspace:////data/x").unwrap(),
+            "/w/data/x"
+        );
     }
 }

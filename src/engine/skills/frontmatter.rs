@@ -42,17 +42,9 @@ impl FrontMatterError {
         }
     }
 
-    /// One-line description for error messages: `line N: reason (hint)`.
+    /// One-line description for error messages: `line N: reason. Hint: ...`.
     pub fn describe(&self) -> String {
-        let mut out = match self.line {
-            Some(l) => format!("line {l}: {}", self.reason),
-            None => self.reason.clone(),
-        };
-        if let Some(h) = &self.hint {
-            out.push_str(". Hint: ");
-            out.push_str(h);
-        }
-        out
+        describe(self.line, &self.reason, self.hint.as_deref())
     }
 }
 
@@ -300,6 +292,19 @@ fn yaml_error(err: &serde_yaml_ng::Error, yaml_lines: &[&str], offset: usize) ->
         }
         _ => FrontMatterError::new(err_idx.map(|i| i + offset + 1), reason, None),
     }
+}
+
+/// `line N: reason. Hint: ...`, the one-line form of a skill problem.
+pub(crate) fn describe(line: Option<usize>, reason: &str, hint: Option<&str>) -> String {
+    let mut out = match line {
+        Some(l) => format!("line {l}: {reason}"),
+        None => reason.to_string(),
+    };
+    if let Some(h) = hint {
+        out.push_str(". Hint: ");
+        out.push_str(h);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -113,15 +113,7 @@ pub struct InvalidSkill {
 impl InvalidSkill {
     /// One line for messages: `line N: reason. Hint: ...`.
     pub fn describe(&self) -> String {
-        let mut out = match self.line {
-            Some(l) => format!("line {l}: {}", self.reason),
-            None => self.reason.clone(),
-        };
-        if let Some(h) = &self.hint {
-            out.push_str(". Hint: ");
-            out.push_str(h);
-        }
-        out
+        frontmatter::describe(self.line, &self.reason, self.hint.as_deref())
     }
 }
 

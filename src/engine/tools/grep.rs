@@ -83,9 +83,10 @@ struct Args {
     around: Option<i64>,
     #[serde(default)]
     context: Option<i64>,
-    #[serde(default)]
+    // `-n`/`-i` as aliases, since `-A`/`-B`/`-C` carry their dash.
+    #[serde(default, alias = "-n")]
     n: Option<bool>,
-    #[serde(default)]
+    #[serde(default, alias = "-i")]
     i: Option<bool>,
     #[serde(default)]
     case_insensitive: Option<bool>,

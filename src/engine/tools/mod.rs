@@ -65,6 +65,38 @@ impl Default for ToolLimits {
     }
 }
 
+impl ToolLimits {
+    /// Checks the values make sense together. Errors name the key.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let positive = [
+            ("bash_max_output_chars", self.bash_max_output_chars as u64),
+            ("bash_default_timeout_ms", self.bash_default_timeout_ms),
+            ("bash_max_timeout_ms", self.bash_max_timeout_ms),
+            ("read_max_lines", self.read_max_lines as u64),
+            ("read_max_line_chars", self.read_max_line_chars as u64),
+            ("read_max_bytes", self.read_max_bytes),
+            ("search_default_limit", self.search_default_limit as u64),
+            ("search_timeout_ms", self.search_timeout_ms),
+            ("grep_max_columns", self.grep_max_columns as u64),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err((key, "must be at least 1".into()));
+            }
+        }
+        if self.bash_default_timeout_ms > self.bash_max_timeout_ms {
+            return Err((
+                "bash_default_timeout_ms",
+                format!(
+                    "{} is more than bash_max_timeout_ms ({})",
+                    self.bash_default_timeout_ms, self.bash_max_timeout_ms
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Outcome state of a tool call (the reference's block states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -22,6 +22,10 @@
 //!   link loop cannot make a walk endless, case C28), and file links are
 //!   not listed or searched — the target is found under its real path if it
 //!   lies in the tree. A search root that is itself a link is resolved.
+//! * **wsbench's journals are never searched**: `sessions/<id>/journal.jsonl`
+//!   records earlier calls' arguments, so a search would find its own past
+//!   patterns ([`JOURNAL_GLOB`]). Offloaded tool results and `context.jsonl`
+//!   stay searchable: the agent is told they are there.
 //! * **An explicit path is always searched**: ignore rules and VCS names
 //!   apply to what lies below the search root, never to the root itself
 //!   (as with `rg <path>`).
@@ -127,6 +131,21 @@ pub enum WalkEnd {
     Stopped,
 }
 
+/// wsbench's own tool-call journals (`<workdir>/sessions/<id>/journal.jsonl`)
+/// are never searched: they record earlier calls' arguments, so a search
+/// would find its own past patterns.
+pub const JOURNAL_GLOB: &str = "!**/sessions/*/journal.jsonl";
+
+fn is_journal(path: &Path, workdir: Option<&PathBuf>) -> bool {
+    let Some(workdir) = workdir else { return false };
+    path.file_name()
+        .is_some_and(|n| n == crate::engine::layout::names::JOURNAL_FILE)
+        && path
+            .parent()
+            .and_then(Path::parent)
+            .is_some_and(|p| p == workdir.join(crate::engine::layout::names::SESSIONS_DIR))
+}
+
 fn is_vcs_name(entry: &DirEntry) -> bool {
     entry
         .file_name()
@@ -209,11 +228,12 @@ where
     }
     {
         let root = root.clone();
+        let workdir = spec.workdir.clone();
         b.filter_entry(move |e| {
             let p = e.path();
             if p.starts_with(root.as_path()) {
-                // Below the root: VCS names are never walked.
-                p == root.as_path() || !is_vcs_name(e)
+                // Below the root: VCS names and journals are never walked.
+                p == root.as_path() || !(is_vcs_name(e) || is_journal(p, workdir.as_ref()))
             } else {
                 // Above the root (workdir walk): only the way down to it.
                 root.starts_with(p)
@@ -408,6 +428,8 @@ pub fn rg_walk_args() -> Vec<String> {
         args.push("--glob".into());
         args.push(format!("!{d}"));
     }
+    args.push("--glob".into());
+    args.push(JOURNAL_GLOB.into());
     args
 }
 

@@ -1,0 +1,304 @@
+//! `wsbench workspaces ...`: the workspaces of a profile, including those
+//! made by earlier runs (found through the provider, contract §8).
+//!
+//! A one-shot command leaves sandboxes as it found or made them: `open`
+//! resumes, `close` suspends (where the backend can), `destroy` deletes.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::{Ctx, output};
+use crate::backend::labels as blabels;
+use crate::manager::{WorkspaceInfo, WorkspaceManager, labels as mlabels};
+
+/// `workspaces` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum WorkspacesCmd {
+    /// Every workspace the profile's backend can see: id, profile and
+    /// backend, state, user/agent, age, idle time / TTL left, labels.
+    List(ListArgs),
+    /// Provision the workspace the profile assigns to --user/--agent/
+    /// --session (reattaching it if it exists), or a fresh one with --new.
+    Create(CreateArgs),
+    /// Reattach an existing workspace by id (resuming its sandbox).
+    Open {
+        /// Workspace id.
+        id: String,
+    },
+    /// Close a workspace: suspend its sandbox where the backend can.
+    Close {
+        /// Workspace id.
+        id: String,
+    },
+    /// Destroy a workspace and all its files (asks first unless --yes).
+    Destroy {
+        /// Workspace id.
+        id: String,
+        /// Do not ask for confirmation (required without a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+}
+
+/// Options of `workspaces list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// List the workspaces of every profile (configured and built-in).
+    #[arg(long)]
+    pub all_profiles: bool,
+}
+
+/// Options of `workspaces create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// A new workspace with a fresh id instead of the one the isolation
+    /// policy assigns.
+    #[arg(long)]
+    pub new: bool,
+}
+
+pub(super) async fn run(ctx: &Ctx, cmd: WorkspacesCmd) -> anyhow::Result<i32> {
+    match cmd {
+        WorkspacesCmd::List(a) => list(ctx, a).await,
+        WorkspacesCmd::Create(a) => create(ctx, a).await,
+        WorkspacesCmd::Open { id } => open(ctx, &id).await,
+        WorkspacesCmd::Close { id } => close(ctx, &id).await,
+        WorkspacesCmd::Destroy { id, yes } => destroy(ctx, &id, yes).await,
+    }
+}
+
+async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
+    let names = if a.all_profiles {
+        ctx.config.profile_names()
+    } else {
+        vec![ctx.profile_name()]
+    };
+    let mut all: Vec<WorkspaceInfo> = Vec::new();
+    let mut errors: Vec<(String, String)> = Vec::new();
+    for name in &names {
+        let listed = match ctx.manager_for(name) {
+            Ok(m) => m.list().await.map_err(anyhow::Error::from),
+            Err(e) => Err(e),
+        };
+        match listed {
+            Ok(ws) => all.extend(ws),
+            Err(e) if a.all_profiles => errors.push((name.clone(), format!("{e:#}"))),
+            Err(e) => return Err(e.context(format!("listing profile `{name}`"))),
+        }
+    }
+    if ctx.global.json {
+        let errors: Vec<_> = errors
+            .iter()
+            .map(|(p, e)| json!({"profile": p, "error": e}))
+            .collect();
+        output::json(&json!({"workspaces": all, "errors": errors}))?;
+    } else {
+        let rows: Vec<Vec<String>> = all.iter().map(row).collect();
+        if rows.is_empty() {
+            println!("no workspaces in {}", names.join(", "));
+        } else {
+            output::table(
+                &[
+                    "ID", "PROFILE", "BACKEND", "STATE", "USER", "AGENT", "AGE", "IDLE",
+                    "TTL LEFT", "LABELS",
+                ],
+                &rows,
+            );
+        }
+        for (p, e) in &errors {
+            eprintln!("profile {p}: {e}");
+        }
+    }
+    Ok(if errors.is_empty() { 0 } else { 1 })
+}
+
+fn row(w: &WorkspaceInfo) -> Vec<String> {
+    let dash = || "-".to_string();
+    let opt = |v: &Option<String>| match v.as_deref() {
+        None => dash(),
+        Some("") => "\"\"".to_string(),
+        Some(s) => s.to_string(),
+    };
+    let state = if w.leases > 0 {
+        format!("{} ({})", w.state, w.leases)
+    } else {
+        w.state.clone()
+    };
+    let well_known = [
+        blabels::WORKSPACE_ID,
+        blabels::USER,
+        blabels::AGENT,
+        blabels::PROFILE,
+        mlabels::SESSION,
+    ];
+    let mut labels: Vec<String> = w
+        .labels
+        .iter()
+        .filter(|(k, _)| !well_known.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if let Some(s) = &w.session {
+        labels.insert(0, format!("session={s}"));
+    }
+    vec![
+        w.id.clone(),
+        w.profile.clone(),
+        w.backend.to_string(),
+        state,
+        opt(&w.user),
+        opt(&w.agent),
+        w.age_secs.map(span).unwrap_or_else(dash),
+        w.idle_secs.map(span).unwrap_or_else(dash),
+        w.ttl_left_secs.map(span).unwrap_or_else(dash),
+        if labels.is_empty() {
+            dash()
+        } else {
+            labels.join(",")
+        },
+    ]
+}
+
+/// A span of seconds in its two largest units (`42s`, `5m 3s`, `2h 10m`,
+/// `3d 4h`).
+fn span(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+async fn describe(
+    ctx: &Ctx,
+    m: &WorkspaceManager,
+    ws: &crate::engine::Workspace,
+    extra: serde_json::Value,
+) -> anyhow::Result<()> {
+    let mut v = json!({
+        "id": ws.id(),
+        "profile": m.profile(),
+        "backend": m.backend(),
+        "root": ws.layout().workdir(),
+        "host_dir": ws.sandbox().host_root(),
+    });
+    if let (Some(obj), Some(more)) = (v.as_object_mut(), extra.as_object()) {
+        obj.extend(more.clone());
+    }
+    if ctx.global.json {
+        output::json(&v)?;
+    } else {
+        println!(
+            "workspace {} ({} profile, {} backend)",
+            ws.id(),
+            m.profile(),
+            m.backend()
+        );
+        println!("root: {}", ws.layout().workdir());
+        if let Some(created) = v.get("created").and_then(|c| c.as_bool()) {
+            println!("{}", if created { "created" } else { "reattached" });
+        }
+    }
+    Ok(())
+}
+
+async fn create(ctx: &Ctx, a: CreateArgs) -> anyhow::Result<i32> {
+    let m = ctx.manager().await?;
+    let (user, agent, session) = (&ctx.global.user, &ctx.global.agent, ctx.session());
+    let (ws, created) = if a.new {
+        (m.create(user, agent, &session).await?, true)
+    } else {
+        let id = m.assign_workspace_id(user, agent, &session).await?;
+        let existed = m
+            .provisioner()
+            .find(&id)
+            .await
+            .with_context(|| format!("looking up workspace {id}"))?
+            .is_some();
+        (
+            m.get_workspace(user, agent, &session, Some(&id)).await?,
+            !existed,
+        )
+    };
+    describe(
+        ctx,
+        m,
+        &ws,
+        json!({"created": created, "user": user, "agent": agent, "session": session}),
+    )
+    .await?;
+    Ok(0)
+}
+
+async fn open(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+    let m = ctx.manager().await?;
+    let ws = m.open(id).await?;
+    describe(ctx, m, &ws, json!({})).await?;
+    Ok(0)
+}
+
+async fn close(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+    let m = ctx.manager().await?;
+    if !m.close(id).await? {
+        bail!("no workspace `{id}` in profile `{}`", m.profile());
+    }
+    if ctx.global.json {
+        output::json(&json!({"id": id, "profile": m.profile(), "closed": true}))?;
+    } else {
+        println!("closed workspace {id}");
+    }
+    Ok(0)
+}
+
+async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
+    let m = ctx.manager().await?;
+    let Some(info) = m
+        .provisioner()
+        .find(id)
+        .await
+        .with_context(|| format!("looking up workspace {id}"))?
+    else {
+        bail!("no workspace `{id}` in profile `{}`", m.profile());
+    };
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "refusing to destroy workspace {id} without confirmation: no terminal to ask on; pass --yes"
+            );
+        }
+        eprint!(
+            "Destroy workspace {id} ({}) and everything in it? [y/N] ",
+            info.backend_id
+        );
+        std::io::stderr().flush().ok();
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            eprintln!("not destroyed");
+            return Ok(1);
+        }
+    }
+    m.destroy(id).await?;
+    if ctx.global.json {
+        output::json(&json!({"id": id, "profile": m.profile(), "destroyed": true}))?;
+    } else {
+        println!("destroyed workspace {id} ({})", info.backend_id);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn spans_use_two_units() {
+        assert_eq!(super::span(42.9), "42s");
+        assert_eq!(super::span(303.0), "5m 3s");
+        assert_eq!(super::span(7800.0), "2h 10m");
+        assert_eq!(super::span(3.0 * 86400.0 + 4.0 * 3600.0), "3d 4h");
+        assert_eq!(super::span(-1.0), "0s");
+    }
+}

@@ -1,0 +1,404 @@
+//! Profiles: from a `[profiles.<name>]` table to a running
+//! [`WorkspaceManager`].
+//!
+//! [`make_provisioner`] is the one place that turns a backend kind and its
+//! options into a [`Provisioner`]; each backend adds its arm there. Only
+//! `local` exists in this build: the other kinds answer with
+//! [`ProfileError::Unavailable`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::isolation::{IsolationPolicy, dir_segment, per_agent_id, per_user_id};
+use super::{ManagerOptions, WorkspaceManager, labels as mlabels};
+use crate::backend::local::{LocalProvisioner, sanitize_segment};
+use crate::backend::{BackendKind, ProvisionSpec, Provisioner, labels};
+use crate::config::{Config, ConfigError, Paths};
+use crate::engine::{EventBus, WorkspaceConfig};
+
+/// Options the local backend takes (`[profiles.<name>.options]`).
+pub const LOCAL_OPTIONS: &[&str] = &["base_dir"];
+
+/// Errors turning a profile into a provisioner or a manager.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The backend kind has no implementation in this build.
+    #[error("backend {backend} is not available in this build yet (profile `{profile}`)")]
+    Unavailable {
+        /// Backend kind asked for.
+        backend: BackendKind,
+        /// Profile name.
+        profile: String,
+    },
+    /// An option the backend does not know.
+    #[error(
+        "unknown option `{key}` for the {backend} backend (profile `{profile}`); known options: {known}"
+    )]
+    UnknownOption {
+        /// Profile name.
+        profile: String,
+        /// Backend kind.
+        backend: BackendKind,
+        /// The option key.
+        key: String,
+        /// The options it knows, comma-separated.
+        known: String,
+    },
+    /// An option with a value the backend cannot use.
+    #[error("option `{key}` of profile `{profile}`: {message}")]
+    BadOption {
+        /// Profile name.
+        profile: String,
+        /// The option key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The config (unknown profile, unset `${VAR}`, or one of the errors
+    /// above placed at its file, line and key).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+impl ProfileError {
+    /// The option key the error is about, if any.
+    pub fn option_key(&self) -> Option<&str> {
+        match self {
+            ProfileError::UnknownOption { key, .. } | ProfileError::BadOption { key, .. } => {
+                Some(key)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Builds the provisioner of profile `name` for backend `kind` from its
+/// `options` (already `${VAR}`-expanded). Default locations derive from
+/// `paths` (the local base dir is `<data_dir>/profiles/<name>`).
+///
+/// Errors: [`ProfileError::Unavailable`] for kinds without an
+/// implementation yet, [`ProfileError::UnknownOption`] /
+/// [`ProfileError::BadOption`] naming the offending key.
+pub fn make_provisioner(
+    kind: BackendKind,
+    name: &str,
+    options: &toml::Table,
+    paths: &Paths,
+) -> Result<Arc<dyn Provisioner>, ProfileError> {
+    match kind {
+        BackendKind::Local => local(name, options, paths),
+        other => Err(ProfileError::Unavailable {
+            backend: other,
+            profile: name.to_string(),
+        }),
+    }
+}
+
+fn check_keys(
+    kind: BackendKind,
+    name: &str,
+    options: &toml::Table,
+    known: &[&str],
+) -> Result<(), ProfileError> {
+    match options.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(key) => Err(ProfileError::UnknownOption {
+            profile: name.to_string(),
+            backend: kind,
+            key: key.clone(),
+            known: known.join(", "),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn local(
+    name: &str,
+    options: &toml::Table,
+    paths: &Paths,
+) -> Result<Arc<dyn Provisioner>, ProfileError> {
+    check_keys(BackendKind::Local, name, options, LOCAL_OPTIONS)?;
+    let bad = |message: String| ProfileError::BadOption {
+        profile: name.to_string(),
+        key: "base_dir".into(),
+        message,
+    };
+    let base = match options.get("base_dir") {
+        None => paths.data_dir.join("profiles").join(name),
+        Some(toml::Value::String(s)) => {
+            let p = match s.strip_prefix("~/") {
+                Some(rest) => dirs::home_dir()
+                    .ok_or_else(|| bad("`~` used but there is no home directory".into()))?
+                    .join(rest),
+                None => PathBuf::from(s),
+            };
+            if !p.is_absolute() {
+                return Err(bad(format!("must be an absolute path, got {s:?}")));
+            }
+            p
+        }
+        Some(other) => return Err(bad(format!("must be a string, got {}", other.type_str()))),
+    };
+    let layout_base = base.clone();
+    Ok(Arc::new(
+        LocalProvisioner::new(&base).with_layout(move |spec| local_layout(&layout_base, spec)),
+    ))
+}
+
+/// Where a local workspace lives under `base` (contract §12, §11 point
+/// 26), decided by its labels:
+/// * per_agent, id derived from its user and agent → `<base>/<user>/<agent>`
+///   (users never share a directory);
+/// * per_user, id derived from its user → `<base>/<user>`;
+/// * every other id (per_session, explicit team ids, pre-warmed) →
+///   `<base>/by-id/<id>`.
+///
+/// Segments go through [`dir_segment`] (`""` → `default`, reserved names
+/// suffixed) or [`sanitize_segment`], so no id escapes `base` and `by-id`
+/// is never a user's directory. A base dir should serve one isolation
+/// policy: a per_user directory would contain per_agent ones.
+pub fn local_layout(base: &Path, spec: &ProvisionSpec) -> PathBuf {
+    let l = &spec.labels;
+    let policy = l
+        .get(mlabels::ISOLATION)
+        .and_then(|p| p.parse::<IsolationPolicy>().ok());
+    let user = l.get(labels::USER);
+    let agent = l.get(labels::AGENT);
+    match (policy, user, agent) {
+        (Some(IsolationPolicy::PerAgent), Some(u), Some(a))
+            if spec.workspace_id == per_agent_id(u, a) =>
+        {
+            base.join(dir_segment(u)).join(dir_segment(a))
+        }
+        (Some(IsolationPolicy::PerUser), Some(u), _) if spec.workspace_id == per_user_id(u) => {
+            base.join(dir_segment(u))
+        }
+        _ => base
+            .join("by-id")
+            .join(sanitize_segment(&spec.workspace_id)),
+    }
+}
+
+/// The provisioner and manager options of profile `name` of `config`:
+/// backend options, the profile's manager settings, and the workspace
+/// template from `[workspace]` and `[limits]`. Option errors come back
+/// placed at file, line and key. Callers may adjust the options (the
+/// one-shot CLI turns the pre-warm pool off) before building the manager.
+///
+/// The built-in `local` profile (when the file has no `[profiles.local]`)
+/// keeps the CLI's embedded workspaces: per_user under
+/// `<data_dir>/workspaces`, so the default user `""` works in
+/// `<data_dir>/workspaces/default` ([`Paths::default_workdir`]) and
+/// `--agent` picks a skills partition inside it.
+pub fn profile_options(
+    config: &Config,
+    name: &str,
+    paths: &Paths,
+) -> Result<(Arc<dyn Provisioner>, ManagerOptions), ProfileError> {
+    let mut p = config.profile(name)?;
+    if !config.profiles.contains_key(name) {
+        let base = paths.data_dir.join("workspaces");
+        p.options.insert(
+            "base_dir".into(),
+            toml::Value::String(base.to_string_lossy().into_owned()),
+        );
+    }
+    let provisioner = make_provisioner(p.backend, name, &p.options, paths).map_err(|e| {
+        let keys: Option<Vec<&str>> = match &e {
+            ProfileError::Unavailable { .. } => Some(vec!["profiles", name, "backend"]),
+            _ => e.option_key().map(|k| vec!["profiles", name, "options", k]),
+        };
+        match keys {
+            Some(keys) if config.profiles.contains_key(name) => {
+                ProfileError::Config(config.located(&keys, e.to_string()))
+            }
+            _ => e,
+        }
+    })?;
+    let mut opts = ManagerOptions::for_provisioner(provisioner.as_ref());
+    opts.isolation = p.isolation;
+    opts.ttl = p.ttl;
+    opts.sweep_interval = p.sweep_interval;
+    opts.keep_alive = p.keep_alive;
+    opts.prewarm = p.prewarm;
+    opts.workspace = WorkspaceConfig {
+        workspace_id: None,
+        skill_paths: config.workspace.skill_paths.clone(),
+        instructions: config.workspace.instructions.clone(),
+        limits: config.limits.clone(),
+    };
+    Ok((provisioner, opts))
+}
+
+/// Opens profile `name` of `config` as a manager publishing on `bus`; see
+/// [`profile_options`].
+pub fn open_profile(
+    config: &Config,
+    name: &str,
+    paths: &Paths,
+    bus: EventBus,
+) -> Result<WorkspaceManager, ProfileError> {
+    let (provisioner, opts) = profile_options(config, name, paths)?;
+    Ok(WorkspaceManager::new(name, provisioner, opts, bus))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn paths(dir: &Path) -> Paths {
+        Paths {
+            config_file: dir.join("config.toml"),
+            data_dir: dir.join("data"),
+            default_workdir: dir.join("data/workspaces/default"),
+        }
+    }
+
+    fn spec(id: &str, user: &str, agent: &str) -> ProvisionSpec {
+        spec_as(IsolationPolicy::PerAgent, id, user, agent)
+    }
+
+    fn spec_as(policy: IsolationPolicy, id: &str, user: &str, agent: &str) -> ProvisionSpec {
+        let mut l = BTreeMap::new();
+        l.insert(mlabels::ISOLATION.to_string(), policy.as_str().to_string());
+        l.insert(labels::USER.to_string(), user.to_string());
+        l.insert(labels::AGENT.to_string(), agent.to_string());
+        ProvisionSpec {
+            workspace_id: id.to_string(),
+            labels: l,
+        }
+    }
+
+    #[test]
+    fn layout_separates_users_and_keeps_other_ids_apart() {
+        let base = Path::new("/b");
+        let alice = local_layout(
+            base,
+            &spec(&per_agent_id("alice", "coder"), "alice", "coder"),
+        );
+        let bob = local_layout(base, &spec(&per_agent_id("bob", "coder"), "bob", "coder"));
+        assert_eq!(alice, Path::new("/b/alice/coder"));
+        assert_eq!(bob, Path::new("/b/bob/coder"));
+        // A team id used by alice's coder is not her per_agent directory.
+        assert_eq!(
+            local_layout(base, &spec("team-7", "alice", "coder")),
+            Path::new("/b/by-id/team-7")
+        );
+        let hostile = local_layout(base, &spec(&per_agent_id("../..", "/etc"), "../..", "/etc"));
+        assert!(hostile.starts_with("/b/"), "{hostile:?}");
+        assert_eq!(hostile.components().count(), 4, "{hostile:?}");
+        assert_eq!(
+            local_layout(base, &spec(&per_agent_id("", ""), "", "")),
+            Path::new("/b/default/default")
+        );
+        let per_user = IsolationPolicy::PerUser;
+        assert_eq!(
+            local_layout(base, &spec_as(per_user, &per_user_id("bob"), "bob", "x")),
+            Path::new("/b/bob")
+        );
+        assert_eq!(
+            local_layout(base, &spec_as(per_user, &per_user_id(""), "", "")),
+            Path::new("/b/default")
+        );
+        // The reference's cross-policy collision (§11 point 28) does not
+        // move a directory: the policy label decides.
+        let id = per_user_id("user");
+        assert_eq!(id, per_agent_id("user", "user"));
+        assert_eq!(
+            local_layout(base, &spec_as(per_user, &id, "user", "user")),
+            Path::new("/b/user")
+        );
+        // Without a policy label nothing is derived: one dir per id.
+        let mut bare = spec(&per_agent_id("a", "b"), "a", "b");
+        bare.labels.remove(mlabels::ISOLATION);
+        assert!(local_layout(base, &bare).starts_with("/b/by-id"));
+    }
+
+    #[test]
+    fn other_backends_are_not_available_yet() {
+        let d = tempfile::tempdir().unwrap();
+        let err = make_provisioner(
+            BackendKind::Docker,
+            "d",
+            &toml::Table::new(),
+            &paths(d.path()),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "backend docker is not available in this build yet (profile `d`)"
+        );
+    }
+
+    #[test]
+    fn local_options_are_checked() {
+        let d = tempfile::tempdir().unwrap();
+        let p = paths(d.path());
+        let mut t = toml::Table::new();
+        t.insert("base_dri".into(), "/x".into());
+        let err = make_provisioner(BackendKind::Local, "l", &t, &p)
+            .err()
+            .unwrap();
+        assert_eq!(err.option_key(), Some("base_dri"));
+        assert!(err.to_string().contains("known options: base_dir"), "{err}");
+        let mut t = toml::Table::new();
+        t.insert("base_dir".into(), "relative/dir".into());
+        let err = make_provisioner(BackendKind::Local, "l", &t, &p)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("absolute"), "{err}");
+        let mut t = toml::Table::new();
+        t.insert("base_dir".into(), 3.into());
+        assert!(make_provisioner(BackendKind::Local, "l", &t, &p).is_err());
+    }
+
+    #[test]
+    fn option_errors_name_file_line_and_key() {
+        let d = tempfile::tempdir().unwrap();
+        let text = "[profiles.dev]\nbackend = \"local\"\n\n[profiles.dev.options]\nbase_dir = \"/srv\"\nflavour = 1\n";
+        let config = Config::parse(text, Path::new("/etc/wsbench.toml")).unwrap();
+        let err = open_profile(&config, "dev", &paths(d.path()), EventBus::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.starts_with("/etc/wsbench.toml:6:"), "{err}");
+        assert!(err.contains("flavour"), "{err}");
+        let text = "[profiles.box]\nbackend = \"docker\"\n";
+        let config = Config::parse(text, Path::new("c.toml")).unwrap();
+        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.starts_with("c.toml:2:"), "{err}");
+        assert!(err.contains("not available in this build yet"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn builtin_local_profile_needs_no_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = paths(d.path());
+        let m = open_profile(&Config::default(), "local", &p, EventBus::default()).unwrap();
+        assert_eq!(m.options().isolation, IsolationPolicy::PerUser);
+        let ws = m.get_workspace("", "coder", "s", None).await.unwrap();
+        assert_eq!(ws.sandbox().host_root().unwrap(), p.default_workdir);
+        let alice = m.get_workspace("alice", "coder", "s", None).await.unwrap();
+        let root = alice.sandbox().host_root().unwrap().to_path_buf();
+        assert_eq!(root, p.data_dir.join("workspaces/alice"));
+        m.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_configured_local_profile_gets_its_own_base() {
+        let d = tempfile::tempdir().unwrap();
+        let p = paths(d.path());
+        let config =
+            Config::parse("[profiles.local]\nbackend = \"local\"\n", Path::new("c")).unwrap();
+        let m = open_profile(&config, "local", &p, EventBus::default()).unwrap();
+        assert_eq!(m.options().isolation, IsolationPolicy::PerAgent);
+        let ws = m.get_workspace("alice", "coder", "s", None).await.unwrap();
+        let root = ws.sandbox().host_root().unwrap().to_path_buf();
+        assert_eq!(root, p.data_dir.join("profiles/local/alice/coder"));
+        m.shutdown().await.unwrap();
+    }
+}
