@@ -91,11 +91,17 @@ exit 1
 /// Where and as whom execs run.
 #[derive(Clone)]
 pub(crate) struct ExecTarget {
+    /// Daemon connection.
     pub docker: Docker,
+    /// Container id.
     pub container: String,
+    /// Default working directory (`/workspace`).
     pub workdir: String,
+    /// `user[:group]` for every exec; `None` = the image's user.
     pub user: Option<String>,
+    /// Base environment laid under each request's own.
     pub env: BTreeMap<String, String>,
+    /// Where exec started/exited events go.
     pub events: Option<EventSink>,
 }
 

@@ -104,6 +104,7 @@ fi
 /// File operations through a container.
 #[derive(Clone)]
 pub(crate) struct ContainerFiles {
+    /// The container and user the scripts run as.
     pub target: ExecTarget,
 }
 
@@ -427,6 +428,8 @@ impl ContainerFiles {
             .map_err(|e| BackendError::from_io(e, path))
     }
 
+    /// Reads a file (or `range` of it) from the archive API, following
+    /// symbolic links inside the container.
     pub async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
         let mut p = self.abs(path);
         for _ in 0..=MAX_LINK_HOPS {
@@ -515,12 +518,15 @@ impl ContainerFiles {
         )
     }
 
+    /// Writes `data` atomically (upload next to the target, then rename).
     pub async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
         let reader: Box<dyn AsyncRead + Send + Unpin> =
             Box::new(std::io::Cursor::new(data.to_vec()));
         self.write_stream(path, reader).await.map(|_| ())
     }
 
+    /// Writes a stream atomically, spooled on the host first (the tar
+    /// header needs the size); returns the bytes written.
     pub async fn write_stream(
         &self,
         path: &str,
@@ -558,6 +564,8 @@ impl ContainerFiles {
         Ok(n)
     }
 
+    /// Appends in place with `cat >>`, creating parents (callers
+    /// serialise appends).
     pub async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
         let p = self.abs(path);
         let out = self
@@ -569,6 +577,7 @@ impl ContainerFiles {
         }
     }
 
+    /// Creates `path` exclusively (`set -C`); `Ok(false)` if it exists.
     pub async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
         let p = self.abs(path);
         let out = self
@@ -581,6 +590,7 @@ impl ContainerFiles {
         }
     }
 
+    /// Lists a directory, entries sorted by name.
     pub async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
         let p = self.abs(path);
         let out = self.script_ok(LIST, &[&p], path).await?;
@@ -589,6 +599,7 @@ impl ContainerFiles {
         Ok(v)
     }
 
+    /// Metadata of a path, symlinks not followed (mtime in whole seconds).
     pub async fn stat(&self, path: &str) -> BackendResult<FileStat> {
         let p = self.abs(path);
         let out = self.script_ok(STAT, &[&p], path).await?;
@@ -609,6 +620,7 @@ impl ContainerFiles {
         Ok(st)
     }
 
+    /// Removes a file or link, or a directory (recursively when asked).
     pub async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
         let p = self.abs(path);
         self.script_ok(REMOVE, &[&p, if recursive { "1" } else { "0" }], path)
@@ -616,11 +628,13 @@ impl ContainerFiles {
             .map(|_| ())
     }
 
+    /// Renames, creating the target's parents.
     pub async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
         let (a, b) = (self.abs(from), self.abs(to));
         self.script_ok(RENAME, &[&a, &b], from).await.map(|_| ())
     }
 
+    /// Creates a directory (and parents when `parents`).
     pub async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
         let p = self.abs(path);
         self.script_ok(MKDIR, &[&p, if parents { "1" } else { "0" }], path)
