@@ -22,6 +22,8 @@
 //! (a host path for local, `/workspace/...` inside containers); see
 //! [`path`] for the pure helpers that join and normalise them.
 
+pub mod bubblewrap;
+pub mod docker;
 pub mod local;
 pub mod path;
 pub mod process_tree;

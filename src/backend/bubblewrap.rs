@@ -1,0 +1,1078 @@
+//! The bubblewrap backend: one `bwrap` process per command, on a host
+//! directory bound at `/workspace` (contract §7.2, without its Python
+//! gateway bootstrap).
+//!
+//! Differences from the reference, on purpose (§11 points 17, 24, 31):
+//!
+//! * `--unshare-all` **including the network** by default; a profile turns
+//!   the host network back on with [`BubblewrapOptions::share_net`] (the
+//!   TUI should warn when it is on).
+//! * File operations do not go through `bwrap` at all: they run on the host
+//!   directory after [`hostdir::HostDir`] has checked that the path,
+//!   resolved as the sandbox sees it, stays inside `/workspace` or `/tmp`.
+//! * A timeout kills the whole tree (the `bwrap` process group, every
+//!   descendant and every process carrying the exec's marker), and since
+//!   the command is the init of its own PID namespace, anything it left
+//!   behind dies with it.
+//! * When the host forbids the namespaces bwrap needs, the error says so
+//!   and names the fix (case C11); there is never a fallback to running on
+//!   the host.
+//!
+//! How a command runs: `bwrap <isolation args> -- /bin/sh -c 'printf X;
+//! exec "$@"' sh <argv>`. The one byte the wrapper prints first on stdout
+//! (and which is stripped again) proves that the sandbox was set up; if
+//! `bwrap` exits without it, whatever it wrote on stderr is bwrap's own
+//! setup error, diagnosed by [`diagnose_setup_failure`].
+
+pub mod hostdir;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+
+use self::hostdir::HostDir;
+use super::local::LocalProvisioner;
+use super::process_tree::{self, MARKER_VAR};
+use super::{
+    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
+    FileStat, OutputChunk, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
+    ProvisionerCapabilities, Sandbox, SandboxInfo, SpawnRequest, StreamKind, Watch,
+};
+
+/// Path of the workspace inside the sandbox (contract §7.2).
+pub const SANDBOX_WORKDIR: &str = "/workspace";
+
+/// Path of the private temp dir inside the sandbox.
+pub const SANDBOX_TMPDIR: &str = "/tmp";
+
+/// The byte the in-sandbox wrapper prints before running the command.
+const STARTED: u8 = b'\x06';
+
+/// The wrapper: announces that the sandbox is up, then becomes the command.
+const WRAPPER: &str = "printf '\\006' && exec \"$@\"";
+
+/// Grace between SIGTERM and SIGKILL when a command times out.
+pub const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// How long output is still collected after the command exited.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+
+/// Longest wait for the sandbox to come up in [`Sandbox::spawn`] and in the
+/// provisioning probe.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `/etc` entries bound read-only when they exist (the reference's list,
+/// plus what dynamic linking, locales and time zones read).
+const ETC_BINDS: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/pki",
+    "/etc/ca-certificates",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/os-release",
+];
+
+/// Top-level system dirs: bound read-only, or recreated as the same
+/// symlink on merged-/usr systems.
+const SYSTEM_DIRS: &[&str] = &["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
+
+/// Base `PATH` inside the sandbox.
+pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+fn default_bwrap() -> PathBuf {
+    PathBuf::from("bwrap")
+}
+
+/// Profile options of a bubblewrap workspace (`[profiles.<name>]` with
+/// `backend = "bubblewrap"` in the config file, or JSON). Every field has a
+/// default, so the built-in `bwrap` profile needs none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BubblewrapOptions {
+    /// The `bwrap` program: a name looked up on `PATH`, or a path.
+    pub bwrap_path: PathBuf,
+    /// Directory holding one host directory per workspace; `None` =
+    /// `$XDG_DATA_HOME/wsbench/bubblewrap` (see [`default_base_dir`]).
+    pub base_dir: Option<PathBuf>,
+    /// Share the host's network namespace (off: the sandbox has only its
+    /// own loopback). A UI should warn when this is on.
+    pub share_net: bool,
+    /// Extra environment for every command, laid over the base environment
+    /// (`HOME=/workspace`, `PATH`, `LANG`, `TMPDIR`).
+    pub env: BTreeMap<String, String>,
+    /// Extra host paths bound read-only at the same place (for example
+    /// `/opt/node`); missing ones are skipped. `/usr` is always bound.
+    pub ro_binds: Vec<PathBuf>,
+    /// Run `true` in a fresh sandbox when a workspace is provisioned, so a
+    /// host that forbids the namespaces fails there with a clear reason
+    /// instead of at the first tool call.
+    pub probe: bool,
+}
+
+impl Default for BubblewrapOptions {
+    fn default() -> Self {
+        BubblewrapOptions {
+            bwrap_path: default_bwrap(),
+            base_dir: None,
+            share_net: false,
+            env: BTreeMap::new(),
+            ro_binds: Vec::new(),
+            probe: true,
+        }
+    }
+}
+
+/// `$XDG_DATA_HOME/wsbench/bubblewrap` (default
+/// `~/.local/share/wsbench/bubblewrap`); `./wsbench-bubblewrap` when no
+/// home directory is known.
+pub fn default_base_dir() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(dirs::data_dir)
+        .map(|d| d.join("wsbench").join("bubblewrap"))
+        .unwrap_or_else(|| PathBuf::from("wsbench-bubblewrap"))
+}
+
+/// Turns bwrap's stderr, when it failed before running the command, into
+/// an error naming the cause and the fix (case C11).
+///
+/// * user-namespace failures (`setting up uid map`, `Creating new
+///   namespace failed`, `No permissions to create new namespace`, ...):
+///   unprivileged user namespaces are restricted by the host; fix with an
+///   AppArmor profile for bwrap or the
+///   `kernel.apparmor_restrict_unprivileged_userns` sysctl (Ubuntu ≥ 23.10),
+///   `kernel.unprivileged_userns_clone` (older Debian) or
+///   `user.max_user_namespaces`;
+/// * network-namespace failures (`loopback: Failed RTM_NEWADDR`): the
+///   sandbox's network namespace could not be set up;
+/// * anything else: bwrap's message as it is.
+pub fn diagnose_setup_failure(bwrap: &Path, stderr: &str, exit_code: Option<i32>) -> BackendError {
+    let line = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string();
+    let quoted = if line.is_empty() {
+        format!(
+            "bwrap exited with {} and no message",
+            exit_code.map_or("no exit code".to_string(), |c| format!("code {c}"))
+        )
+    } else {
+        format!("bwrap said: `{line}`")
+    };
+    let low = stderr.to_ascii_lowercase();
+    let reason = if low.contains("loopback")
+        || low.contains("rtm_newaddr")
+        || low.contains("network namespace")
+    {
+        format!(
+            "the sandbox's network namespace could not be set up ({quoted}). \
+             The host restricts network namespaces for unprivileged users (AppArmor on Ubuntu \
+             ≥ 23.10 does). Fix: install an AppArmor profile that allows `userns` for bwrap \
+             (for example /etc/apparmor.d/bwrap), or run `sysctl -w \
+             kernel.apparmor_restrict_unprivileged_userns=0`; or set `share_net = true` in the \
+             profile to use the host network (no network isolation). wsbench does not fall \
+             back to running commands outside the sandbox."
+        )
+    } else if low.contains("uid map")
+        || low.contains("gid map")
+        || low.contains("new namespace")
+        || low.contains("user namespace")
+        || low.contains("setgroups")
+        || (low.contains("unshare") && low.contains("not permitted"))
+        || low.contains("operation not permitted")
+    {
+        format!(
+            "unprivileged user namespaces look restricted by the host ({quoted}). \
+             Fix one of: install an AppArmor profile that allows `userns` for bwrap (for \
+             example /etc/apparmor.d/bwrap), or allow them for all users with `sysctl -w \
+             kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu ≥ 23.10); on older \
+             kernels `sysctl -w kernel.unprivileged_userns_clone=1`, and \
+             `user.max_user_namespaces` must be above 0. wsbench does not fall back to running \
+             commands outside the sandbox."
+        )
+    } else {
+        format!("bwrap could not set up the sandbox ({quoted})")
+    };
+    BackendError::Spawn {
+        program: bwrap.display().to_string(),
+        reason,
+    }
+}
+
+fn missing_bwrap(bwrap: &Path, err: &std::io::Error) -> BackendError {
+    BackendError::Spawn {
+        program: bwrap.display().to_string(),
+        reason: if err.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "{err}: bubblewrap is not installed (apt-get install bubblewrap, dnf install \
+                 bubblewrap) or `bwrap_path` in the profile is wrong"
+            )
+        } else {
+            err.to_string()
+        },
+    }
+}
+
+/// A workspace directory on the host, run through `bwrap`.
+#[derive(Clone)]
+pub struct BubblewrapSandbox {
+    opts: Arc<BubblewrapOptions>,
+    files: HostDir,
+    /// Backs `/tmp`; removed when the last clone is dropped.
+    _tmp: Arc<tempfile::TempDir>,
+    /// `bwrap` arguments up to (not including) the environment and command.
+    fixed_args: Arc<Vec<String>>,
+}
+
+impl std::fmt::Debug for BubblewrapSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BubblewrapSandbox")
+            .field("root", &self.files.root())
+            .field("share_net", &self.opts.share_net)
+            .finish()
+    }
+}
+
+impl BubblewrapSandbox {
+    /// Opens the host directory `root` (created if missing) as a sandbox.
+    /// Does not run bwrap; see [`BubblewrapSandbox::probe`].
+    ///
+    /// Errors: the directory or the private temp dir cannot be created.
+    pub fn open(root: impl AsRef<Path>, opts: BubblewrapOptions) -> BackendResult<Self> {
+        let tmp = tempfile::Builder::new()
+            .prefix("wsbench-bwrap-tmp-")
+            .tempdir()
+            .map_err(|e| BackendError::from_io(e, "private /tmp of a bubblewrap sandbox"))?;
+        let files = HostDir::new(vec![
+            (SANDBOX_WORKDIR.into(), root.as_ref().to_path_buf()),
+            (SANDBOX_TMPDIR.into(), tmp.path().to_path_buf()),
+        ])?;
+        let fixed_args = isolation_args(&opts, files.root(), &files.mounts()[1].host);
+        Ok(BubblewrapSandbox {
+            opts: Arc::new(opts),
+            files,
+            _tmp: Arc::new(tmp),
+            fixed_args: Arc::new(fixed_args),
+        })
+    }
+
+    /// The options this sandbox runs with.
+    pub fn options(&self) -> &BubblewrapOptions {
+        &self.opts
+    }
+
+    /// Runs `true` in the sandbox: `Ok` when bwrap can build it on this
+    /// host, else the diagnosed setup error (C11).
+    pub async fn probe(&self) -> BackendResult<()> {
+        let mut req = ExecRequest::new(["true"]);
+        req.timeout = Some(SETUP_TIMEOUT);
+        let out = self.exec(req, None).await?;
+        match out.exit_code {
+            Some(0) => Ok(()),
+            code => Err(BackendError::Spawn {
+                program: self.opts.bwrap_path.display().to_string(),
+                reason: format!(
+                    "the sandbox probe `true` ended with {code:?}{}",
+                    if out.timed_out { " (timed out)" } else { "" }
+                ),
+            }),
+        }
+    }
+
+    /// The full `bwrap` argv for one command (exposed for the benchmark's
+    /// bare-bwrap baseline and for debugging).
+    pub fn bwrap_argv(
+        &self,
+        argv: &[String],
+        cwd: Option<&str>,
+        env: &BTreeMap<String, String>,
+    ) -> Vec<String> {
+        let cwd = cwd
+            .map(|c| super::path::join(SANDBOX_WORKDIR, c))
+            .unwrap_or_else(|| SANDBOX_WORKDIR.to_string());
+        let mut full: BTreeMap<String, String> = BTreeMap::new();
+        full.insert("HOME".into(), SANDBOX_WORKDIR.into());
+        full.insert("TMPDIR".into(), SANDBOX_TMPDIR.into());
+        full.insert("PATH".into(), SANDBOX_PATH.into());
+        full.insert("LANG".into(), "C.UTF-8".into());
+        full.insert("PWD".into(), cwd.clone());
+        full.extend(self.opts.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        full.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut out = Vec::with_capacity(self.fixed_args.len() + 3 * full.len() + argv.len() + 8);
+        out.push(self.opts.bwrap_path.display().to_string());
+        out.extend(self.fixed_args.iter().cloned());
+        out.push("--clearenv".into());
+        for (k, v) in full {
+            out.extend(["--setenv".to_string(), k, v]);
+        }
+        out.extend(["--chdir".to_string(), cwd, "--".to_string()]);
+        out.extend(argv.iter().cloned());
+        out
+    }
+
+    fn command(
+        &self,
+        argv: &[String],
+        cwd: Option<&str>,
+        env: &BTreeMap<String, String>,
+        marker: &str,
+    ) -> BackendResult<Command> {
+        if argv.is_empty() {
+            return Err(BackendError::Spawn {
+                program: String::new(),
+                reason: "empty argv".into(),
+            });
+        }
+        let mut env = env.clone();
+        env.insert(MARKER_VAR.into(), marker.to_string());
+        let mut wrapped = vec![
+            "/bin/sh".to_string(),
+            "-c".into(),
+            WRAPPER.into(),
+            "sh".into(),
+        ];
+        wrapped.extend(argv.iter().cloned());
+        let full = self.bwrap_argv(&wrapped, cwd, &env);
+        let mut cmd = Command::new(&full[0]);
+        cmd.args(&full[1..]);
+        // bwrap's own environment is irrelevant (--clearenv) but carries
+        // the marker so the host-side tree walk finds bwrap itself too.
+        cmd.env(MARKER_VAR, marker);
+        cmd.process_group(0);
+        cmd.kill_on_drop(false);
+        Ok(cmd)
+    }
+
+    /// Starts bwrap and waits for the wrapper's start byte. Returns the
+    /// child, with its stdout positioned after that byte, or the diagnosed
+    /// setup error. `deadline` bounds the wait.
+    async fn start(
+        &self,
+        mut cmd: Command,
+        stdin: Stdio,
+        deadline: Option<Instant>,
+        cancel: Option<&CancellationToken>,
+    ) -> BackendResult<Started> {
+        cmd.stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| missing_bwrap(&self.opts.bwrap_path, &e))?;
+        let pid = child.id().map(|p| p as i32).unwrap_or(0);
+        let mut stdout = child.stdout.take().expect("piped");
+        let mut first = [0u8; 1];
+        let read = stdout.read(&mut first);
+        let timeout = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let got = tokio::select! {
+            r = read => r,
+            _ = timeout => return Ok(Started::Stopped { child, pid, cancelled: false }),
+            _ = cancelled => return Ok(Started::Stopped { child, pid, cancelled: true }),
+        };
+        match got {
+            Ok(1) if first[0] == STARTED => Ok(Started::Up { child, pid, stdout }),
+            Ok(1) => Err(BackendError::Spawn {
+                program: self.opts.bwrap_path.display().to_string(),
+                reason: format!(
+                    "unexpected first output byte {:#04x} from the sandbox wrapper",
+                    first[0]
+                ),
+            }),
+            _ => {
+                // No start byte: bwrap failed before the command ran.
+                let mut err = Vec::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(5), e.read_to_end(&mut err)).await;
+                }
+                let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+                let code = match status {
+                    Ok(Ok(s)) => s.code(),
+                    _ => {
+                        let _ = child.start_kill();
+                        None
+                    }
+                };
+                Err(diagnose_setup_failure(
+                    &self.opts.bwrap_path,
+                    &String::from_utf8_lossy(&err),
+                    code,
+                ))
+            }
+        }
+    }
+}
+
+enum Started {
+    Up {
+        child: Child,
+        pid: i32,
+        stdout: ChildStdout,
+    },
+    /// The timeout or the cancel fired before the sandbox was up.
+    Stopped {
+        child: Child,
+        pid: i32,
+        cancelled: bool,
+    },
+}
+
+/// The isolation part of the bwrap argv (everything before `--clearenv`).
+fn isolation_args(opts: &BubblewrapOptions, workdir: &Path, tmp: &Path) -> Vec<String> {
+    let mut a: Vec<String> = ["--die-with-parent", "--new-session", "--unshare-all"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if opts.share_net {
+        a.push("--share-net".into());
+    }
+    let s = |p: &Path| p.display().to_string();
+    a.extend(
+        [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--bind",
+            &s(workdir),
+            SANDBOX_WORKDIR,
+            "--bind",
+            &s(tmp),
+            SANDBOX_TMPDIR,
+            "--tmpfs",
+            "/run",
+            "--dir",
+            "/var",
+            "--tmpfs",
+            "/var/tmp",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--dir",
+            "/etc",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    for p in ETC_BINDS {
+        if Path::new(p).exists() {
+            a.extend(["--ro-bind".to_string(), p.to_string(), p.to_string()]);
+        }
+    }
+    for d in SYSTEM_DIRS {
+        match std::fs::read_link(d) {
+            Ok(target) => a.extend(["--symlink".to_string(), s(&target), d.to_string()]),
+            Err(_) if Path::new(d).is_dir() => {
+                a.extend(["--ro-bind".to_string(), d.to_string(), d.to_string()])
+            }
+            Err(_) => {}
+        }
+    }
+    for p in &opts.ro_binds {
+        if p.is_absolute() && p.exists() && !p.starts_with("/usr") {
+            a.extend(["--ro-bind".to_string(), s(p), s(p)]);
+        }
+    }
+    a
+}
+
+fn exit_code_of(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (Some(c), None),
+        (None, Some(s)) => (Some(128 + s), Some(s)),
+        _ => (None, None),
+    }
+}
+
+async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Option<OutputSink>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if let Some(sink) = &sink {
+                    let _ = sink
+                        .send(OutputChunk {
+                            stream,
+                            data: Bytes::copy_from_slice(&buf[..n]),
+                        })
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+async fn kill_tree_async(pid: i32, marker: String) {
+    let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, KILL_GRACE))
+        .await;
+}
+
+#[async_trait]
+impl Sandbox for BubblewrapSandbox {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Bubblewrap
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            exec_stdin: true,
+            byte_exact_output: true,
+            kill_on_timeout: true,
+            processes: true,
+            read_range: true,
+            atomic_write: true,
+            append: true,
+            watch: true,
+        }
+    }
+
+    fn workdir(&self) -> &str {
+        SANDBOX_WORKDIR
+    }
+
+    fn host_root(&self) -> Option<&Path> {
+        Some(self.files.root())
+    }
+
+    fn host_path(&self, path: &str) -> Option<PathBuf> {
+        self.files.host_path(path)
+    }
+
+    async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
+        let marker = process_tree::new_marker();
+        let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
+        let started_at = Instant::now();
+        let deadline = req.timeout.map(|t| started_at + t);
+        let stdin = if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
+        let started = self
+            .start(cmd, stdin, deadline, req.cancel.as_ref())
+            .await?;
+        let (mut child, pid, stdout) = match started {
+            Started::Up { child, pid, stdout } => (child, pid, stdout),
+            Started::Stopped {
+                mut child,
+                pid,
+                cancelled,
+            } => {
+                kill_tree_async(pid, marker).await;
+                let status = child.wait().await.ok();
+                let (exit_code, signal) = status.map(exit_code_of).unwrap_or((None, None));
+                return Ok(ExecOutcome {
+                    exit_code,
+                    signal,
+                    timed_out: !cancelled,
+                    cancelled,
+                    duration: started_at.elapsed(),
+                });
+            }
+        };
+        if let (Some(data), Some(mut stdin)) = (req.stdin.clone(), child.stdin.take()) {
+            tokio::spawn(async move {
+                let _ = stdin.write_all(&data).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
+        let out = tokio::spawn(pump(stdout, StreamKind::Stdout, sink.clone()));
+        let err = tokio::spawn(pump(
+            child.stderr.take().expect("piped"),
+            StreamKind::Stderr,
+            sink,
+        ));
+        let timeout = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancel = async {
+            match &req.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut timed_out = false;
+        let mut cancelled = false;
+        let status = tokio::select! {
+            s = child.wait() => s,
+            _ = timeout => { timed_out = true; kill_tree_async(pid, marker.clone()).await; child.wait().await }
+            _ = cancel => { cancelled = true; kill_tree_async(pid, marker.clone()).await; child.wait().await }
+        }
+        .map_err(|e| BackendError::Io {
+            context: format!("waiting for bwrap running `{}`", req.argv[0]),
+            source: e,
+        })?;
+        // Collect what comes soon, then stop listening (dropping the sink)
+        // rather than wait on anything still holding the pipes.
+        let (out_abort, err_abort) = (out.abort_handle(), err.abort_handle());
+        let drain = async {
+            let _ = out.await;
+            let _ = err.await;
+        };
+        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
+        out_abort.abort();
+        err_abort.abort();
+        let (exit_code, signal) = exit_code_of(status);
+        Ok(ExecOutcome {
+            exit_code,
+            signal,
+            timed_out,
+            cancelled,
+            duration: started_at.elapsed(),
+        })
+    }
+
+    async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
+        let marker = process_tree::new_marker();
+        let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
+        let deadline = Some(Instant::now() + SETUP_TIMEOUT);
+        let (mut child, pid, stdout) = match self.start(cmd, Stdio::piped(), deadline, None).await?
+        {
+            Started::Up { child, pid, stdout } => (child, pid, stdout),
+            Started::Stopped { pid, .. } => {
+                kill_tree_async(pid, marker).await;
+                return Err(BackendError::Spawn {
+                    program: self.opts.bwrap_path.display().to_string(),
+                    reason: format!("the sandbox did not come up within {SETUP_TIMEOUT:?}"),
+                });
+            }
+        };
+        let stdin = child.stdin.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let control = Arc::new(BwrapProcess {
+            pid,
+            marker,
+            child: tokio::sync::Mutex::new(child),
+            status: Mutex::new(None),
+        });
+        Ok(Process {
+            stdin: Box::new(stdin),
+            stdout: Box::new(stdout),
+            stderr: Box::new(stderr),
+            control,
+        })
+    }
+
+    async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+        self.files.read(path, range).await
+    }
+
+    async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+        self.files.write(path, data).await
+    }
+
+    async fn write_stream(
+        &self,
+        path: &str,
+        reader: Box<dyn AsyncRead + Send + Unpin>,
+    ) -> BackendResult<u64> {
+        self.files.write_stream(path, reader).await
+    }
+
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+        self.files.append(path, data).await
+    }
+
+    async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
+        self.files.create_new(path, data).await
+    }
+
+    async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
+        self.files.list(path).await
+    }
+
+    async fn stat(&self, path: &str) -> BackendResult<FileStat> {
+        self.files.stat(path).await
+    }
+
+    async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
+        self.files.remove(path, recursive).await
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
+        self.files.rename(from, to).await
+    }
+
+    async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
+        self.files.mkdir(path, parents).await
+    }
+
+    async fn watch(&self, path: &str) -> BackendResult<Watch> {
+        self.files.watch(path)
+    }
+}
+
+/// Control of a long-lived process inside bwrap.
+struct BwrapProcess {
+    pid: i32,
+    marker: String,
+    child: tokio::sync::Mutex<Child>,
+    status: Mutex<Option<Option<i32>>>,
+}
+
+#[async_trait]
+impl ProcessControl for BwrapProcess {
+    fn id(&self) -> String {
+        format!("bwrap pid {}", self.pid)
+    }
+
+    async fn wait(&self) -> BackendResult<Option<i32>> {
+        if let Some(s) = *self.status.lock().expect("status lock") {
+            return Ok(s);
+        }
+        let status = self
+            .child
+            .lock()
+            .await
+            .wait()
+            .await
+            .map_err(|e| BackendError::Io {
+                context: format!("waiting for bwrap pid {}", self.pid),
+                source: e,
+            })?;
+        let code = exit_code_of(status).0;
+        *self.status.lock().expect("status lock") = Some(code);
+        Ok(code)
+    }
+
+    fn try_status(&self) -> Option<Option<i32>> {
+        if let Some(s) = *self.status.lock().expect("status lock") {
+            return Some(s);
+        }
+        let mut child = self.child.try_lock().ok()?;
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                let code = exit_code_of(st).0;
+                *self.status.lock().expect("status lock") = Some(code);
+                Some(code)
+            }
+            _ => None,
+        }
+    }
+
+    async fn kill(&self) -> BackendResult<()> {
+        if self.try_status().is_some() {
+            return Ok(());
+        }
+        kill_tree_async(self.pid, self.marker.clone()).await;
+        let _ = self.wait().await;
+        Ok(())
+    }
+}
+
+impl Drop for BwrapProcess {
+    fn drop(&mut self) {
+        if self.try_status().is_none() {
+            let (pid, marker) = (self.pid, self.marker.clone());
+            std::thread::spawn(move || {
+                process_tree::kill_tree(pid, &marker, Duration::from_millis(200))
+            });
+        }
+    }
+}
+
+/// Provisions bubblewrap workspaces: one host directory per workspace
+/// under the base dir, with the same records as the local provisioner
+/// (`<base>/.wsbench/workspaces/<id>.json`), so a restarted wsbench lists
+/// and reattaches them.
+pub struct BubblewrapProvisioner {
+    opts: BubblewrapOptions,
+    dirs: LocalProvisioner,
+    /// The probe ran and passed once in this process; later workspaces
+    /// skip it.
+    probed: tokio::sync::OnceCell<()>,
+}
+
+impl std::fmt::Debug for BubblewrapProvisioner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BubblewrapProvisioner")
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+impl BubblewrapProvisioner {
+    /// A provisioner with `opts` (the built-in `bwrap` profile passes
+    /// `BubblewrapOptions::default()`). Directories go under
+    /// `opts.base_dir`, or [`default_base_dir`].
+    pub fn new(opts: BubblewrapOptions) -> Self {
+        let base = opts.base_dir.clone().unwrap_or_else(default_base_dir);
+        BubblewrapProvisioner {
+            opts,
+            dirs: LocalProvisioner::new(base),
+            probed: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Replaces the directory layout (default `<base>/<sanitised id>`).
+    pub fn with_layout(
+        mut self,
+        layout: impl Fn(&ProvisionSpec) -> PathBuf + Send + Sync + 'static,
+    ) -> Self {
+        self.dirs = self.dirs.with_layout(layout);
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> &BubblewrapOptions {
+        &self.opts
+    }
+
+    async fn ready(&self, sb: BubblewrapSandbox) -> BackendResult<Arc<dyn Sandbox>> {
+        if self.opts.probe {
+            self.probed.get_or_try_init(|| sb.probe()).await?;
+        }
+        Ok(Arc::new(sb))
+    }
+}
+
+#[async_trait]
+impl Provisioner for BubblewrapProvisioner {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Bubblewrap
+    }
+
+    fn capabilities(&self) -> ProvisionerCapabilities {
+        ProvisionerCapabilities {
+            suspend: false,
+            keep_alive: false,
+            persistent: true,
+        }
+    }
+
+    async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
+        let local = self.dirs.create(spec).await?;
+        let root = local
+            .host_root()
+            .map(Path::to_path_buf)
+            .expect("local sandboxes have a host root");
+        self.ready(BubblewrapSandbox::open(root, self.opts.clone())?)
+            .await
+    }
+
+    async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
+        self.dirs.find(workspace_id).await
+    }
+
+    async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
+        self.ready(BubblewrapSandbox::open(
+            &info.backend_id,
+            self.opts.clone(),
+        )?)
+        .await
+    }
+
+    async fn suspend(&self, _workspace_id: &str) -> BackendResult<()> {
+        Ok(())
+    }
+
+    async fn resume(&self, _workspace_id: &str) -> BackendResult<()> {
+        Ok(())
+    }
+
+    async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
+        self.dirs.destroy(workspace_id).await
+    }
+
+    async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
+        self.dirs.list().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    /// Whether bwrap is here; prints SKIPPED when not, and fails under
+    /// `CI=true`.
+    fn have_bwrap() -> bool {
+        let ok = std::process::Command::new("bwrap")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true" && v != "1"),
+                "bwrap is missing under CI"
+            );
+            eprintln!("SKIPPED: bwrap not installed");
+        }
+        ok
+    }
+
+    #[tokio::test]
+    async fn timeout_or_cancel_before_or_after_start_kills_the_tree() {
+        if !have_bwrap() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+        let token = format!(
+            "{}",
+            50_000 + (uuid::Uuid::new_v4().as_u128() % 9_000) as u32
+        );
+        let alive = |t: &str| {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(t))
+            })
+        };
+        // A 1 ms timeout fires while bwrap is still setting up.
+        let mut req = ExecRequest::shell(format!("sleep {token}1"));
+        req.timeout = Some(Duration::from_millis(1));
+        let out = sb.exec(req, None).await.unwrap();
+        assert!(out.timed_out && !out.cancelled);
+        // A cancel that is already set.
+        let mut req = ExecRequest::shell(format!("sleep {token}2"));
+        let c = CancellationToken::new();
+        c.cancel();
+        req.cancel = Some(c);
+        let out = sb.exec(req, None).await.unwrap();
+        assert!(out.cancelled && !out.timed_out);
+        // A cancel while running.
+        let mut req = ExecRequest::shell(format!("sleep {token}3 & sleep {token}4"));
+        let c = CancellationToken::new();
+        req.cancel = Some(c.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c.cancel();
+        });
+        let out = sb.exec(req, None).await.unwrap();
+        assert!(out.cancelled);
+        assert!(!alive(&token), "a sleep {token}x survived");
+    }
+
+    #[test]
+    fn options_deserialize_strictly_with_defaults() {
+        let o: BubblewrapOptions = toml::from_str("").unwrap();
+        assert_eq!(o, BubblewrapOptions::default());
+        let o: BubblewrapOptions =
+            toml::from_str("share_net = true\nbwrap_path = \"/opt/bwrap\"\n[env]\nA = \"1\"")
+                .unwrap();
+        assert!(o.share_net);
+        assert_eq!(o.env["A"], "1");
+        let e = toml::from_str::<BubblewrapOptions>("sharenet = true").unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
+        let j: BubblewrapOptions = serde_json::from_str(r#"{"probe": false}"#).unwrap();
+        assert!(!j.probe);
+    }
+
+    #[test]
+    fn argv_isolates_by_default() {
+        let d = tempfile::tempdir().unwrap();
+        let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+        let argv = sb.bwrap_argv(&["true".into()], None, &BTreeMap::new());
+        let joined = argv.join(" ");
+        assert!(joined.contains("--unshare-all"));
+        assert!(!joined.contains("--share-net"));
+        assert!(joined.contains("--die-with-parent --new-session"));
+        assert!(joined.contains("--clearenv"));
+        assert!(joined.contains("--setenv HOME /workspace"));
+        assert!(joined.ends_with("--chdir /workspace -- true"), "{joined}");
+        let net = BubblewrapSandbox::open(
+            d.path(),
+            BubblewrapOptions {
+                share_net: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            net.bwrap_argv(&["true".into()], Some("sub"), &BTreeMap::new())
+                .join(" ")
+                .contains("--share-net")
+        );
+    }
+
+    #[test]
+    fn diagnoses_c11_messages() {
+        let b = Path::new("bwrap");
+        let e =
+            diagnose_setup_failure(b, "bwrap: setting up uid map: Permission denied\n", Some(1))
+                .to_string();
+        assert!(
+            e.contains("bwrap: setting up uid map: Permission denied"),
+            "{e}"
+        );
+        assert!(e.contains("user namespaces look restricted"), "{e}");
+        assert!(
+            e.contains("kernel.apparmor_restrict_unprivileged_userns"),
+            "{e}"
+        );
+        assert!(e.contains("AppArmor profile"), "{e}");
+        let e = diagnose_setup_failure(
+            b,
+            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n",
+            Some(1),
+        )
+        .to_string();
+        assert!(e.contains("network namespace could not be set up"), "{e}");
+        assert!(e.contains("share_net"), "{e}");
+        let e = diagnose_setup_failure(b, "", Some(3)).to_string();
+        assert!(e.contains("code 3"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn exec_streams_and_strips_the_start_byte() {
+        if !have_bwrap() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+        let (tx, mut rx) = mpsc::channel(16);
+        let out = sb
+            .exec(
+                ExecRequest::shell("printf out; echo err >&2; pwd >&2; exit 3"),
+                Some(tx),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        while let Some(c) = rx.recv().await {
+            match c.stream {
+                StreamKind::Stdout => o.extend_from_slice(&c.data),
+                StreamKind::Stderr => e.extend_from_slice(&c.data),
+            }
+        }
+        assert_eq!(o, b"out");
+        assert_eq!(e, b"err\n/workspace\n");
+    }
+}
