@@ -22,7 +22,11 @@
 //! (a host path for local, `/workspace/...` inside containers); see
 //! [`path`] for the pure helpers that join and normalise them.
 
+pub mod daytona;
+pub mod e2b;
+pub mod http;
 pub mod local;
+pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
 
