@@ -305,8 +305,10 @@ async fn c19_no_hidden_transport_deadline() {
     let starts = f.state.starts.lock().unwrap().clone();
     assert!(!starts.last().unwrap().1.contains_key("connect-timeout-ms"));
 
-    let mut limits = wsbench::engine::tools::ToolLimits::default();
-    limits.bash_default_timeout_ms = 3000;
+    let limits = wsbench::engine::tools::ToolLimits {
+        bash_default_timeout_ms: 3000,
+        ..Default::default()
+    };
     let ws = wsbench::engine::Workspace::open(
         sb.clone(),
         wsbench::engine::WorkspaceConfig {

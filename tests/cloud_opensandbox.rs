@@ -266,8 +266,10 @@ async fn c15_c19_timeout_interrupts_the_command() {
             .is_none()
     );
     // Through the Bash tool: the workspace default applies (C19).
-    let mut limits = wsbench::engine::tools::ToolLimits::default();
-    limits.bash_default_timeout_ms = 2000;
+    let limits = wsbench::engine::tools::ToolLimits {
+        bash_default_timeout_ms: 2000,
+        ..Default::default()
+    };
     let ws = wsbench::engine::Workspace::open(
         sb.clone(),
         wsbench::engine::WorkspaceConfig {
@@ -339,6 +341,10 @@ async fn server_proxy_mode_sends_the_key_to_the_proxy() {
     let seen = f.rec().matching("/proxy/44772/command");
     assert!(!seen.is_empty());
     assert_eq!(seen[0].headers["open-sandbox-api-key"], KEY);
+    // Through the proxy, a deleted sandbox is "gone", not a missing file.
+    p.destroy("ws-proxy").await.unwrap();
+    let e = sb.read("a.txt", None).await.unwrap_err();
+    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
     // Direct mode never sends the key to execd, but does send the
     // endpoint's headers.
     let (f2, p2) = setup().await.unwrap();
