@@ -248,12 +248,10 @@ async fn c15_c19_timeout_kills_the_command() {
     let del = f.state.deleted_sessions.lock().unwrap().clone();
     assert!(del.iter().any(|(_, killed)| *killed == 1), "{del:?}");
     let ex = f.state.executes.lock().unwrap().clone();
-    assert!(ex.iter().any(|e| {
-        e["command"]
-            .as_str()
-            .unwrap()
-            .contains("WSBENCH_EXEC_MARKER")
-    }));
+    assert!(
+        ex.iter()
+            .any(|e| { e["command"].as_str().unwrap().contains("WSBENCH_EXEC_ID=") })
+    );
     let id = f.ids()[0].clone();
     assert!(f.boxed(&id).running().is_empty());
     // Through the Bash tool, the workspace default applies.

@@ -269,10 +269,18 @@ async fn c15_timeout_kills_with_send_signal() {
     assert!(f.boxed(&id).running().is_empty());
     // The Connect deadline was the timeout plus slack, never shorter.
     let starts = f.state.starts.lock().unwrap().clone();
-    let ms: u64 = starts.last().unwrap().1["connect-timeout-ms"]
-        .parse()
+    let (_, h) = starts
+        .iter()
+        .find(|(b, _)| b.to_string().contains("sleep 10"))
         .unwrap();
+    let ms: u64 = h["connect-timeout-ms"].parse().unwrap();
     assert!(ms >= 1000, "{ms}");
+    // Every command carries the marker, and the timeout swept it.
+    assert!(
+        starts
+            .iter()
+            .any(|(b, _)| b.to_string().contains("grep -qx 'WSBENCH_EXEC_ID="))
+    );
     // Cancel works the same way.
     let token = tokio_util::sync::CancellationToken::new();
     let mut req = ExecRequest::shell("sleep 10");
@@ -303,7 +311,12 @@ async fn c19_no_hidden_transport_deadline() {
     req.timeout = None;
     sb.exec(req, None).await.unwrap();
     let starts = f.state.starts.lock().unwrap().clone();
-    assert!(!starts.last().unwrap().1.contains_key("connect-timeout-ms"));
+    let (_, h) = starts
+        .iter()
+        .rev()
+        .find(|(b, _)| b.to_string().contains("sleep 0.1"))
+        .unwrap();
+    assert!(!h.contains_key("connect-timeout-ms"));
 
     let limits = wsbench::engine::tools::ToolLimits {
         bash_default_timeout_ms: 3000,
@@ -332,9 +345,12 @@ async fn c19_no_hidden_transport_deadline() {
     assert!(r.text().contains("timed out after 3000ms"), "{}", r.text());
     assert!(took < Duration::from_secs(8), "{took:?}");
     let starts = f.state.starts.lock().unwrap().clone();
-    let ms: u64 = starts.last().unwrap().1["connect-timeout-ms"]
-        .parse()
+    let (_, h) = starts
+        .iter()
+        .rev()
+        .find(|(b, _)| b.to_string().contains("sleep 100"))
         .unwrap();
+    let ms: u64 = h["connect-timeout-ms"].parse().unwrap();
     assert!(ms >= 3000 && ms != 60000, "{ms}");
     // An explicit per-call timeout overrides the default.
     let t0 = Instant::now();

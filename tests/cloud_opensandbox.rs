@@ -247,8 +247,20 @@ async fn c15_c19_timeout_interrupts_the_command() {
     let id = f.ids()[0].clone();
     assert!(f.boxed(&id).running().is_empty());
     // execd's own timeout is a backstop, never shorter than ours.
-    let body = f.state.commands.lock().unwrap().last().unwrap().clone();
+    let cmds = f.state.commands.lock().unwrap().clone();
+    let body = cmds
+        .iter()
+        .find(|c| c["command"].as_str().unwrap().contains("sleep 10"))
+        .unwrap();
     assert!(body["timeout"].as_u64().unwrap() >= 1000);
+    assert!(body["envs"]["WSBENCH_EXEC_ID"].is_string());
+    // The marker sweep followed the interrupt.
+    assert!(cmds.iter().any(|c| {
+        c["command"]
+            .as_str()
+            .unwrap()
+            .contains("grep -qx 'WSBENCH_EXEC_ID=")
+    }));
     // No timeout: none sent.
     let (o, _, _) = sh(sb.as_ref(), "true").await;
     assert_eq!(o.exit_code, Some(0));

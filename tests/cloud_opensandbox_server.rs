@@ -327,6 +327,16 @@ mode = "direct"
             o.timed_out && t0.elapsed() < Duration::from_secs(10),
             "{o:?}"
         );
+        // A child that left the process group dies too (marker sweep).
+        let mut req = wsbench::backend::ExecRequest::shell("setsid sleep 301 & sleep 30");
+        req.timeout = Some(Duration::from_secs(1));
+        assert!(sb.exec(req, None).await.unwrap().timed_out);
+        let (_, left, _) = sh(
+            sb.as_ref(),
+            "for p in /proc/[0-9]*; do tr '\\000' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 301' || true",
+        )
+        .await;
+        assert_eq!(left.trim(), "0", "a detached child survived the timeout");
 
         sb.write("dir/f.txt", b"kept across pause").await.unwrap();
         let st = sb.stat("dir/f.txt").await.unwrap();

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
+use super::http::remote::MARKER_VAR;
 use super::http::{self, HttpPolicy, On404, Retry, ServiceClient, remote};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
@@ -42,9 +43,6 @@ const SERVICE: &str = "daytona";
 /// (`MINIMAL-SURFACE.md` §2.1). This is the SDK version the specs were
 /// matched against.
 const SDK_VERSION: &str = "0.226.1";
-/// Environment variable carried by every process a command starts, so a
-/// timeout can find and kill the whole tree.
-const MARKER_VAR: &str = "WSBENCH_EXEC_MARKER";
 /// Limit on waiting for the exit code after the log stream ended.
 const EXIT_CODE_WAIT: Duration = Duration::from_secs(30);
 
@@ -885,9 +883,7 @@ impl DaytonaSandbox {
     /// Kills every process that carries `marker` (the whole tree of a
     /// command, even children that left its process group).
     async fn kill_marked(&self, marker: &str) {
-        let script = format!(
-            "for p in /proc/[0-9]*; do if grep -qsz '^{MARKER_VAR}={marker}$' \"$p/environ\" 2>/dev/null; then kill -9 \"${{p#/proc/}}\" 2>/dev/null; fi; done; true"
-        );
+        let script = remote::kill_marked_line(marker);
         let url = self.url("/process/execute");
         let body = json!({"command": format!("/bin/sh -c {}", remote::shell_quote(&script)), "timeout": 30});
         if let Err(e) = self
@@ -970,7 +966,7 @@ impl DaytonaSandbox {
         sink: Option<OutputSink>,
     ) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
-        let marker = uuid::Uuid::new_v4().simple().to_string();
+        let marker = remote::new_marker();
         let command = self.session_command(&req, &marker)?;
         let sid = format!("wsbench-{marker}");
         let url = self.url("/process/session");

@@ -666,6 +666,17 @@ impl E2bSandbox {
                 BackendError::IsADirectory(p)
             }
             (Some("permission_denied"), _, Some(p)) => BackendError::PermissionDenied(p),
+            // envd itself answered with a Connect code: the sandbox is
+            // there (a gone one gets the proxy's 502), something in the
+            // request was not.
+            (Some(c), 404, None) if c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_') => {
+                BackendError::Remote {
+                    service: SERVICE,
+                    status: Some(404),
+                    code: Some(c.to_string()),
+                    message,
+                }
+            }
             _ => self.envd.status_error(
                 reqwest::StatusCode::from_u16(status)
                     .unwrap_or(reqwest::StatusCode::INTERNAL_SERVER_ERROR),
@@ -702,10 +713,13 @@ impl E2bSandbox {
         env: &BTreeMap<String, String>,
         stdin: bool,
         deadline: Option<Duration>,
-    ) -> BackendResult<reqwest::Response> {
+    ) -> BackendResult<(reqwest::Response, String)> {
         let line = remote::command_line(argv)?;
         let mut envs = self.env.clone();
         envs.extend(env.clone());
+        // Lets a timeout find the whole tree, not only the pid envd knows.
+        let marker = remote::new_marker();
+        envs.insert(remote::MARKER_VAR.into(), marker.clone());
         let cwd = cwd
             .map(|c| self.resolve(c))
             .unwrap_or_else(|| self.workdir.clone());
@@ -735,11 +749,22 @@ impl E2bSandbox {
             })
             .await?;
         if resp.status().is_success() {
-            return Ok(resp);
+            return Ok((resp, marker));
         }
         let status = resp.status().as_u16();
         let bytes = resp.bytes().await.unwrap_or_default();
         Err(self.connect_error(status, &bytes, On404::SandboxGone))
+    }
+
+    /// Stops a command: `SendSignal` to its pid, then the marker sweep
+    /// for children that left it.
+    async fn stop(&self, pid: Option<u32>, marker: &str) {
+        if let Some(p) = pid
+            && let Err(e) = self.kill_pid(p).await
+        {
+            tracing::warn!(sandbox = %self.id, pid = p, error = %e, "SendSignal failed");
+        }
+        remote::kill_marked(self, marker).await;
     }
 
     async fn stat_entry(&self, path: &str) -> BackendResult<EntryDto> {
@@ -891,6 +916,7 @@ enum Event {
     KeepAlive,
     End {
         exit_code: i32,
+        exited: bool,
         status: String,
         error: Option<String>,
     },
@@ -953,6 +979,7 @@ fn decode_event(flag: u8, payload: &[u8]) -> BackendResult<Event> {
         let exit_code = e.get("exitCode").and_then(Value::as_i64).unwrap_or(0) as i32;
         return Ok(Event::End {
             exit_code,
+            exited: e.get("exited").and_then(Value::as_bool).unwrap_or(false),
             status: e
                 .get("status")
                 .and_then(Value::as_str)
@@ -1069,7 +1096,7 @@ impl Sandbox for E2bSandbox {
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
-        let resp = self
+        let (resp, marker) = self
             .start(
                 &req.argv,
                 req.cwd.as_deref(),
@@ -1095,7 +1122,7 @@ impl Sandbox for E2bSandbox {
         let mut pid: Option<u32> = None;
         let mut killed: Option<Instant> = None;
         let (mut timed_out, mut cancelled) = (false, false);
-        let mut end: Option<(i32, String, Option<String>)> = None;
+        let mut end: Option<(i32, bool, String, Option<String>)> = None;
         let mut stdin = req.stdin.clone();
         loop {
             let grace = async {
@@ -1108,12 +1135,14 @@ impl Sandbox for E2bSandbox {
                 ev = events.next() => ev,
                 _ = &mut timeout, if killed.is_none() => {
                     timed_out = true;
-                    self.kill_for_stop(pid, &mut killed).await;
+                    killed = Some(Instant::now());
+                    self.stop(pid, &marker).await;
                     continue;
                 }
                 _ = &mut cancel, if killed.is_none() => {
                     cancelled = true;
-                    self.kill_for_stop(pid, &mut killed).await;
+                    killed = Some(Instant::now());
+                    self.stop(pid, &marker).await;
                     continue;
                 }
                 _ = grace => break,
@@ -1133,9 +1162,10 @@ impl Sandbox for E2bSandbox {
                 Ok(Some(Event::KeepAlive)) => {}
                 Ok(Some(Event::End {
                     exit_code,
+                    exited,
                     status,
                     error,
-                })) => end = Some((exit_code, status, error)),
+                })) => end = Some((exit_code, exited, status, error)),
                 Ok(Some(Event::Eos(None))) => break,
                 Ok(Some(Event::Eos(Some((code, message))))) => {
                     if code == "deadline_exceeded" && req.timeout.is_some() {
@@ -1143,9 +1173,7 @@ impl Sandbox for E2bSandbox {
                         // still the command's timeout as far as the caller
                         // is concerned.
                         timed_out = true;
-                        if let Some(p) = pid {
-                            let _ = self.kill_pid(p).await;
-                        }
+                        self.stop(pid, &marker).await;
                         break;
                     }
                     if end.is_some() || killed.is_some() {
@@ -1162,27 +1190,31 @@ impl Sandbox for E2bSandbox {
                     if end.is_some() || killed.is_some() {
                         break;
                     }
-                    if let Some(p) = pid {
-                        let _ = self.kill_pid(p).await;
-                    }
+                    self.stop(pid, &marker).await;
                     return Err(stream_cut(pid));
                 }
                 Err(e) => {
-                    if let Some(p) = pid.filter(|_| end.is_none()) {
-                        let _ = self.kill_pid(p).await;
+                    if end.is_none() {
+                        self.stop(pid, &marker).await;
                     }
                     return Err(e);
                 }
             }
         }
         let (exit_code, signal) = match &end {
-            Some((_, _, Some(error))) if pid.is_none() || error.contains("exec") => {
-                return Err(BackendError::Spawn {
-                    program: req.argv.first().cloned().unwrap_or_default(),
-                    reason: error.clone(),
+            // Neither an exit nor a signal: envd could not run or wait for
+            // the process, and says why.
+            Some((_, false, status, Some(error)))
+                if killed.is_none() && !status.starts_with("signal:") =>
+            {
+                return Err(BackendError::Remote {
+                    service: SERVICE,
+                    status: None,
+                    code: Some("process_error".into()),
+                    message: error.clone(),
                 });
             }
-            Some((code, status, _)) => exit_of(*code, status),
+            Some((code, _, status, _)) => exit_of(*code, status),
             None if killed.is_some() => (Some(128 + 9), Some(9)),
             None => (None, None),
         };
@@ -1196,7 +1228,7 @@ impl Sandbox for E2bSandbox {
     }
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
-        let resp = self
+        let (resp, _marker) = self
             .start(&req.argv, req.cwd.as_deref(), &req.env, true, None)
             .await?;
         let mut events = EventStream::new(resp, self.idle);
@@ -1358,15 +1390,6 @@ impl Sandbox for E2bSandbox {
 }
 
 impl E2bSandbox {
-    async fn kill_for_stop(&self, pid: Option<u32>, killed: &mut Option<Instant>) {
-        *killed = Some(Instant::now());
-        if let Some(p) = pid
-            && let Err(e) = self.kill_pid(p).await
-        {
-            tracing::warn!(sandbox = %self.id, pid = p, error = %e, "SendSignal failed");
-        }
-    }
-
     async fn feed_stdin(&self, pid: u32, data: Bytes) -> BackendResult<()> {
         let b64 = base64::engine::general_purpose::STANDARD;
         for chunk in data.chunks(1 << 20) {

@@ -834,6 +834,15 @@ impl OpenSandboxSandbox {
         }
     }
 
+    /// Stops a command: execd's interrupt, then the marker sweep for
+    /// children that left its process group.
+    async fn stop(&self, cmd_id: Option<&str>, marker: &str) {
+        if let Some(id) = cmd_id {
+            self.interrupt(id).await;
+        }
+        remote::kill_marked(self, marker).await;
+    }
+
     fn file_error(&self, status: u16, body: &[u8], path: &str) -> BackendError {
         let (code, message) = http::parse_error_body(body);
         match (status, code.as_deref()) {
@@ -989,6 +998,9 @@ impl Sandbox for OpenSandboxSandbox {
         let line = remote::command_line(&req.argv)?;
         let mut envs = self.env.clone();
         envs.extend(req.env.clone());
+        // Lets a timeout find the whole tree, not only execd's child.
+        let marker = remote::new_marker();
+        envs.insert(remote::MARKER_VAR.into(), marker.clone());
         let cwd = req
             .cwd
             .as_deref()
@@ -1100,7 +1112,7 @@ impl Sandbox for OpenSandboxSandbox {
             tokio::select! {
                 chunk = tokio::time::timeout(self.idle, stream.next()) => match chunk {
                     Err(_) => {
-                        if let Some(id) = &cmd_id { self.interrupt(id).await; }
+                        self.stop(cmd_id.as_deref(), &marker).await;
                         return Err(BackendError::Remote {
                             service: SERVICE,
                             status: None,
@@ -1114,12 +1126,12 @@ impl Sandbox for OpenSandboxSandbox {
                 _ = &mut timeout, if stopped.is_none() => {
                     timed_out = true;
                     stopped = Some(Instant::now());
-                    if let Some(id) = &cmd_id { self.interrupt(id).await; }
+                    self.stop(cmd_id.as_deref(), &marker).await;
                 }
                 _ = &mut cancel, if stopped.is_none() => {
                     cancelled = true;
                     stopped = Some(Instant::now());
-                    if let Some(id) = &cmd_id { self.interrupt(id).await; }
+                    self.stop(cmd_id.as_deref(), &marker).await;
                 }
                 _ = grace => break,
             }
@@ -1139,9 +1151,7 @@ impl Sandbox for OpenSandboxSandbox {
                 });
             }
             None => {
-                if let Some(id) = &cmd_id {
-                    self.interrupt(id).await;
-                }
+                self.stop(cmd_id.as_deref(), &marker).await;
                 return Err(BackendError::Remote {
                     service: SERVICE,
                     status: None,

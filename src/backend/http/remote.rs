@@ -117,6 +117,37 @@ pub async fn exec_request_capture(
     Ok((res?, out, err))
 }
 
+pub use crate::backend::process_tree::MARKER_VAR;
+
+/// A fresh marker value for [`MARKER_VAR`] (hex, safe in a shell word).
+pub fn new_marker() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A shell line that SIGKILLs every process whose environment holds
+/// `MARKER_VAR=<marker>`: the whole tree of a command, including children
+/// that left its process group, which a service's own kill (one pid, one
+/// session) may miss. Portable to busybox (`tr`, `grep -x`).
+pub fn kill_marked_line(marker: &str) -> String {
+    format!(
+        "for p in /proc/[0-9]*; do if tr '\\000' '\\n' < \"$p/environ\" 2>/dev/null | grep -qx '{MARKER_VAR}={marker}'; then kill -9 \"${{p#/proc/}}\" 2>/dev/null; fi; done; true"
+    )
+}
+
+/// Runs [`kill_marked_line`] in the sandbox; failures are only logged (the
+/// service's own kill has already been sent).
+pub async fn kill_marked(sb: &dyn Sandbox, marker: &str) {
+    let req = ExecRequest {
+        argv: vec!["/bin/sh".into(), "-c".into(), kill_marked_line(marker)],
+        cwd: Some("/".into()),
+        timeout: Some(Duration::from_secs(30)),
+        ..Default::default()
+    };
+    if let Err(e) = sb.exec(req, None).await {
+        tracing::warn!(error = %e, "killing a stopped command's processes failed");
+    }
+}
+
 /// Limit for one helper script (they touch a single path).
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -302,6 +333,39 @@ mod tests {
             "bash -c 'echo $0'"
         );
         assert!(command_line(&[]).is_err());
+    }
+
+    #[test]
+    fn marker_kill_finds_only_marked_processes() {
+        let line = kill_marked_line("abc123");
+        assert!(line.contains("grep -qx 'WSBENCH_EXEC_ID=abc123'"), "{line}");
+        // The line parses as shell.
+        let ok = std::process::Command::new("sh")
+            .args(["-n", "-c", &line])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(true);
+        assert!(ok);
+    }
+
+    #[tokio::test]
+    async fn marker_kill_kills_a_detached_child() {
+        // A child that left the process group, found by its marker.
+        let marker = new_marker();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 30 & wait"])
+            .env(MARKER_VAR, &marker)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let st = std::process::Command::new("sh")
+            .args(["-c", &kill_marked_line(&marker)])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let t0 = std::time::Instant::now();
+        let _ = child.wait();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10));
     }
 
     #[test]
