@@ -543,3 +543,22 @@ async fn workspace_tools_run_on_daytona() {
         println!("SKIPPED: rg is not installed (Glob/Grep part)");
     }
 }
+
+/// Contract §11 point 16: a sandbox made by a failed `create` is deleted
+/// (no user data yet); one that fails on reattach is kept.
+#[tokio::test]
+async fn failed_create_cleans_up_failed_attach_keeps_data() {
+    let Some((f, p)) = setup().await else { return };
+    *f.faults().gone_after.lock().unwrap() = Some(("/user-home-dir".into(), 0));
+    assert!(p.create(&spec("ws-bad")).await.is_err());
+    assert!(f.ids().is_empty(), "the new sandbox was not left behind");
+    *f.faults().gone_after.lock().unwrap() = None;
+    let sb = p.create(&spec("ws-keep")).await.unwrap();
+    sb.write("data.txt", b"precious").await.unwrap();
+    let info = p.find("ws-keep").await.unwrap().unwrap();
+    *f.faults().gone_after.lock().unwrap() = Some(("/user-home-dir".into(), 0));
+    assert!(p.attach(&info).await.is_err());
+    *f.faults().gone_after.lock().unwrap() = None;
+    assert_eq!(f.ids().len(), 1, "a reattach failure never deletes");
+    assert_eq!(sb.read("data.txt", None).await.unwrap(), b"precious");
+}

@@ -660,3 +660,22 @@ fn which_rg() -> bool {
     }
     ok
 }
+
+/// Contract §11 point 16: a sandbox made by a failed `create` is killed
+/// (no user data yet); one that fails on reattach is kept.
+#[tokio::test]
+async fn failed_create_cleans_up_failed_attach_keeps_data() {
+    let Some((f, p)) = setup().await else { return };
+    *f.faults().gone_after.lock().unwrap() = Some(("/health".into(), 0));
+    assert!(p.create(&spec("ws-bad")).await.is_err());
+    assert!(f.ids().is_empty(), "the new sandbox was not left behind");
+    *f.faults().gone_after.lock().unwrap() = None;
+    let sb = p.create(&spec("ws-keep")).await.unwrap();
+    sb.write("data.txt", b"precious").await.unwrap();
+    let info = p.find("ws-keep").await.unwrap().unwrap();
+    *f.faults().gone_after.lock().unwrap() = Some(("/health".into(), 0));
+    assert!(p.attach(&info).await.is_err());
+    *f.faults().gone_after.lock().unwrap() = None;
+    assert_eq!(f.ids().len(), 1, "a reattach failure never kills");
+    assert_eq!(sb.read("data.txt", None).await.unwrap(), b"precious");
+}

@@ -45,6 +45,8 @@ const SERVICE: &str = "daytona";
 const SDK_VERSION: &str = "0.226.1";
 /// Limit on waiting for the exit code after the log stream ended.
 const EXIT_CODE_WAIT: Duration = Duration::from_secs(30);
+/// Limit for one upload, whatever the unary request limit is.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How commands are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -566,12 +568,33 @@ impl Provisioner for DaytonaProvisioner {
             })
             .await?;
         self.remember(&spec.workspace_id, &dto.id);
-        let dto = if dto.state() == "started" {
-            dto
-        } else {
-            self.wait_for(&dto.id, &["started"]).await?
-        };
-        Ok(self.open(dto).await?)
+        let id = dto.id.clone();
+        let opened = async {
+            let dto = if dto.state() == "started" {
+                dto
+            } else {
+                self.wait_for(&dto.id, &["started"]).await?
+            };
+            self.open(dto).await
+        }
+        .await;
+        match opened {
+            Ok(sb) => Ok(sb),
+            Err(e) => {
+                // A sandbox made just now holds no user data: remove it
+                // rather than leak it (contract §11 point 16).
+                let url = self.url(&format!("/sandbox/{id}"));
+                let _ = self
+                    .api
+                    .send(Retry::Idempotent, false, |c| c.delete(&url))
+                    .await;
+                self.known
+                    .lock()
+                    .expect("known lock")
+                    .remove(&spec.workspace_id);
+                Err(e)
+            }
+        }
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
@@ -1291,7 +1314,7 @@ impl DaytonaSandbox {
         let len = data.len() as u64;
         let resp = self
             .tb
-            .send(Retry::Idempotent, false, |c| {
+            .send(Retry::Idempotent, true, |c| {
                 let part = reqwest::multipart::Part::stream_with_length(
                     reqwest::Body::from(data.clone()),
                     len,
@@ -1302,6 +1325,7 @@ impl DaytonaSandbox {
                 c.post(&url)
                     .query(&[("path", path)])
                     .multipart(reqwest::multipart::Form::new().part("file", part))
+                    .timeout(UPLOAD_TIMEOUT)
             })
             .await?;
         let status = resp.status().as_u16();

@@ -360,11 +360,27 @@ impl Provisioner for E2bProvisioner {
                 c.post(&url).json(&body)
             })
             .await?;
-        self.known
-            .lock()
-            .expect("known lock")
-            .insert(spec.workspace_id.clone(), dto.sandbox_id.clone());
-        Ok(self.open_sandbox(dto).await?)
+        let id = dto.sandbox_id.clone();
+        match self.open_sandbox(dto).await {
+            Ok(sb) => {
+                self.known
+                    .lock()
+                    .expect("known lock")
+                    .insert(spec.workspace_id.clone(), id);
+                Ok(sb)
+            }
+            Err(e) => {
+                // A sandbox made just now holds no user data: kill it
+                // rather than leak it. A reattached one is never killed
+                // on failure (contract §11 point 16).
+                let url = self.url(&format!("/sandboxes/{id}"));
+                let _ = self
+                    .api
+                    .send(Retry::Idempotent, false, |c| c.delete(&url))
+                    .await;
+                Err(e)
+            }
+        }
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {

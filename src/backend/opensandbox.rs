@@ -46,6 +46,8 @@ pub const EXECD_PORT: u16 = 44772;
 const SERVER_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 /// How long to wait for the stream to end after an interrupt.
 const KILL_GRACE: Duration = Duration::from_secs(5);
+/// Limit for one upload, whatever the unary request limit is.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// OpenSandbox profile options (contract §7.7 constructor, plus URLs).
 ///
@@ -529,10 +531,30 @@ impl Provisioner for OpenSandboxProvisioner {
             })
             .await?;
         self.remember(&spec.workspace_id, &dto.id);
-        if dto.state_name() != "Running" {
-            self.wait_state(&dto.id, "Running").await?;
+        let opened = async {
+            if dto.state_name() != "Running" {
+                self.wait_state(&dto.id, "Running").await?;
+            }
+            self.connect(&dto.id).await
         }
-        Ok(self.connect(&dto.id).await?)
+        .await;
+        match opened {
+            Ok(sb) => Ok(sb),
+            Err(e) => {
+                // A sandbox made just now holds no user data: delete it
+                // rather than leak it (contract §11 point 16).
+                let url = self.url(&format!("/sandboxes/{}", dto.id));
+                let _ = self
+                    .api
+                    .send(Retry::Idempotent, false, |c| c.delete(&url))
+                    .await;
+                self.known
+                    .lock()
+                    .expect("known lock")
+                    .remove(&spec.workspace_id);
+                Err(e)
+            }
+        }
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
@@ -892,9 +914,9 @@ impl OpenSandboxSandbox {
                     .mime_str("application/octet-stream")
                     .expect("static mime"),
                 );
-            c.post(&url).multipart(form)
+            c.post(&url).multipart(form).timeout(UPLOAD_TIMEOUT)
         };
-        let resp = self.execd.send(Retry::Idempotent, false, build).await?;
+        let resp = self.execd.send(Retry::Idempotent, true, build).await?;
         let status = resp.status().as_u16();
         if resp.status().is_success() {
             return Ok(());
