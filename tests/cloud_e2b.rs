@@ -553,7 +553,7 @@ async fn list_pages_through_every_sandbox() {
 
 #[tokio::test]
 async fn spawned_process_has_pipes() {
-    let Some((_f, p)) = setup().await else { return };
+    let Some((f, p)) = setup().await else { return };
     let sb = p.create(&spec("ws-proc")).await.unwrap();
     assert!(sb.capabilities().processes);
     let mut proc_ = sb
@@ -592,6 +592,25 @@ async fn spawned_process_has_pipes() {
         .unwrap();
     p2.control.kill().await.unwrap();
     assert_eq!(p2.control.try_status(), Some(Some(137)));
+    // Dropping a running process's handle kills it.
+    let p3 = sb
+        .spawn(SpawnRequest {
+            argv: vec!["sleep".into(), "30".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let id = f.ids()[0].clone();
+    assert_eq!(f.boxed(&id).running().len(), 1);
+    drop(p3);
+    let t0 = Instant::now();
+    while !f.boxed(&id).running().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "dropped process still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

@@ -1512,6 +1512,21 @@ async fn pump_stdin(sb: Arc<E2bSandbox>, pid: u32, mut input: tokio::io::DuplexS
         .await;
 }
 
+impl Drop for E2bProcess {
+    fn drop(&mut self) {
+        // Like the local backend: a dropped handle does not leave the
+        // process running in the sandbox (an MCP server, for instance).
+        if self.try_status().is_none()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let (sb, pid) = (self.sandbox.clone(), self.pid);
+            rt.spawn(async move {
+                let _ = sb.kill_pid(pid).await;
+            });
+        }
+    }
+}
+
 /// Control of a process started with [`Sandbox::spawn`] on E2B.
 struct E2bProcess {
     pid: u32,
