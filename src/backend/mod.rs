@@ -23,8 +23,12 @@
 //! [`path`] for the pure helpers that join and normalise them.
 
 pub mod bubblewrap;
+pub mod daytona;
 pub mod docker;
+pub mod e2b;
+pub mod http;
 pub mod local;
+pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
 

@@ -1,0 +1,610 @@
+//! The HTTP layer shared by the cloud backends (E2B, Daytona, OpenSandbox).
+//!
+//! One [`ServiceClient`] per service and plane: it adds the auth headers,
+//! applies timeouts, retries with back-off on 429 (honouring `Retry-After`)
+//! and, for idempotent calls, on 5xx and connection failures, and maps error
+//! answers onto [`BackendError`] with the service's own error code and
+//! message (see `../shared/specs/MINIMAL-SURFACE.md` for each service's error
+//! body). Keys live only in header values marked sensitive and are never
+//! logged or shown by `Debug`.
+//!
+//! [`remote`] holds what the three backends share above HTTP: command-line
+//! quoting and the file operations done with shell commands.
+
+pub mod remote;
+
+use std::sync::Once;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::{Client, RequestBuilder, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{BackendError, BackendResult};
+
+/// Timeouts and retry limits of one service client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HttpPolicy {
+    /// Limit for a whole unary request (not for streams, which are bounded
+    /// by the command's own timeout instead).
+    pub request_timeout: Duration,
+    /// Limit for opening a TCP/TLS connection.
+    pub connect_timeout: Duration,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First back-off delay; doubled per retry.
+    pub base_delay: Duration,
+    /// Cap on one back-off delay and on an honoured `Retry-After`.
+    pub max_delay: Duration,
+}
+
+impl Default for HttpPolicy {
+    fn default() -> Self {
+        HttpPolicy {
+            request_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            max_retries: 4,
+            base_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Whether a request may be sent again after a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Safe to repeat: retried on 429, 5xx and connection errors.
+    Idempotent,
+    /// Repeating could do the work twice (create, run a command): retried
+    /// only on 429, which says the request was refused before any work.
+    RateLimitOnly,
+}
+
+/// How a 404 answer is reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum On404 {
+    /// The sandbox is gone: [`BackendError::Unavailable`] (the manager
+    /// re-provisions).
+    SandboxGone,
+    /// A path is missing: [`BackendError::NotFound`] with this path.
+    Path(String),
+    /// Keep it as [`BackendError::Remote`] with status 404.
+    Remote,
+}
+
+/// Installs the `ring` crypto provider for rustls once per process; reqwest
+/// is built without a provider of its own (no C toolchain for aws-lc).
+pub fn ensure_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Another component may have installed one first; either is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// An HTTP client for one service plane, with its auth headers.
+#[derive(Clone)]
+pub struct ServiceClient {
+    service: &'static str,
+    client: Client,
+    headers: HeaderMap,
+    policy: HttpPolicy,
+    auth_hint: String,
+}
+
+impl std::fmt::Debug for ServiceClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values are left out: they carry the API key.
+        f.debug_struct("ServiceClient")
+            .field("service", &self.service)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+/// Builds a header value that is never printed (API keys, tokens).
+///
+/// Errors: the value holds characters a header cannot carry.
+pub fn secret_header(value: &str) -> BackendResult<HeaderValue> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| BackendError::Remote {
+        service: "http",
+        status: None,
+        code: Some("invalid_header".into()),
+        message: "a credential contains characters that cannot be sent in a header".into(),
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// Builds a plain header pair.
+///
+/// Errors: the name or value is not valid in a header.
+pub fn header(name: &str, value: &str) -> BackendResult<(HeaderName, HeaderValue)> {
+    let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| BackendError::Remote {
+        service: "http",
+        status: None,
+        code: Some("invalid_header".into()),
+        message: format!("invalid header name `{name}`"),
+    })?;
+    let v = HeaderValue::from_str(value).map_err(|_| BackendError::Remote {
+        service: "http",
+        status: None,
+        code: Some("invalid_header".into()),
+        message: format!("invalid value for header `{name}`"),
+    })?;
+    Ok((n, v))
+}
+
+impl ServiceClient {
+    /// A client for `service` that sends `headers` on every request.
+    /// `auth_hint` is appended to 401/403 messages (for example "set
+    /// E2B_API_KEY or `api_key` in the profile").
+    ///
+    /// Errors: the TLS stack cannot be set up.
+    pub fn new(
+        service: &'static str,
+        headers: HeaderMap,
+        policy: HttpPolicy,
+        auth_hint: impl Into<String>,
+    ) -> BackendResult<Self> {
+        ensure_crypto_provider();
+        let client = Client::builder()
+            .connect_timeout(policy.connect_timeout)
+            .user_agent(concat!("wsbench/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| BackendError::Remote {
+                service,
+                status: None,
+                code: Some("client".into()),
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(ServiceClient {
+            service,
+            client,
+            headers,
+            policy,
+            auth_hint: auth_hint.into(),
+        })
+    }
+
+    /// The same client (sharing connections) with other headers, for a
+    /// second plane of the same service (envd, toolbox, execd).
+    pub fn with_headers(&self, headers: HeaderMap) -> Self {
+        ServiceClient {
+            headers,
+            ..self.clone()
+        }
+    }
+
+    /// Service name used in errors.
+    pub fn service(&self) -> &'static str {
+        self.service
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> HttpPolicy {
+        self.policy
+    }
+
+    /// The underlying reqwest client (for websocket-free streaming calls
+    /// that build requests themselves).
+    pub fn raw(&self) -> &Client {
+        &self.client
+    }
+
+    /// Sends a request built by `build` (called again for each retry) and
+    /// returns the response whatever its status, after retries on 429 and,
+    /// for [`Retry::Idempotent`], on 5xx and connection failures.
+    /// `stream = true` leaves out the whole-request timeout.
+    ///
+    /// Errors: [`BackendError::Unavailable`] when the service cannot be
+    /// reached; [`BackendError::Remote`] for a timeout.
+    pub async fn send(
+        &self,
+        retry: Retry,
+        stream: bool,
+        build: impl Fn(&Client) -> RequestBuilder,
+    ) -> BackendResult<Response> {
+        let mut attempt = 0u32;
+        loop {
+            let mut req = build(&self.client).headers(self.headers.clone());
+            if !stream {
+                req = req.timeout(self.policy.request_timeout);
+            }
+            let last = attempt >= self.policy.max_retries;
+            match req.send().await {
+                Ok(resp) => {
+                    let status = resp.status();
+                    let retryable = status == StatusCode::TOO_MANY_REQUESTS
+                        || (retry == Retry::Idempotent && is_retryable_5xx(status));
+                    if !retryable || last {
+                        return Ok(resp);
+                    }
+                    let wait = retry_after(resp.headers())
+                        .map(|d| d.min(self.policy.max_delay))
+                        .unwrap_or_else(|| self.backoff(attempt));
+                    tracing::debug!(
+                        service = self.service,
+                        status = status.as_u16(),
+                        wait_ms = wait.as_millis() as u64,
+                        "retrying"
+                    );
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => {
+                    let transient = e.is_connect() || e.is_timeout() || e.is_request();
+                    if retry != Retry::Idempotent || !transient || last {
+                        return Err(self.transport_error(&e));
+                    }
+                    tokio::time::sleep(self.backoff(attempt)).await;
+                }
+            }
+            attempt += 1;
+        }
+    }
+
+    /// The headers this client adds to every request.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// Sends a request once (bodies that cannot be rebuilt, such as
+    /// streamed multipart uploads), adding this client's headers; any
+    /// status is returned.
+    ///
+    /// Errors: as for [`ServiceClient::send`].
+    pub async fn send_once(
+        &self,
+        req: RequestBuilder,
+        timeout: Option<Duration>,
+    ) -> BackendResult<Response> {
+        let mut req = req.headers(self.headers.clone());
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
+        req.send().await.map_err(|e| self.transport_error(&e))
+    }
+
+    /// [`ServiceClient::send`], then maps any non-2xx status to an error.
+    pub async fn send_ok(
+        &self,
+        retry: Retry,
+        on404: On404,
+        build: impl Fn(&Client) -> RequestBuilder,
+    ) -> BackendResult<Response> {
+        let resp = self.send(retry, false, build).await?;
+        self.check(resp, on404).await
+    }
+
+    /// [`ServiceClient::send_ok`] and decodes the JSON body.
+    pub async fn json<T: DeserializeOwned>(
+        &self,
+        retry: Retry,
+        on404: On404,
+        build: impl Fn(&Client) -> RequestBuilder,
+    ) -> BackendResult<T> {
+        let resp = self.send_ok(retry, on404, build).await?;
+        self.decode(resp).await
+    }
+
+    /// Decodes a JSON body, naming the service when it does not parse.
+    pub async fn decode<T: DeserializeOwned>(&self, resp: Response) -> BackendResult<T> {
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.map_err(|e| self.transport_error(&e))?;
+        serde_json::from_slice(&bytes).map_err(|e| BackendError::Remote {
+            service: self.service,
+            status: Some(status),
+            code: Some("bad_response".into()),
+            message: format!(
+                "unexpected response body ({e}): {}",
+                snippet(&String::from_utf8_lossy(&bytes))
+            ),
+        })
+    }
+
+    /// Passes a 2xx response through; turns any other into an error with
+    /// the service's code and message.
+    pub async fn check(&self, resp: Response, on404: On404) -> BackendResult<Response> {
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status();
+        let body = resp.bytes().await.unwrap_or_default();
+        Err(self.status_error(status, &body, on404))
+    }
+
+    /// Maps an error status and body to a [`BackendError`].
+    pub fn status_error(&self, status: StatusCode, body: &[u8], on404: On404) -> BackendError {
+        let (code, message) = parse_error_body(body);
+        let message = if message.is_empty() {
+            status
+                .canonical_reason()
+                .unwrap_or("error")
+                .to_ascii_lowercase()
+        } else {
+            message
+        };
+        match (status.as_u16(), on404) {
+            (404, On404::SandboxGone) => BackendError::Unavailable(format!(
+                "{} reports the sandbox gone (404{}: {message})",
+                self.service,
+                code.as_ref().map(|c| format!(" {c}")).unwrap_or_default()
+            )),
+            (404, On404::Path(p)) => BackendError::NotFound(p),
+            (401 | 403, _) => BackendError::Remote {
+                service: self.service,
+                status: Some(status.as_u16()),
+                code,
+                message: if self.auth_hint.is_empty() {
+                    message
+                } else {
+                    format!("{message} ({})", self.auth_hint)
+                },
+            },
+            (s, _) => BackendError::Remote {
+                service: self.service,
+                status: Some(s),
+                code,
+                message,
+            },
+        }
+    }
+
+    /// Maps a transport failure (no HTTP answer) to a [`BackendError`].
+    pub fn transport_error(&self, e: &reqwest::Error) -> BackendError {
+        // reqwest puts the URL in its message; our URLs carry no secrets
+        // (keys travel in headers only).
+        if e.is_timeout() {
+            BackendError::Remote {
+                service: self.service,
+                status: None,
+                code: Some("timeout".into()),
+                message: format!("request timed out: {e}"),
+            }
+        } else if e.is_connect() {
+            BackendError::Unavailable(format!("cannot reach {}: {e}", self.service))
+        } else {
+            BackendError::Remote {
+                service: self.service,
+                status: None,
+                code: Some("transport".into()),
+                message: error_chain(e),
+            }
+        }
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let exp = self
+            .policy
+            .base_delay
+            .saturating_mul(1u32 << attempt.min(16));
+        let capped = exp.min(self.policy.max_delay);
+        // Up to 25 % jitter so many clients do not retry in lock-step.
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        capped + capped.mul_f64((nanos % 1000) as f64 / 4000.0)
+    }
+}
+
+/// The error text of `e` and its sources, joined with `: `.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !out.contains(&t) {
+            out.push_str(": ");
+            out.push_str(&t);
+        }
+        src = s.source();
+    }
+    out
+}
+
+fn is_retryable_5xx(s: StatusCode) -> bool {
+    matches!(s.as_u16(), 500 | 502 | 503 | 504)
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+    let now = chrono::Utc::now();
+    Some(
+        (when.with_timezone(&chrono::Utc) - now)
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// Pulls `(code, message)` out of the error bodies the three services send:
+/// E2B `{code:int, message}`, Connect `{code:"not_found", message}`,
+/// Daytona/NestJS `{statusCode, message (string or list), error, code?}`,
+/// OpenSandbox `{code:"DOCKER::…", message}`. Non-JSON bodies become the
+/// message.
+pub fn parse_error_body(body: &[u8]) -> (Option<String>, String) {
+    let text = String::from_utf8_lossy(body);
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
+        return (None, snippet(text.trim()));
+    };
+    let as_text = |v: &Value| -> Option<String> {
+        match v {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Array(items) => Some(
+                items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| i.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            _ => None,
+        }
+    };
+    let code = map
+        .get("error_code")
+        .and_then(as_text)
+        .or_else(|| map.get("code").and_then(as_text));
+    let message = map
+        .get("message")
+        .and_then(as_text)
+        .or_else(|| map.get("error").and_then(as_text))
+        .or_else(|| map.get("detail").and_then(as_text))
+        .unwrap_or_else(|| snippet(text.trim()));
+    (code, message)
+}
+
+/// At most 500 characters of `s`, for error messages.
+pub fn snippet(s: &str) -> String {
+    const MAX: usize = 500;
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Reads an API key: the explicit value if non-empty, else the environment
+/// variable `env`.
+///
+/// Errors: neither is set — [`BackendError::Remote`] with code
+/// `missing_api_key` naming both places.
+pub fn api_key(service: &'static str, explicit: Option<&str>, env: &str) -> BackendResult<String> {
+    if let Some(k) = explicit.filter(|k| !k.trim().is_empty()) {
+        return Ok(k.trim().to_string());
+    }
+    match std::env::var(env) {
+        Ok(k) if !k.trim().is_empty() => Ok(k.trim().to_string()),
+        _ => Err(BackendError::Remote {
+            service,
+            status: None,
+            code: Some("missing_api_key".into()),
+            message: format!("no API key: set {env} or `api_key` in the profile"),
+        }),
+    }
+}
+
+/// Joins a base URL and a path without doubling or dropping the slash.
+pub fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// Percent-encodes `k=v&k2=v2` the way E2B and OpenSandbox filter by
+/// metadata: each key and value encoded, then joined as a query string
+/// (the caller's query builder encodes the whole once more).
+pub fn metadata_query(pairs: &[(&str, &str)]) -> String {
+    let mut u = reqwest::Url::parse("http://localhost/").expect("static URL");
+    u.query_pairs_mut().extend_pairs(pairs);
+    u.query().unwrap_or_default().to_string()
+}
+
+/// Parses an RFC 3339 time.
+pub fn parse_time(s: &str) -> Option<SystemTime> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| SystemTime::from(t.with_timezone(&chrono::Utc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_services_error_body() {
+        assert_eq!(
+            parse_error_body(br#"{"code":404,"message":"sandbox not found"}"#),
+            (Some("404".into()), "sandbox not found".into())
+        );
+        assert_eq!(
+            parse_error_body(br#"{"code":"DOCKER::SANDBOX_NOT_FOUND","message":"gone"}"#),
+            (Some("DOCKER::SANDBOX_NOT_FOUND".into()), "gone".into())
+        );
+        assert_eq!(
+            parse_error_body(
+                br#"{"statusCode":400,"message":["labels must be JSON","x"],"error":"Bad Request"}"#
+            ),
+            (None, "labels must be JSON; x".into())
+        );
+        assert_eq!(
+            parse_error_body(b"<html>bad gateway</html>").1,
+            "<html>bad gateway</html>"
+        );
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn metadata_filter_is_encoded_twice_by_the_query_builder() {
+        let inner = metadata_query(&[("wsbench.workspace.id", "ws 1&x")]);
+        assert_eq!(inner, "wsbench.workspace.id=ws+1%26x");
+        let url = reqwest::Url::parse_with_params("http://h/v", &[("metadata", inner)]).unwrap();
+        assert_eq!(
+            url.query(),
+            Some("metadata=wsbench.workspace.id%3Dws%2B1%2526x")
+        );
+    }
+
+    #[test]
+    fn status_errors_name_the_service_code() {
+        let c = ServiceClient::new(
+            "e2b",
+            HeaderMap::new(),
+            HttpPolicy::default(),
+            "set E2B_API_KEY",
+        )
+        .unwrap();
+        let e = c.status_error(
+            StatusCode::UNAUTHORIZED,
+            br#"{"code":401,"message":"Invalid API key"}"#,
+            On404::Remote,
+        );
+        assert_eq!(
+            e.to_string(),
+            "e2b error 401: Invalid API key (set E2B_API_KEY)"
+        );
+        let e = c.status_error(
+            StatusCode::NOT_FOUND,
+            br#"{"code":404,"message":"x"}"#,
+            On404::SandboxGone,
+        );
+        assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+        let e = c.status_error(StatusCode::NOT_FOUND, b"", On404::Path("/a".into()));
+        assert!(e.is_not_found());
+    }
+
+    #[test]
+    fn api_key_prefers_explicit_then_env() {
+        assert_eq!(
+            api_key("e2b", Some(" k "), "WSBENCH_TEST_NO_SUCH_VAR").unwrap(),
+            "k"
+        );
+        let e = api_key("e2b", Some(""), "WSBENCH_TEST_NO_SUCH_VAR").unwrap_err();
+        assert!(e.to_string().contains("WSBENCH_TEST_NO_SUCH_VAR"), "{e}");
+    }
+}
