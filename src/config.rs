@@ -29,6 +29,27 @@ use crate::manager::{
 /// Name of the profile that exists without any config file.
 pub const BUILTIN_PROFILE: &str = "local";
 
+/// Profiles that work with no config file: `local`, `bwrap`, `docker`, and
+/// the cloud services (their keys from the environment: `E2B_API_KEY`,
+/// `DAYTONA_API_KEY`, `OPEN_SANDBOX_API_KEY`). A `[profiles.<name>]` table
+/// of the same name replaces the built-in one.
+pub const BUILTIN_PROFILES: &[(&str, BackendKind)] = &[
+    ("local", BackendKind::Local),
+    ("bwrap", BackendKind::Bubblewrap),
+    ("docker", BackendKind::Docker),
+    ("e2b", BackendKind::E2b),
+    ("daytona", BackendKind::Daytona),
+    ("opensandbox", BackendKind::Opensandbox),
+];
+
+/// The backend of a built-in profile name.
+pub fn builtin_backend(name: &str) -> Option<BackendKind> {
+    BUILTIN_PROFILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, k)| *k)
+}
+
 /// Errors loading the configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -165,8 +186,14 @@ impl ProfileConfig {
     /// embedded default workspace), reference TTLs. Its base dir is set by
     /// [`crate::manager::open_profile`] from [`Paths`].
     pub fn builtin_local() -> Self {
+        Self::builtin(BackendKind::Local)
+    }
+
+    /// A built-in profile of `backend` with its default options: per_user
+    /// isolation (one default workspace per user, as for `local`).
+    pub fn builtin(backend: BackendKind) -> Self {
         ProfileConfig {
-            backend: BackendKind::Local,
+            backend,
             isolation: IsolationPolicy::PerUser,
             ttl: DEFAULT_TTL,
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
@@ -329,15 +356,17 @@ impl Config {
     }
 
     fn has_profile(&self, name: &str) -> bool {
-        name == BUILTIN_PROFILE || self.profiles.contains_key(name)
+        builtin_backend(name).is_some() || self.profiles.contains_key(name)
     }
 
     /// Every profile name: the configured ones and the built-in `local`.
     pub fn profile_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.profiles.keys().cloned().collect();
-        if !self.profiles.contains_key(BUILTIN_PROFILE) {
-            names.insert(0, BUILTIN_PROFILE.to_string());
-        }
+        let mut names: Vec<String> = BUILTIN_PROFILES
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .filter(|n| !self.profiles.contains_key(n))
+            .collect();
+        names.extend(self.profiles.keys().cloned());
         names
     }
 
@@ -355,7 +384,11 @@ impl Config {
     pub fn profile(&self, name: &str) -> Result<ProfileConfig, ConfigError> {
         let mut p = match self.profiles.get(name) {
             Some(p) => p.clone(),
-            None if name == BUILTIN_PROFILE => return Ok(ProfileConfig::builtin_local()),
+            None if builtin_backend(name).is_some() => {
+                return Ok(ProfileConfig::builtin(
+                    builtin_backend(name).expect("checked"),
+                ));
+            }
             None => {
                 return Err(ConfigError::Invalid {
                     path: self.origin(),

@@ -2,8 +2,10 @@
 //! [`WorkspaceManager`].
 //!
 //! [`make_provisioner`] is the one place that turns a backend kind and its
-//! options into a [`Provisioner`]; each backend adds its arm there. Only
-//! `local` exists in this build: the other kinds answer with
+//! options into a [`Provisioner`]; each backend adds its arm there. The
+//! options table deserialises into the backend's own option struct
+//! (`deny_unknown_fields`), so an unknown or mistyped option is an error
+//! naming it. Kubernetes is not in this build yet and answers with
 //! [`ProfileError::Unavailable`].
 
 use std::path::{Path, PathBuf};
@@ -85,13 +87,77 @@ pub fn make_provisioner(
     options: &toml::Table,
     paths: &Paths,
 ) -> Result<Arc<dyn Provisioner>, ProfileError> {
+    use crate::backend::{bubblewrap, daytona, docker, e2b, opensandbox};
+    let remote = |e: crate::backend::BackendError| ProfileError::BadOption {
+        profile: name.to_string(),
+        key: "options".into(),
+        message: e.to_string(),
+    };
     match kind {
         BackendKind::Local => local(name, options, paths),
-        other => Err(ProfileError::Unavailable {
-            backend: other,
+        BackendKind::Bubblewrap => {
+            let mut opts: bubblewrap::BubblewrapOptions = typed(name, options)?;
+            let base = opts
+                .base_dir
+                .get_or_insert_with(|| paths.data_dir.join("profiles").join(name))
+                .clone();
+            Ok(Arc::new(
+                bubblewrap::BubblewrapProvisioner::new(opts)
+                    .with_layout(move |spec| local_layout(&base, spec)),
+            ))
+        }
+        BackendKind::Docker => {
+            let mut opts: docker::DockerOptions = typed(name, options)?;
+            let base = opts
+                .base_dir
+                .get_or_insert_with(|| paths.data_dir.join("profiles").join(name))
+                .clone();
+            Ok(Arc::new(
+                docker::DockerProvisioner::new(opts)
+                    .with_profile(name)
+                    .with_layout(move |spec| local_layout(&base, spec)),
+            ))
+        }
+        BackendKind::E2b => Ok(Arc::new(
+            e2b::E2bProvisioner::new(typed(name, options)?).map_err(remote)?,
+        )),
+        BackendKind::Daytona => Ok(Arc::new(
+            daytona::DaytonaProvisioner::new(typed(name, options)?).map_err(remote)?,
+        )),
+        BackendKind::Opensandbox => Ok(Arc::new(
+            opensandbox::OpenSandboxProvisioner::new(typed(name, options)?).map_err(remote)?,
+        )),
+        BackendKind::Kubernetes => Err(ProfileError::Unavailable {
+            backend: kind,
             profile: name.to_string(),
         }),
     }
+}
+
+/// The options table as a backend's option struct; serde's message names
+/// the unknown or mistyped field.
+fn typed<T: serde::de::DeserializeOwned>(
+    name: &str,
+    options: &toml::Table,
+) -> Result<T, ProfileError> {
+    toml::Value::Table(options.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            let message = e.message().to_string();
+            let key = message
+                .split('`')
+                .nth(1)
+                .filter(|_| {
+                    message.starts_with("unknown field") || message.starts_with("missing field")
+                })
+                .unwrap_or("options")
+                .to_string();
+            ProfileError::BadOption {
+                profile: name.to_string(),
+                key,
+                message,
+            }
+        })
 }
 
 fn check_keys(
@@ -316,11 +382,11 @@ mod tests {
     }
 
     #[test]
-    fn other_backends_are_not_available_yet() {
+    fn kubernetes_is_not_available_yet() {
         let d = tempfile::tempdir().unwrap();
         let err = make_provisioner(
-            BackendKind::Docker,
-            "d",
+            BackendKind::Kubernetes,
+            "k",
             &toml::Table::new(),
             &paths(d.path()),
         )
@@ -328,8 +394,25 @@ mod tests {
         .unwrap();
         assert_eq!(
             err.to_string(),
-            "backend docker is not available in this build yet (profile `d`)"
+            "backend kubernetes is not available in this build yet (profile `k`)"
         );
+    }
+
+    #[test]
+    fn sandbox_backends_build_from_their_option_structs() {
+        let d = tempfile::tempdir().unwrap();
+        let p = paths(d.path());
+        for kind in [BackendKind::Bubblewrap, BackendKind::Docker] {
+            assert!(make_provisioner(kind, "x", &toml::Table::new(), &p).is_ok());
+            let mut t = toml::Table::new();
+            t.insert("imagee".into(), "x".into());
+            let err = make_provisioner(kind, "x", &t, &p).err().unwrap();
+            assert_eq!(err.option_key(), Some("imagee"), "{err}");
+        }
+        let mut t = toml::Table::new();
+        t.insert("api_key".into(), "k".into());
+        t.insert("api_url".into(), "http://127.0.0.1:9".into());
+        assert!(make_provisioner(BackendKind::E2b, "e", &t, &p).is_ok());
     }
 
     #[test]
@@ -365,7 +448,7 @@ mod tests {
             .to_string();
         assert!(err.starts_with("/etc/wsbench.toml:6:"), "{err}");
         assert!(err.contains("flavour"), "{err}");
-        let text = "[profiles.box]\nbackend = \"docker\"\n";
+        let text = "[profiles.box]\nbackend = \"kubernetes\"\n";
         let config = Config::parse(text, Path::new("c.toml")).unwrap();
         let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
             .err()
