@@ -518,9 +518,20 @@ async fn symlink_escape_is_refused(e: &Env) {
     if e.kind == BackendKind::Local {
         return;
     }
-    // Not under /tmp: bubblewrap's /tmp is a private mount, so a link to a
-    // host /tmp path names a (missing) file in that mount instead.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Not under /tmp (nor a target dir that may live there, as in a CI
+    // clone under /tmp): bubblewrap's /tmp is a private mount, so a link to
+    // a host /tmp path names a file in that mount instead.
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/root".into());
+    let secrets = home.join(".cache/wsbench-test-secrets");
+    std::fs::create_dir_all(&secrets).unwrap();
+    let outside = tempfile::tempdir_in(&secrets).unwrap();
+    assert!(
+        !outside.path().starts_with("/tmp"),
+        "{}",
+        outside.path().display()
+    );
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "TOP-SECRET\n").unwrap();
     e.link("esc/abs", secret.to_str().unwrap());
