@@ -42,6 +42,26 @@ pub const BUILTIN_PROFILES: &[(&str, BackendKind)] = &[
     ("opensandbox", BackendKind::Opensandbox),
 ];
 
+/// Whether a built-in profile can work here, judged without I/O beyond a
+/// path check: `local` always; `bwrap` when `bwrap` is on PATH; `docker`
+/// when `DOCKER_HOST` is set or the default socket exists; the cloud
+/// services when their API key variable is set. Used to keep listings
+/// (`workspaces list --all-profiles`) free of profiles that cannot answer;
+/// any built-in profile can still be named with `--profile`.
+pub fn builtin_available(kind: BackendKind) -> bool {
+    let env = |v: &str| std::env::var_os(v).is_some_and(|x| !x.is_empty());
+    match kind {
+        BackendKind::Local => true,
+        BackendKind::Bubblewrap => std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file())),
+        BackendKind::Docker => env("DOCKER_HOST") || Path::new("/var/run/docker.sock").exists(),
+        BackendKind::E2b => env("E2B_API_KEY"),
+        BackendKind::Daytona => env("DAYTONA_API_KEY"),
+        BackendKind::Opensandbox => env("OPEN_SANDBOX_API_KEY"),
+        BackendKind::Kubernetes => false,
+    }
+}
+
 /// The backend of a built-in profile name.
 pub fn builtin_backend(name: &str) -> Option<BackendKind> {
     BUILTIN_PROFILES
@@ -359,12 +379,13 @@ impl Config {
         builtin_backend(name).is_some() || self.profiles.contains_key(name)
     }
 
-    /// Every profile name: the configured ones and the built-in `local`.
+    /// Every profile name: the built-in ones this machine can use (see
+    /// [`builtin_available`]), then the configured ones.
     pub fn profile_names(&self) -> Vec<String> {
         let mut names: Vec<String> = BUILTIN_PROFILES
             .iter()
+            .filter(|(n, k)| !self.profiles.contains_key(*n) && builtin_available(*k))
             .map(|(n, _)| n.to_string())
-            .filter(|n| !self.profiles.contains_key(n))
             .collect();
         names.extend(self.profiles.keys().cloned());
         names
