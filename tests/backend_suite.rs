@@ -429,6 +429,15 @@ fn mcp_ro_binds() -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// The error of a call that must fail (the `Ok` types here have no
+/// `Debug`, so `expect_err` is not available).
+fn must_fail<T, E>(r: Result<T, E>, what: &str) -> E {
+    match r {
+        Ok(_) => panic!("{what} succeeded where it must fail"),
+        Err(e) => e,
+    }
+}
+
 /// The fake cloud services run commands in bubblewrap boxes on this host.
 fn cloud_ready() -> bool {
     if fake_sandbox::bwrap_available() {
@@ -835,14 +844,14 @@ async fn exec_stdin_env_cwd(e: &Env) {
 /// refused with `Unsupported` where the capability is off.
 async fn long_lived_process_over_stdio(e: &Env) {
     if !e.sb.capabilities().processes {
-        let err =
+        let err = must_fail(
             e.sb.spawn(SpawnRequest {
                 argv: vec!["cat".into()],
                 ..Default::default()
             })
-            .await
-            .err()
-            .expect("spawn refused");
+            .await,
+            "spawn",
+        );
         assert!(
             matches!(err, BackendError::Unsupported { backend, .. } if backend == e.kind),
             "{}: {err}",
@@ -1076,25 +1085,24 @@ async fn offloading(e: &Env) {
 async fn mcp_server_everything(e: &Env) {
     let caps = e.sb.capabilities();
     if !caps.processes {
-        let err =
+        let err = must_fail(
             e.sb.spawn(SpawnRequest {
                 argv: vec!["true".into()],
                 ..Default::default()
             })
-            .await
-            .err()
-            .expect("spawn refused");
+            .await,
+            "spawn",
+        );
         assert!(
             matches!(err, BackendError::Unsupported { backend, .. } if backend == e.kind),
             "{}: {err}",
             e.kind
         );
         let decl = McpDecl::stdio("everything", "node", vec!["index.js".into()]);
-        let err =
-            e.ws.add_mcp(decl, "agent-1", "s", true)
-                .await
-                .err()
-                .expect("declaration refused");
+        let err = must_fail(
+            e.ws.add_mcp(decl, "agent-1", "s", true).await,
+            "declaration",
+        );
         assert!(
             err.to_string()
                 .contains(&format!("the {} backend does not support", e.kind)),
