@@ -184,7 +184,7 @@ impl Env {
         }
         let base = tempfile::tempdir().unwrap();
         let opts = DockerOptions {
-            ro_binds: mcp_ro_binds(),
+            ro_binds: docker_mcp_ro_binds(),
             ..docker_opts(base.path())
         };
         let id = new_id("dk");
@@ -427,6 +427,32 @@ fn mcp_ro_binds() -> Vec<PathBuf> {
     everything()
         .map(|e| vec![e.node, e.modules])
         .unwrap_or_default()
+}
+
+/// [`mcp_ro_binds`] plus the shared libraries `node` loads (Debian's
+/// `nodejs` links `libnode`, `libuv`, ... that the minbase image lacks).
+/// Host and image are both bookworm, so binding the host's copies over the
+/// image's same files changes nothing else.
+fn docker_mcp_ro_binds() -> Vec<PathBuf> {
+    let mut binds = mcp_ro_binds();
+    let Some(node) = binds.first().cloned() else {
+        return binds;
+    };
+    let Ok(out) = std::process::Command::new("ldd").arg(&node).output() else {
+        return binds;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // `libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)`
+        if let Some(path) = line
+            .split("=>")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .filter(|p| p.starts_with('/'))
+        {
+            binds.push(PathBuf::from(path));
+        }
+    }
+    binds
 }
 
 /// The error of a call that must fail (the `Ok` types here have no
