@@ -1,24 +1,34 @@
-//! One suite, three backends: every test below runs on local, bubblewrap
-//! and Docker (bind-mounted workspace, network `none`) through the same
-//! engine calls, and must give the same results. Backend-only behaviour
-//! (C11 on bubblewrap; C12, storage modes, reattach, pulls on Docker)
-//! follows in the `bwrap_only` and `docker_only` modules.
+//! One suite, six backends: every test below runs on local, bubblewrap,
+//! Docker (bind-mounted workspace, network `none`), and on E2B, Daytona
+//! and OpenSandbox against their fake services on 127.0.0.1
+//! (`tests/support/fake_*.rs`, commands run in bubblewrap boxes), through
+//! the same engine calls, and must give the same results. Where a
+//! backend's [`Capabilities`](wsbench::backend::Capabilities) flag is off
+//! (stdin, long-lived processes, append, byte-exact output on the cloud
+//! ones), the test checks the flag and asserts the documented
+//! `Unsupported` error instead. Backend-only behaviour (C11 on bubblewrap;
+//! C12, storage modes, reattach, pulls on Docker) follows in the
+//! `bwrap_only` and `docker_only` modules.
 //!
-//! bubblewrap and Docker tests print `SKIPPED: <why>` when the part is
-//! missing on this machine and fail under `CI=true` (`.ci/run` installs
-//! bubblewrap and docker.io, starts dockerd and builds the images with
-//! `tests/build-test-image.sh`).
+//! Sandboxed and cloud tests print `SKIPPED: <why>` when a part is missing
+//! on this machine and fail under `CI=true` (`.ci/run` installs
+//! bubblewrap, docker.io and node, starts dockerd and builds the images
+//! with `tests/build-test-image.sh`).
 //!
-//! **MCP hook.** MCP servers run through [`Sandbox::spawn`] (stdio) inside
-//! the sandbox; `long_lived_process_over_stdio` below is the backend part.
-//! When the MCP client lands, add `async fn mcp_server_everything(e: &Env)`
-//! (start `server-everything` through the workspace's MCP registry with
-//! `e.ws`, list its tools, call `echo`) and name it in the `suite!` list at
-//! the bottom: it then runs on all three backends like the rest. Note that
-//! the Docker test image has no `node`; the MCP test should install the
-//! server into the bind-mounted workspace from the host, or skip on Docker
-//! with a reason until an image with node is built by the script.
+//! **MCP.** `mcp_server_everything` runs `@modelcontextprotocol/
+//! server-everything` inside the sandbox through [`Sandbox::spawn`]:
+//! bubblewrap and Docker bind the host's `node` and the npm dir
+//! (`WSBENCH_MCP_NODE_BIN`, see [`everything`]) read-only at the same
+//! paths (`ro_binds`); the E2B fake gets a copy in the workspace.
 
+#[path = "support/fake_daytona.rs"]
+mod fake_daytona;
+#[path = "support/fake_e2b.rs"]
+mod fake_e2b;
+#[path = "support/fake_opensandbox.rs"]
+mod fake_opensandbox;
+#[path = "support/fake_sandbox.rs"]
+mod fake_sandbox;
 #[path = "support/images.rs"]
 mod images;
 mod support;
@@ -35,12 +45,16 @@ use tokio::sync::mpsc;
 
 use support::skip_or_fail;
 use wsbench::backend::bubblewrap::{BubblewrapOptions, BubblewrapProvisioner};
+use wsbench::backend::daytona::{DaytonaOptions, DaytonaProvisioner};
 use wsbench::backend::docker::{DockerOptions, DockerProvisioner, PullPolicy};
+use wsbench::backend::e2b::{E2bOptions, E2bProvisioner};
 use wsbench::backend::local::LocalSandbox;
+use wsbench::backend::opensandbox::{OpenSandboxOptions, OpenSandboxProvisioner};
 use wsbench::backend::{
     BackendError, BackendKind, ByteRange, ExecRequest, FileKind, ProvisionSpec, Provisioner,
     Sandbox, SpawnRequest, StreamKind, labels,
 };
+use wsbench::engine::mcp::{McpDecl, McpToolCall};
 use wsbench::engine::message::{Msg, ToolOutput, ToolResultBlock};
 use wsbench::engine::tools::{ToolResult, ToolState};
 use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
@@ -57,6 +71,9 @@ pub struct Env {
     host: PathBuf,
     _base: tempfile::TempDir,
     _cleanup: Option<DockerCleanup>,
+    /// The fake cloud service a cloud backend talks to, kept alive with
+    /// the workspace.
+    _fake: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Removes a test container (and its volume) when the test ends, pass or
@@ -132,6 +149,7 @@ impl Env {
             host,
             _base: base,
             _cleanup: None,
+            _fake: None,
         })
     }
 
@@ -143,6 +161,7 @@ impl Env {
         let base = tempfile::tempdir().unwrap();
         let prov = BubblewrapProvisioner::new(BubblewrapOptions {
             base_dir: Some(base.path().to_path_buf()),
+            ro_binds: mcp_ro_binds(),
             ..Default::default()
         });
         let sb = prov.create(&spec(&new_id("bw"))).await.unwrap();
@@ -154,6 +173,7 @@ impl Env {
             host,
             _base: base,
             _cleanup: None,
+            _fake: None,
         })
     }
 
@@ -163,7 +183,10 @@ impl Env {
             return None;
         }
         let base = tempfile::tempdir().unwrap();
-        let opts = docker_opts(base.path());
+        let opts = DockerOptions {
+            ro_binds: docker_mcp_ro_binds(),
+            ..docker_opts(base.path())
+        };
         let id = new_id("dk");
         let cleanup = DockerCleanup {
             opts: opts.clone(),
@@ -179,7 +202,94 @@ impl Env {
             host,
             _base: base,
             _cleanup: Some(cleanup),
+            _fake: None,
         })
+    }
+
+    /// A workspace on a cloud backend against its fake service on
+    /// 127.0.0.1; `host` is the fake box's host directory of the workdir.
+    async fn cloud(
+        kind: BackendKind,
+        fake: Box<dyn std::any::Any + Send + Sync>,
+        prov: Box<dyn Provisioner>,
+        boxed: impl Fn(&(dyn std::any::Any + Send + Sync)) -> Arc<fake_sandbox::FakeBox>,
+    ) -> Option<Env> {
+        let sb = prov.create(&spec(&new_id(kind.as_str()))).await.unwrap();
+        let fbox = boxed(fake.as_ref());
+        let host = fbox
+            .host(sb.workdir())
+            .unwrap_or_else(|| panic!("{kind}: workdir {} not in the fake box", sb.workdir()));
+        std::fs::create_dir_all(&host).unwrap();
+        Some(Env {
+            kind,
+            ws: open_ws(sb.clone()).await,
+            sb,
+            host,
+            _base: tempfile::tempdir().unwrap(),
+            _cleanup: None,
+            _fake: Some(fake),
+        })
+    }
+
+    async fn e2b() -> Option<Env> {
+        if !cloud_ready() {
+            return None;
+        }
+        let f = fake_e2b::FakeE2b::start().await;
+        let p = E2bProvisioner::new(E2bOptions {
+            api_key: Some(fake_e2b::KEY.into()),
+            api_url: Some(f.url()),
+            envd_url: Some(f.url()),
+            request_timeout_secs: 30,
+            ..Default::default()
+        })
+        .unwrap();
+        Env::cloud(BackendKind::E2b, Box::new(f), Box::new(p), |f| {
+            let f = f.downcast_ref::<fake_e2b::FakeE2b>().unwrap();
+            f.boxed(&f.ids()[0])
+        })
+        .await
+    }
+
+    async fn daytona() -> Option<Env> {
+        if !cloud_ready() {
+            return None;
+        }
+        let f = fake_daytona::FakeDaytona::start().await;
+        let p = DaytonaProvisioner::new(DaytonaOptions {
+            api_key: Some(fake_daytona::KEY.into()),
+            api_url: Some(f.api_url()),
+            request_timeout_secs: 30,
+            state_timeout_secs: 20,
+            ..Default::default()
+        })
+        .unwrap();
+        Env::cloud(BackendKind::Daytona, Box::new(f), Box::new(p), |f| {
+            let f = f.downcast_ref::<fake_daytona::FakeDaytona>().unwrap();
+            f.boxed(&f.ids()[0])
+        })
+        .await
+    }
+
+    async fn opensandbox() -> Option<Env> {
+        if !cloud_ready() {
+            return None;
+        }
+        let f = fake_opensandbox::FakeOpenSandbox::start().await;
+        let p = OpenSandboxProvisioner::new(OpenSandboxOptions {
+            api_key: Some(fake_opensandbox::KEY.into()),
+            api_url: Some(f.api_url()),
+            request_timeout_secs: 30,
+            ..Default::default()
+        })
+        .unwrap();
+        Env::cloud(BackendKind::Opensandbox, Box::new(f), Box::new(p), |f| {
+            let f = f
+                .downcast_ref::<fake_opensandbox::FakeOpenSandbox>()
+                .unwrap();
+            f.boxed(&f.ids()[0])
+        })
+        .await
     }
 
     /// Backend path of `rel` under the workdir.
@@ -262,7 +372,114 @@ impl Env {
     }
 }
 
+/// `node` and `@modelcontextprotocol/server-everything` on the host: the
+/// node binary, the `node_modules` dir holding the server, and the
+/// server's entry script (under that dir). The npm dir comes from
+/// `WSBENCH_MCP_NODE_BIN` (`.ci/run` sets it to `node_modules/.bin`),
+/// else `$HOME/.cache/wsbench-ci/npm/node_modules/.bin`.
+struct Everything {
+    node: PathBuf,
+    modules: PathBuf,
+    script: PathBuf,
+}
+
+fn everything() -> Result<Everything, String> {
+    let bin = std::env::var_os("WSBENCH_MCP_NODE_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/wsbench-ci/npm/node_modules/.bin"))
+        })
+        .ok_or("no WSBENCH_MCP_NODE_BIN and no HOME")?;
+    let missing = || {
+        format!(
+            "mcp-server-everything not found in {} (npm install \
+             @modelcontextprotocol/server-everything; set WSBENCH_MCP_NODE_BIN)",
+            bin.display()
+        )
+    };
+    let script = std::fs::canonicalize(bin.join("mcp-server-everything")).map_err(|_| missing())?;
+    let modules = std::fs::canonicalize(bin.join("..")).map_err(|_| missing())?;
+    if !script.starts_with(&modules) {
+        return Err(format!(
+            "{} is outside {}",
+            script.display(),
+            modules.display()
+        ));
+    }
+    let node = std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("node"))
+                .find(|p| p.is_file())
+        })
+        .ok_or("node is not on PATH (apt-get install nodejs)")?;
+    Ok(Everything {
+        node,
+        modules,
+        script,
+    })
+}
+
+/// Host paths bubblewrap and Docker bind read-only so the MCP test's
+/// server runs inside the sandbox (none when the server is missing).
+fn mcp_ro_binds() -> Vec<PathBuf> {
+    everything()
+        .map(|e| vec![e.node, e.modules])
+        .unwrap_or_default()
+}
+
+/// [`mcp_ro_binds`] plus the shared libraries `node` loads (Debian's
+/// `nodejs` links `libnode`, `libuv`, ... that the minbase image lacks).
+/// Host and image are both bookworm, so binding the host's copies over the
+/// image's same files changes nothing else.
+fn docker_mcp_ro_binds() -> Vec<PathBuf> {
+    let mut binds = mcp_ro_binds();
+    let Some(node) = binds.first().cloned() else {
+        return binds;
+    };
+    let Ok(out) = std::process::Command::new("ldd").arg(&node).output() else {
+        return binds;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // `libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)`
+        if let Some(path) = line
+            .split("=>")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .filter(|p| p.starts_with('/'))
+        {
+            binds.push(PathBuf::from(path));
+        }
+    }
+    binds
+}
+
+/// The error of a call that must fail (the `Ok` types here have no
+/// `Debug`, so `expect_err` is not available).
+fn must_fail<T, E>(r: Result<T, E>, what: &str) -> E {
+    match r {
+        Ok(_) => panic!("{what} succeeded where it must fail"),
+        Err(e) => e,
+    }
+}
+
+/// The fake cloud services run commands in bubblewrap boxes on this host.
+fn cloud_ready() -> bool {
+    if fake_sandbox::bwrap_available() {
+        return true;
+    }
+    skip_or_fail("bubblewrap (bwrap) is required for the fake cloud sandboxes");
+    false
+}
+
 fn host_processes_with(token: &str) -> Vec<String> {
+    host_pids_with(token).into_iter().map(|(_, c)| c).collect()
+}
+
+/// `(pid, command line)` of live host processes whose command line holds
+/// `token`.
+fn host_pids_with(token: &str) -> Vec<(u32, String)> {
     let me = std::process::id().to_string();
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -281,7 +498,7 @@ fn host_processes_with(token: &str) -> Vec<String> {
         let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
         if cmd.contains(token) {
-            out.push(cmd);
+            out.push((name.parse().unwrap(), cmd));
         }
     }
     out
@@ -605,14 +822,23 @@ async fn exec_stdin_env_cwd(e: &Env) {
     req.stdin = Some(Bytes::from_static(b"from-stdin"));
     req.env.insert("GREETING".into(), "hello there".into());
     req.cwd = Some("sub".into());
+    let caps = e.sb.capabilities();
+    let expected = if caps.exec_stdin {
+        "from-stdin hello there <wd>/sub\n"
+    } else {
+        // Documented: stdin bytes are refused, not dropped.
+        let err = e.sb.exec(req.clone(), None).await.unwrap_err();
+        assert!(
+            matches!(err, BackendError::Unsupported { backend, .. } if backend == e.kind),
+            "{}: {err}",
+            e.kind
+        );
+        req.stdin = None;
+        " hello there <wd>/sub\n"
+    };
     let (code, out, _) = exec_collect(e.sb.as_ref(), req).await;
     assert_eq!(code, Some(0));
-    assert_eq!(
-        e.norm(&out),
-        "from-stdin hello there <wd>/sub\n",
-        "{}",
-        e.kind
-    );
+    assert_eq!(e.norm(&out), expected, "{}", e.kind);
     // No stdin: a reader sees EOF at once.
     let t0 = Instant::now();
     let (code, _, _) = exec_collect(e.sb.as_ref(), ExecRequest::new(["cat"])).await;
@@ -627,7 +853,14 @@ async fn exec_stdin_env_cwd(e: &Env) {
     while let Some(c) = rx.recv().await {
         bytes.extend_from_slice(&c.data);
     }
-    assert_eq!(bytes, b"\0\x01\xffabc", "{}", e.kind);
+    if caps.byte_exact_output {
+        assert_eq!(bytes, b"\0\x01\xffabc", "{}", e.kind);
+    } else {
+        // Text events, one per line (OpenSandbox's execd): the text
+        // survives, invalid bytes become U+FFFD and a line end is added.
+        let text = String::from_utf8_lossy(&bytes);
+        assert_eq!(text, "\0\x01\u{fffd}abc\n", "{}", e.kind);
+    }
     match e
         .sb
         .exec(ExecRequest::new(["definitely_missing_cmd"]), None)
@@ -644,8 +877,25 @@ async fn exec_stdin_env_cwd(e: &Env) {
     }
 }
 
-/// A long-lived process with piped stdio (what MCP stdio servers use).
+/// A long-lived process with piped stdio (what MCP stdio servers use);
+/// refused with `Unsupported` where the capability is off.
 async fn long_lived_process_over_stdio(e: &Env) {
+    if !e.sb.capabilities().processes {
+        let err = must_fail(
+            e.sb.spawn(SpawnRequest {
+                argv: vec!["cat".into()],
+                ..Default::default()
+            })
+            .await,
+            "spawn",
+        );
+        assert!(
+            matches!(err, BackendError::Unsupported { backend, .. } if backend == e.kind),
+            "{}: {err}",
+            e.kind
+        );
+        return;
+    }
     let mut p =
         e.sb.spawn(SpawnRequest {
             argv: vec![
@@ -704,7 +954,23 @@ async fn sandbox_file_api(e: &Env) {
             .unwrap(),
         b"3456"
     );
-    sb.append(&p, b"ab").await.unwrap();
+    if sb.capabilities().append {
+        sb.append(&p, b"ab").await.unwrap();
+    } else {
+        let err = sb.append(&p, b"ab").await.unwrap_err();
+        assert!(
+            matches!(err, BackendError::Unsupported { what: "append", .. }),
+            "{}: {err}",
+            e.kind
+        );
+        assert_eq!(
+            sb.read(&p, None).await.unwrap(),
+            b"0123456789",
+            "{}",
+            e.kind
+        );
+        sb.write(&p, b"0123456789ab").await.unwrap();
+    }
     assert_eq!(sb.read(&p, None).await.unwrap(), b"0123456789ab");
     assert!(!sb.create_new(&p, b"x").await.unwrap());
     assert!(sb.create_new(&e.p("api/a/new.txt"), b"n").await.unwrap());
@@ -847,6 +1113,147 @@ async fn offloading(e: &Env) {
     assert!(full.ends_with(b"19999\n20000\n"), "{}", e.kind);
 }
 
+/// MCP inside the sandbox: `server-everything` declared for a pair starts
+/// through [`Sandbox::spawn`], so it runs where the tools run (its pid
+/// namespace is the sandbox's, its environment the sandbox's), answers
+/// `echo`, and closing the workspace leaves no process. A backend without
+/// long-lived processes refuses the declaration with its `Unsupported`
+/// error and leaves `.mcp` unchanged.
+async fn mcp_server_everything(e: &Env) {
+    let caps = e.sb.capabilities();
+    if !caps.processes {
+        let err = must_fail(
+            e.sb.spawn(SpawnRequest {
+                argv: vec!["true".into()],
+                ..Default::default()
+            })
+            .await,
+            "spawn",
+        );
+        assert!(
+            matches!(err, BackendError::Unsupported { backend, .. } if backend == e.kind),
+            "{}: {err}",
+            e.kind
+        );
+        let decl = McpDecl::stdio("everything", "node", vec!["index.js".into()]);
+        let err = must_fail(
+            e.ws.add_mcp(decl, "agent-1", "s", true).await,
+            "declaration",
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("the {} backend does not support", e.kind)),
+            "{}: {err}",
+            e.kind
+        );
+        assert!(e.ws.mcp_declared("agent-1", "s").await.unwrap().is_empty());
+        assert!(!e.host.join(".mcp").exists(), "{}", e.kind);
+        return;
+    }
+    let ev = match everything() {
+        Ok(ev) => ev,
+        Err(why) => return skip_or_fail(&why),
+    };
+    // The cloud fakes see the host's /usr but not the npm dir: the server
+    // goes into the workspace, as a user would install it there.
+    let script = if matches!(e.kind, BackendKind::E2b) {
+        let dst = e.host.join("mcp-npm");
+        std::fs::create_dir_all(&dst).unwrap();
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&ev.modules)
+            .arg(&dst)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let rel = ev
+            .script
+            .strip_prefix(ev.modules.parent().unwrap())
+            .unwrap();
+        e.p(&format!("mcp-npm/{}", rel.display()))
+    } else {
+        ev.script.display().to_string()
+    };
+    let decl = McpDecl::stdio(
+        "everything",
+        ev.node.display().to_string(),
+        vec![script.clone(), "stdio".into()],
+    );
+    let status =
+        e.ws.add_mcp(decl, "agent-1", "s", true)
+            .await
+            .unwrap_or_else(|err| panic!("{}: server-everything does not start: {err}", e.kind));
+    assert!(status.state.is_ready(), "{}: {status:?}", e.kind);
+    let tools = e.ws.mcp_tools("agent-1", "s").await.unwrap();
+    assert!(
+        tools.iter().any(|t| t.name == "mcp__everything__echo"),
+        "{}: {tools:?}",
+        e.kind
+    );
+    let call = |tool: &str, args: Value| McpToolCall {
+        agent: "agent-1".into(),
+        session: "s".into(),
+        server: Some("everything".into()),
+        tool: tool.into(),
+        args,
+        ..Default::default()
+    };
+    let r =
+        e.ws.call_mcp_tool(call("echo", json!({"message": "from the sandbox"})))
+            .await;
+    assert_eq!(r.text(), "Echo: from the sandbox", "{}", e.kind);
+    // Where it runs: the server's own view of its environment.
+    let r = e.ws.call_mcp_tool(call("get-env", json!({}))).await;
+    let env: Value = serde_json::from_str(&r.text())
+        .unwrap_or_else(|err| panic!("{}: get-env: {err}: {}", e.kind, r.text()));
+    match e.kind {
+        BackendKind::Bubblewrap => assert_eq!(env["HOME"], "/workspace", "{env}"),
+        BackendKind::Docker => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+            let inner = env["HOSTNAME"].as_str().unwrap_or_default();
+            assert!(
+                !inner.is_empty() && inner != host.trim(),
+                "container hostname {inner:?} vs host {host:?}"
+            );
+        }
+        _ => {}
+    }
+    // And the process itself: inside the container, or in a pid namespace
+    // of its own on the host (bubblewrap, and the e2b fake's bwrap box).
+    match e.kind {
+        BackendKind::Docker => {
+            assert!(
+                !e.processes_with(&script).await.is_empty(),
+                "no server process inside the container"
+            );
+        }
+        _ => {
+            let procs = host_pids_with(&script);
+            let node = procs
+                .iter()
+                .find(|(_, c)| c.starts_with(ev.node.to_str().unwrap()))
+                .unwrap_or_else(|| panic!("{}: no node process: {procs:?}", e.kind));
+            let ns = |pid: String| std::fs::read_link(format!("/proc/{pid}/ns/pid")).unwrap();
+            let isolated = ns(node.0.to_string()) != ns("self".into());
+            assert_eq!(isolated, e.kind != BackendKind::Local, "{}", e.kind);
+        }
+    }
+    e.ws.close().await;
+    let mut left = Vec::new();
+    for _ in 0..50 {
+        left = match e.kind {
+            // The container outlives the workspace; look inside it.
+            BackendKind::Docker => e.processes_with(&script).await,
+            _ => host_processes_with(&script),
+        };
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(left.is_empty(), "{}: left behind: {left:?}", e.kind);
+}
+
 macro_rules! suite {
     ($($t:ident),* $(,)?) => {
         mod local {
@@ -879,6 +1286,36 @@ macro_rules! suite {
                 }
             )*
         }
+        mod e2b {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::e2b().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
+        mod daytona {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::daytona().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
+        mod opensandbox {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::opensandbox().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
     };
 }
 
@@ -896,6 +1333,7 @@ suite!(
     sandbox_file_api,
     skills_install_and_list,
     offloading,
+    mcp_server_everything,
 );
 
 /// Behaviour only bubblewrap has: C11 diagnosis, network off by default,

@@ -159,6 +159,11 @@ pub struct DockerOptions {
     pub stop_timeout_secs: u32,
     /// Destroy removes the named volume too.
     pub remove_volume: bool,
+    /// Extra host paths bound read-only at the same place in the container
+    /// (a host tool such as `node` and its packages, for MCP stdio
+    /// servers); missing ones are skipped, as bubblewrap's `ro_binds` do.
+    /// Fixed when the container is created.
+    pub ro_binds: Vec<PathBuf>,
 }
 
 impl Default for DockerOptions {
@@ -181,6 +186,7 @@ impl Default for DockerOptions {
             name_prefix: "wsbench-".into(),
             stop_timeout_secs: 5,
             remove_volume: true,
+            ro_binds: Vec::new(),
         }
     }
 }
@@ -921,6 +927,19 @@ impl Provisioner for DockerProvisioner {
                 });
             }
             Storage::Ephemeral => {}
+        }
+        for p in self.opts.ro_binds.iter().filter(|p| p.exists()) {
+            // Absolute, with links resolved: the daemon binds the host path
+            // as given, and a relative one would be a volume name.
+            let src = std::fs::canonicalize(p)
+                .map_err(|e| BackendError::from_io(e, p.display().to_string()))?;
+            mounts.push(Mount {
+                target: Some(if p.is_absolute() { p } else { &src }.display().to_string()),
+                source: Some(src.display().to_string()),
+                typ: Some(MountType::BIND),
+                read_only: Some(true),
+                ..Default::default()
+            });
         }
 
         let host_config = HostConfig {

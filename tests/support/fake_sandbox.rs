@@ -100,7 +100,9 @@ impl FakeBox {
         })
     }
 
-    /// Host path of a sandbox path inside the writable mounts.
+    /// Host path of a sandbox path inside the writable mounts. `None` when
+    /// a symlink on the way leads out of this box: a real service resolves
+    /// links on its own machine, where the host's files do not exist.
     pub fn host(&self, path: &str) -> Option<PathBuf> {
         let norm = wsbench::backend::path::normalize(path);
         if !norm.starts_with('/') {
@@ -110,6 +112,25 @@ impl FakeBox {
             .iter()
             .any(|m| norm == *m || norm.starts_with(&format!("{m}/")))
             .then(|| self.root.path().join(norm.trim_start_matches('/')))
+            .filter(|p| self.stays_inside(p))
+    }
+
+    /// Whether `p` (which need not exist yet) resolves inside the box
+    /// root. A link that cannot be resolved (dangling) is refused too, as
+    /// a write through it would create its target wherever it points.
+    fn stays_inside(&self, p: &std::path::Path) -> bool {
+        let Ok(root) = std::fs::canonicalize(self.root.path()) else {
+            return false;
+        };
+        let mut probe = Some(p);
+        while let Some(q) = probe {
+            match std::fs::canonicalize(q) {
+                Ok(real) => return real.starts_with(&root),
+                Err(_) if q.symlink_metadata().is_ok_and(|m| m.is_symlink()) => return false,
+                Err(_) => probe = q.parent(),
+            }
+        }
+        false
     }
 
     /// The sandbox path of a host path under this sandbox's root.
