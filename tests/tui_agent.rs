@@ -2,6 +2,8 @@
 //! stepped through with the step key to the end; a snapshot mid-run; the
 //! stop key interrupting a paused and a streaming run.
 
+#[path = "support/fake_openai.rs"]
+mod fake_openai;
 mod tui_support;
 
 use std::path::Path;
@@ -265,4 +267,88 @@ async fn read_only_mode_cannot_run_the_agent_and_bad_models_are_refused() {
         (m.url.as_str(), m.model.as_str()),
         ("http://127.0.0.1:9/v1", "tiny")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_pane_snapshots_and_small_terminals() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    for (w, h) in [(80, 24), (40, 10)] {
+        let mut hs = Harness::new(ws.clone(), options(), w, h).await;
+        open_agent(&mut hs, Duration::ZERO).await;
+        hs.keys("j").await;
+        let text = hs.draw().await;
+        settings(dir.path()).bind(|| {
+            insta::assert_snapshot!(format!("agent_idle_{w}x{h}"), text);
+        });
+    }
+    // A finished run drawn at sizes down to nothing never panics.
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    open_agent(&mut hs, Duration::ZERO).await;
+    hs.keys("enter").await;
+    wait_for(&mut hs, "the run to end", |hs| !agent(hs).is_running()).await;
+    for (w, h) in [(60, 14), (40, 10), (20, 5), (8, 3), (1, 1)] {
+        hs.resize(w, h);
+        hs.draw().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_streams_from_the_model_with_tool_calls_and_errors_show() {
+    use fake_openai::{FakeOpenAi, Reply, stream_text, stream_tool_calls, text_chunk};
+    let server = FakeOpenAi::start(vec![
+        stream_tool_calls(
+            "Looking around.",
+            &[("call_1", "Bash", r#"{"command": "echo hi-from-bash"}"#)],
+        ),
+        stream_text("All done: the shell said hi.", 5),
+        Reply::StreamThenDrop(vec![text_chunk("Half an ans")]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws.clone(), options(), 120, 40).await;
+    open_agent(&mut hs, Duration::ZERO).await;
+    hs.keys(":").await;
+    hs.type_text(&format!("agent {} tiny", server.url)).await;
+    hs.keys("enter").await;
+    // Setting the model puts the keyboard in the prompt.
+    hs.type_text("say hi through the shell").await;
+    hs.keys("enter").await;
+    wait_for(&mut hs, "the reply", |hs| {
+        let p = agent(hs);
+        !p.is_running() && p.last_outcome().is_some()
+    })
+    .await;
+    let p = agent(&mut hs);
+    assert_eq!(p.last_outcome(), Some("completed"));
+    // Prompts run in the selected session.
+    assert_eq!(p.session(), Some("s-001"));
+    let conv = p.texts().join("\n");
+    for needle in [
+        "▶ say hi through the shell",
+        "Looking around.",
+        "⚙ Bash",
+        "hi-from-bash",
+        "All done: the shell said hi.",
+        "▌ reply completed",
+    ] {
+        assert!(conv.contains(needle), "missing {needle:?} in:\n{conv}");
+    }
+    // A dropped connection ends the reply with the error in the
+    // conversation.
+    hs.type_text("again").await;
+    hs.keys("enter").await;
+    wait_for(&mut hs, "the failed reply", |hs| {
+        let p = agent(hs);
+        !p.is_running() && p.last_outcome() != Some("completed")
+    })
+    .await;
+    let p = agent(&mut hs);
+    assert_eq!(p.last_outcome(), Some("error"));
+    let conv = p.texts().join("\n");
+    assert!(conv.contains("! "), "{conv}");
+    assert!(conv.contains("▌ reply error"), "{conv}");
+    let screen = hs.draw().await;
+    assert!(screen.contains("reply error"), "{screen}");
 }

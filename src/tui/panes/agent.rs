@@ -747,7 +747,7 @@ impl AgentPane {
         }
         if self.lines.is_empty() && self.partial.is_none() {
             let msg = if cx.can("agent.run") {
-                "enter runs the selected demo · t step mode · i prompts the model"
+                "enter runs a demo · t step mode · m, i a model"
             } else {
                 "read-only mode: the agent cannot run"
             };
@@ -1221,8 +1221,13 @@ impl Pane for AgentPane {
                 r.label,
                 if self.stepping { " · step mode" } else { "" }
             );
-        } else if self.stepping {
-            note = "step mode".into();
+        } else if let Some((name, _)) = self.demos.get(self.cursor.selected) {
+            // Also the only sign of the selection when the demo column
+            // does not fit.
+            note = format!(
+                "demo {name}{}",
+                if self.stepping { " · step mode" } else { "" }
+            );
         }
         if self.lines.dropped() > 0 {
             note = format!("{note} · {} older lines dropped", self.lines.dropped())
