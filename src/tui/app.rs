@@ -56,6 +56,13 @@ pub const ACTIONS: &[ActionSpec] = &[
     spec("app.focus_offload", "focus Offload", &["4"], false, false),
     spec("app.focus_command", "focus Command", &["5"], false, false),
     spec("app.focus_logs", "focus Logs", &["6"], false, false),
+    spec(
+        "app.agent",
+        "Agent pane (full screen)",
+        &["A"],
+        false,
+        false,
+    ),
     spec("app.mouse", "toggle mouse capture", &["M"], false, false),
     spec("app.shell", "shell in the workspace", &["!"], true, false),
     spec(
@@ -924,6 +931,7 @@ impl App {
             "app.focus_offload" => self.set_focus(panes::offload::ID),
             "app.focus_command" => self.set_focus(panes::command::ID),
             "app.focus_logs" => self.set_focus(panes::logs::ID),
+            "app.agent" => self.set_focus(panes::agent::ID),
             "app.mouse" => {
                 self.mouse = !self.mouse;
                 self.requests.push(HostRequest::Mouse(self.mouse));
@@ -1050,6 +1058,18 @@ impl App {
                 Err(e) => self.apply(Effect::Toast(Level::Error, e.to_string())),
             },
             PaletteCommand::Action(name) => self.run_action(&name),
+            PaletteCommand::Agent(setting) => {
+                self.set_focus(panes::agent::ID);
+                self.with_pane(panes::agent::ID, |p, cx| {
+                    p.on_event(
+                        &PaneEvent::Input {
+                            tag: "model".into(),
+                            text: setting,
+                        },
+                        cx,
+                    )
+                });
+            }
             PaletteCommand::NeedsManager(what) => self.apply(Effect::Toast(
                 Level::Warn,
                 format!(

@@ -16,6 +16,7 @@
 //!    name, and its destructive actions (`dangerous: true`) disappear in
 //!    `--read-only` mode.
 
+pub mod agent;
 pub mod command;
 pub mod editor;
 pub mod files;
@@ -244,6 +245,7 @@ pub fn all_actions() -> Vec<ActionSpec> {
         viewer::ACTIONS,
         help::ACTIONS,
         palette::ACTIONS,
+        agent::ACTIONS,
     ] {
         v.extend_from_slice(list);
     }
@@ -261,6 +263,7 @@ pub fn registry(cx: &Ctx) -> Vec<Box<dyn Pane>> {
         Box::new(logs::LogsPane::new(cx.config.log_buffer_lines)),
         Box::new(editor::EditorPane::new()),
         Box::new(viewer::ViewerPane::new()),
+        Box::new(agent::AgentPane::new(&cx.config)),
     ]
 }
 

@@ -1,6 +1,7 @@
 //! The `:` command palette with completion.
 //!
-//! Commands: `:session <id>`, `:theme <name>`, `:quit`, `:help`, and any
+//! Commands: `:session <id>`, `:theme <name>`, `:quit`, `:help`,
+//! `:agent [URL MODEL]` (the Agent pane, optionally with a model), and any
 //! action by name (`:files.delete`, `:logs.save`). `:ws <id>` and
 //! `:profile <name>` are parsed now and answered with a note until the
 //! workspace manager exists; a later helper replaces
@@ -44,6 +45,11 @@ const COMMANDS: &[(&str, bool, &str)] = &[
     ("theme", true, "switch theme"),
     ("quit", false, "quit wsbench"),
     ("help", false, "show keys"),
+    (
+        "agent",
+        false,
+        "agent pane; `:agent URL MODEL` sets the model",
+    ),
     ("ws", true, "open a workspace (manager)"),
     ("profile", true, "switch profile (manager)"),
 ];
@@ -59,6 +65,8 @@ pub enum PaletteCommand {
     Theme(String),
     /// Run an action by name.
     Action(String),
+    /// `agent URL MODEL`: open the Agent pane with this model server.
+    Agent(String),
     /// `ws` / `profile`: needs the workspace manager.
     NeedsManager(String),
     /// Not a command.
@@ -86,6 +94,8 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
     match (word, arg) {
         ("q" | "quit" | "q!" | "qa", "") => PaletteCommand::Quit,
         ("help", "") => PaletteCommand::Action("app.help".into()),
+        ("agent", "") => PaletteCommand::Action("app.agent".into()),
+        ("agent", setting) => PaletteCommand::Agent(setting.to_string()),
         ("session" | "s", id) if !id.is_empty() => PaletteCommand::Session(id.to_string()),
         ("theme", name) if !name.is_empty() => PaletteCommand::Theme(name.to_string()),
         ("ws" | "profile", _) => PaletteCommand::NeedsManager(line.to_string()),
@@ -304,6 +314,14 @@ mod tests {
     #[test]
     fn parses_commands() {
         let acts = vec!["files.delete".to_string()];
+        assert_eq!(
+            parse(":agent http://h:1/v1 m", &acts),
+            PaletteCommand::Agent("http://h:1/v1 m".into())
+        );
+        assert_eq!(
+            parse(":agent", &acts),
+            PaletteCommand::Action("app.agent".into())
+        );
         assert_eq!(parse(":quit", &acts), PaletteCommand::Quit);
         assert_eq!(
             parse("session s-001", &acts),
