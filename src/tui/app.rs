@@ -63,6 +63,14 @@ pub const ACTIONS: &[ActionSpec] = &[
         false,
         false,
     ),
+    spec(
+        "app.focus_workspaces",
+        "focus Workspaces",
+        &["0"],
+        false,
+        false,
+    ),
+    spec("app.focus_mcp", "focus MCP", &["9"], false, false),
     spec("app.mouse", "toggle mouse capture", &["M"], false, false),
     spec("app.shell", "shell in the workspace", &["!"], true, false),
     spec(
@@ -185,25 +193,36 @@ impl Node {
     }
 }
 
-/// The built-in layout: Sessions / Skills / Offload on the left; Files,
-/// Command and Logs on the right. New panes go in here.
+/// The built-in layout: Workspaces / Sessions / Skills / Offload on the
+/// left; Files beside MCP, then Command and Logs on the right. New panes
+/// go in here.
 pub fn default_layout(cfg: &TuiConfig) -> Node {
     use Direction::{Horizontal, Vertical};
     let left = Node::split(
         Vertical,
-        30,
-        Node::Leaf(panes::sessions::ID),
+        22,
+        Node::Leaf(panes::workspaces::ID),
         Node::split(
             Vertical,
-            45,
-            Node::Leaf(panes::skills::ID),
-            Node::Leaf(panes::offload::ID),
+            30,
+            Node::Leaf(panes::sessions::ID),
+            Node::split(
+                Vertical,
+                45,
+                Node::Leaf(panes::skills::ID),
+                Node::Leaf(panes::offload::ID),
+            ),
         ),
     );
     let right = Node::split(
         Vertical,
         cfg.layout.files,
-        Node::Leaf(panes::files::ID),
+        Node::split(
+            Horizontal,
+            60,
+            Node::Leaf(panes::files::ID),
+            Node::Leaf(panes::mcp::ID),
+        ),
         Node::split(
             Vertical,
             cfg.layout.command,
@@ -281,6 +300,11 @@ pub struct AppOptions {
     pub config_problems: Vec<String>,
     /// Start the file watch (off in snapshot tests for determinism).
     pub watch: bool,
+    /// The workspace manager of the profile (`None`: one directory only;
+    /// the Workspaces pane says so and `:ws` is refused).
+    pub manager: Option<crate::manager::WorkspaceManager>,
+    /// Makes another profile's manager for `:profile <name>`.
+    pub manager_factory: Option<panes::ManagerFactory>,
 }
 
 impl AppOptions {
@@ -298,6 +322,8 @@ impl AppOptions {
             theme_dir: None,
             config_problems: Vec::new(),
             watch: true,
+            manager: None,
+            manager_factory: None,
         }
     }
 }
@@ -336,6 +362,7 @@ pub struct App {
     /// Set when the user quits.
     pub quit: bool,
     last_tick: Instant,
+    watch: bool,
 }
 
 /// Capacity of the channel tasks report on; senders wait when it is full,
@@ -384,6 +411,9 @@ impl App {
             effects: Vec::new(),
             inflight: Arc::new(AtomicUsize::new(0)),
             sessions: Vec::new(),
+            manager: opts.manager.clone(),
+            manager_factory: opts.manager_factory.clone(),
+            pending_ws: None,
         };
         let panes = panes::registry(&cx);
         let layout = default_layout(&opts.config);
@@ -405,6 +435,7 @@ impl App {
             rx,
             quit: false,
             last_tick: Instant::now(),
+            watch: opts.watch,
         };
         for i in 0..app.panes.len() {
             app.panes[i].init(&mut app.cx);
@@ -517,6 +548,43 @@ impl App {
             for e in effects {
                 self.apply(e);
             }
+        }
+        if let Some(ws) = self.cx.pending_ws.take() {
+            self.switch_workspace(ws);
+        }
+    }
+
+    /// Reopens every pane on `ws` (the Workspaces pane's open, `:ws`):
+    /// pane state starts afresh; focus, layout, session and agent stay.
+    /// The previous workspace is left to its manager (which evicts or
+    /// closes it); the terminal loop resubscribes to the new bus.
+    pub fn switch_workspace(&mut self, ws: Arc<Workspace>) {
+        self.cx.header.state = if ws.is_alive() {
+            "ready".into()
+        } else {
+            "closed".into()
+        };
+        self.cx.ws = ws;
+        self.cx.sessions.clear();
+        self.modal = None;
+        self.overlay = None;
+        self.panes = panes::registry(&self.cx);
+        for i in 0..self.panes.len() {
+            self.panes[i].init(&mut self.cx);
+        }
+        if self.watch {
+            panes::files::start_watch(&self.cx);
+        }
+        let id = self.cx.ws.id().to_string();
+        self.cx.effect(Effect::Log(LogLine::now(
+            Level::Info,
+            "tui",
+            format!("switched to workspace {id}"),
+        )));
+        // Effects of the new panes' init (errors, toasts) apply here.
+        let effects = std::mem::take(&mut self.cx.effects);
+        for e in effects {
+            self.apply(e);
         }
     }
 
@@ -932,6 +1000,8 @@ impl App {
             "app.focus_command" => self.set_focus(panes::command::ID),
             "app.focus_logs" => self.set_focus(panes::logs::ID),
             "app.agent" => self.set_focus(panes::agent::ID),
+            "app.focus_workspaces" => self.set_focus(panes::workspaces::ID),
+            "app.focus_mcp" => self.set_focus(panes::mcp::ID),
             "app.mouse" => {
                 self.mouse = !self.mouse;
                 self.requests.push(HostRequest::Mouse(self.mouse));
@@ -1070,12 +1140,29 @@ impl App {
                     )
                 });
             }
-            PaletteCommand::NeedsManager(what) => self.apply(Effect::Toast(
-                Level::Warn,
-                format!(
-                    "`:{what}` needs the workspace manager, which this build does not have yet"
-                ),
-            )),
+            PaletteCommand::NeedsManager(what) => {
+                let mut words = what.split_whitespace();
+                let (cmd, arg) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                if arg.is_empty() {
+                    let msg = format!("`:{cmd}` needs an argument (`:{cmd} <name>`)");
+                    self.apply(Effect::Toast(Level::Warn, msg));
+                    return;
+                }
+                let id = panes::workspaces::ID;
+                let done = self.pane_call::<panes::workspaces::WorkspacesPane, _>(id, |p, cx| {
+                    if cmd == "ws" {
+                        p.open_id(arg, cx)
+                    } else {
+                        p.switch_profile(arg, cx)
+                    }
+                });
+                if done.is_none() {
+                    self.apply(Effect::Toast(
+                        Level::Warn,
+                        format!("`:{what}`: no Workspaces pane"),
+                    ));
+                }
+            }
             PaletteCommand::Unknown(text) => self.apply(Effect::Toast(
                 Level::Warn,
                 format!("unknown command `{text}` (Tab completes)"),

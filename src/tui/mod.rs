@@ -365,6 +365,26 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     opts.session = ctx.session();
     opts.theme_dir = tdir;
     opts.config_problems = cfg_err.into_iter().chain(theme_err).collect();
+    opts.profile = ctx.profile_name();
+    // The Workspaces pane and `:ws` / `:profile` need the manager; a
+    // profile that cannot build one still opens the TUI on the directory.
+    match ctx.manager().await {
+        Ok(m) => opts.manager = Some(m.clone()),
+        Err(e) => opts
+            .config_problems
+            .push(format!("workspace manager unavailable: {e:#}")),
+    }
+    let (config, paths) = (ctx.config.clone(), ctx.paths.clone());
+    opts.manager_factory = Some(Arc::new(move |name: &str| {
+        let (provisioner, mut mopts) = crate::manager::profile_options(&config, name, &paths)?;
+        mopts.prewarm.size = 0;
+        Ok(crate::manager::WorkspaceManager::new(
+            name,
+            provisioner,
+            mopts,
+            crate::engine::EventBus::default(),
+        ))
+    }));
 
     install_panic_hook();
     let (tx, rx) = mpsc::channel(app::CHANNEL_CAPACITY);
@@ -380,6 +400,9 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps).await;
     drop(input);
     restore_terminal();
+    if !Arc::ptr_eq(&ws, &app.cx.ws) {
+        app.cx.ws.close().await;
+    }
     ws.close().await;
     r.map(|_| 0)
 }
@@ -395,6 +418,7 @@ async fn event_loop(
     let fault = std::env::var(FAULT_ENV).unwrap_or_default();
     let budget = Duration::from_secs_f64(1.0 / max_fps.max(1) as f64);
     let mut sub = app.cx.ws.events().subscribe();
+    let mut sub_ws = app.cx.ws.clone();
     let mut bus_open = true;
     let mut term_sig = signal(SignalKind::terminate())?;
     let mut hup_sig = signal(SignalKind::hangup())?;
@@ -479,6 +503,12 @@ async fn event_loop(
             }
         }
         app.tick();
+        // A workspace switch (Workspaces pane, `:ws`) brings another bus.
+        if !Arc::ptr_eq(&sub_ws, &app.cx.ws) {
+            sub_ws = app.cx.ws.clone();
+            sub = sub_ws.events().subscribe();
+            bus_open = true;
+        }
         dirty = true;
     }
 }

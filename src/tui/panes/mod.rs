@@ -22,11 +22,13 @@ pub mod editor;
 pub mod files;
 pub mod help;
 pub mod logs;
+pub mod mcp;
 pub mod offload;
 pub mod palette;
 pub mod sessions;
 pub mod skills;
 pub mod viewer;
+pub mod workspaces;
 
 use std::any::Any;
 use std::future::Future;
@@ -50,6 +52,11 @@ use super::widgets::filter::Filter;
 use super::widgets::list::ListCursor;
 use super::widgets::text;
 use crate::engine::Workspace;
+use crate::manager::WorkspaceManager;
+
+/// Builds the manager of a profile by name (`:profile <name>`); the CLI
+/// passes [`crate::cli::Ctx::manager_for`]. Errors are shown as they are.
+pub type ManagerFactory = Arc<dyn Fn(&str) -> anyhow::Result<WorkspaceManager> + Send + Sync>;
 
 /// A clock the panes read "now" from (fixed in snapshot tests).
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -89,6 +96,15 @@ pub struct Ctx {
     pub clock: Clock,
     /// Session ids known from the last listing (palette completion).
     pub sessions: Vec<String>,
+    /// The workspace manager of the selected profile (`None` when the
+    /// app runs without one, as in most tests): the Workspaces pane and
+    /// `:ws` use it.
+    pub manager: Option<WorkspaceManager>,
+    /// Makes the manager of another profile (`:profile <name>`).
+    pub manager_factory: Option<ManagerFactory>,
+    /// A workspace to switch the app to once the current effects are
+    /// applied (set with [`Ctx::switch_workspace`]).
+    pub(crate) pending_ws: Option<Arc<Workspace>>,
     pub(crate) effects: Vec<Effect>,
     pub(crate) inflight: Arc<AtomicUsize>,
 }
@@ -97,6 +113,12 @@ impl Ctx {
     /// Queues an effect for the app.
     pub fn effect(&mut self, e: Effect) {
         self.effects.push(e);
+    }
+
+    /// Asks the app to reopen every pane on `ws` (the Workspaces pane's
+    /// open, `:ws <id>`); done after the current effects.
+    pub fn switch_workspace(&mut self, ws: Arc<Workspace>) {
+        self.pending_ws = Some(ws);
     }
 
     /// Queues a toast.
@@ -246,6 +268,9 @@ pub fn all_actions() -> Vec<ActionSpec> {
         help::ACTIONS,
         palette::ACTIONS,
         agent::ACTIONS,
+        workspaces::ACTIONS,
+        mcp::ACTIONS,
+        mcp::TOOL_ACTIONS,
     ] {
         v.extend_from_slice(list);
     }
@@ -261,6 +286,8 @@ pub fn registry(cx: &Ctx) -> Vec<Box<dyn Pane>> {
         Box::new(offload::OffloadPane::new()),
         Box::new(command::CommandPane::new(&cx.config)),
         Box::new(logs::LogsPane::new(cx.config.log_buffer_lines)),
+        Box::new(workspaces::WorkspacesPane::new()),
+        Box::new(mcp::McpPane::new()),
         Box::new(editor::EditorPane::new()),
         Box::new(viewer::ViewerPane::new()),
         Box::new(agent::AgentPane::new(&cx.config)),

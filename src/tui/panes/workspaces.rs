@@ -1,0 +1,571 @@
+//! Workspaces of the selected profile, from the workspace manager
+//! (contract §8): id, profile / backend, state, user / agent, age, idle
+//! time / TTL left and labels. Enter opens one (the whole app switches to
+//! it), `c` closes (suspends) one, `D` destroys one after asking, `R`
+//! retries a failed one; failures show their reason.
+//!
+//! Every manager call runs on a task ([`Ctx::spawn`]): listing a cloud
+//! provider may take seconds and must never stall the render loop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::engine::Workspace;
+use crate::engine::events::Event;
+use crate::manager::{WorkspaceInfo, WorkspaceManager};
+use crate::tui::action::{Level, PaneEvent};
+use crate::tui::keymap::ActionSpec;
+use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::text;
+
+/// Pane id.
+pub const ID: &str = "workspaces";
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("workspaces";
+    act("workspaces.open", ID, "open", &["enter"], false, true),
+    act("workspaces.close", ID, "close", &["c"], false, true),
+    act("workspaces.destroy", ID, "destroy", &["D", "delete"], true, true),
+    act("workspaces.retry", ID, "retry failed", &["R"], false, true),
+    act("workspaces.refresh", ID, "refresh", &["r"], false, false),
+    act("workspaces.filter", ID, "filter", &["/"], false, true),
+);
+
+/// Ticks (about a second each) between background refreshes, so ages and
+/// TTLs move without hammering a slow provider.
+const REFRESH_TICKS: u32 = 5;
+
+enum Msg {
+    Listed(Result<Vec<WorkspaceInfo>, String>),
+    Opened(String, Result<Arc<Workspace>, String>),
+    Done(Result<String, String>),
+    Profile(String, Result<WorkspaceManager, String>),
+}
+
+/// The Workspaces pane.
+pub struct WorkspacesPane {
+    rows: Vec<WorkspaceInfo>,
+    shown: Vec<usize>,
+    cursor: ListCursor,
+    filter: Filter,
+    loading: bool,
+    dirty: bool,
+    error: Option<String>,
+    /// Our own failed opens, by id (shown in the row with a retry).
+    failures: HashMap<String, String>,
+    opening: Option<String>,
+    ticks: u32,
+    inner: Rect,
+}
+
+impl Default for WorkspacesPane {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `0s`, `42s`, `5m`, `3h`, `2d`; `-` when unknown.
+fn secs(v: Option<f64>) -> String {
+    match v {
+        Some(s) => text::age(Some(0.0), s),
+        None => "-".into(),
+    }
+}
+
+/// Labels worth showing: the ones the backend and manager add
+/// (`wsbench.*`) are columns already.
+fn user_labels(w: &WorkspaceInfo) -> String {
+    let v: Vec<String> = w
+        .labels
+        .iter()
+        .filter(|(k, _)| !k.starts_with("wsbench."))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(" ")
+    }
+}
+
+impl WorkspacesPane {
+    /// An empty pane (lists on init when there is a manager).
+    pub fn new() -> Self {
+        WorkspacesPane {
+            rows: Vec::new(),
+            shown: Vec::new(),
+            cursor: ListCursor::default(),
+            filter: Filter::default(),
+            loading: false,
+            dirty: false,
+            error: None,
+            failures: HashMap::new(),
+            opening: None,
+            ticks: 0,
+            inner: Rect::default(),
+        }
+    }
+
+    /// Workspace ids of the last listing (palette completion, tests).
+    pub fn ids(&self) -> Vec<String> {
+        self.rows.iter().map(|r| r.id.clone()).collect()
+    }
+
+    /// The reason the last open of `id` failed, if it did.
+    pub fn failure(&self, id: &str) -> Option<&str> {
+        self.failures.get(id).map(String::as_str)
+    }
+
+    fn load(&mut self, cx: &mut Ctx) {
+        let Some(m) = cx.manager.clone() else {
+            return;
+        };
+        if self.loading {
+            self.dirty = true;
+            return;
+        }
+        self.loading = true;
+        self.dirty = false;
+        cx.spawn(ID, async move {
+            Msg::Listed(m.list().await.map_err(|e| e.to_string()))
+        });
+    }
+
+    /// Opens workspace `id` through the manager and switches the app to
+    /// it (`:ws <id>`, Enter). Reports a missing manager or an unknown id.
+    pub fn open_id(&mut self, id: &str, cx: &mut Ctx) {
+        let Some(m) = cx.manager.clone() else {
+            cx.toast(
+                Level::Warn,
+                "no workspace manager: this TUI was opened on a single directory",
+            );
+            return;
+        };
+        if id == cx.ws.id() {
+            cx.toast(Level::Info, format!("workspace {id} is already open"));
+            return;
+        }
+        self.opening = Some(id.to_string());
+        let id = id.to_string();
+        cx.spawn(ID, async move {
+            let r = m.open(&id).await.map_err(|e| e.to_string());
+            Msg::Opened(id, r)
+        });
+    }
+
+    /// Makes the manager of profile `name` the current one (`:profile
+    /// <name>`) and lists its workspaces. The open workspace stays open.
+    pub fn switch_profile(&mut self, name: &str, cx: &mut Ctx) {
+        let Some(make) = cx.manager_factory.clone() else {
+            cx.toast(
+                Level::Warn,
+                "no profiles here: this TUI was opened without the workspace manager",
+            );
+            return;
+        };
+        let name = name.to_string();
+        cx.spawn(ID, async move {
+            // Building a provisioner reads config and may probe the
+            // backend: off the render loop like everything else.
+            let r = make(&name).map_err(|e| format!("{e:#}"));
+            Msg::Profile(name, r)
+        });
+    }
+
+    fn refilter(&mut self) {
+        self.shown = (0..self.rows.len())
+            .filter(|&i| {
+                let r = &self.rows[i];
+                self.filter.matches(&r.id)
+                    || self.filter.matches(&r.state)
+                    || r.user.as_deref().is_some_and(|u| self.filter.matches(u))
+                    || r.agent.as_deref().is_some_and(|a| self.filter.matches(a))
+                    || self.filter.matches(&user_labels(r))
+            })
+            .collect();
+        self.cursor.clamp(self.shown.len());
+    }
+
+    fn selected(&self) -> Option<&WorkspaceInfo> {
+        self.shown.get(self.cursor.selected).map(|&i| &self.rows[i])
+    }
+
+    /// State text and reason of a row, our own failures included.
+    fn state_of<'a>(&'a self, w: &'a WorkspaceInfo) -> (String, Option<&'a str>) {
+        if let Some(r) = self.failures.get(&w.id) {
+            return ("failed".into(), Some(r.as_str()));
+        }
+        if self.opening.as_deref() == Some(w.id.as_str()) {
+            return ("opening…".into(), None);
+        }
+        (w.state.clone(), w.reason.as_deref())
+    }
+
+    fn act_on_selected(&mut self, verb: &str, cx: &mut Ctx) {
+        let Some(w) = self.selected() else {
+            return;
+        };
+        let id = w.id.clone();
+        let failed = w.state == "failed" || self.failures.contains_key(&id);
+        match verb {
+            "open" => self.open_id(&id, cx),
+            "retry" if failed => {
+                self.failures.remove(&id);
+                self.open_id(&id, cx)
+            }
+            "retry" => cx.toast(Level::Info, format!("{id} has not failed")),
+            "close" | "destroy" if id == cx.ws.id() => cx.toast(
+                Level::Warn,
+                format!("{id} is the open workspace: open another one first"),
+            ),
+            "close" => {
+                let Some(m) = cx.manager.clone() else { return };
+                cx.spawn(ID, async move {
+                    Msg::Done(match m.close(&id).await {
+                        Ok(true) => Ok(format!("closed {id}")),
+                        Ok(false) => Err(format!("no workspace {id}")),
+                        Err(e) => Err(e.to_string()),
+                    })
+                });
+            }
+            "destroy" => cx.effect(crate::tui::action::Effect::Confirm {
+                pane: ID,
+                message: format!("Destroy workspace {id} and all its files?"),
+                tag: id,
+            }),
+            _ => {}
+        }
+    }
+}
+
+impl Pane for WorkspacesPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        format!("Workspaces ({})", self.rows.len())
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        match self.filter.key(key) {
+            FilterOutcome::Ignored => false,
+            _ => {
+                self.refilter();
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        let used = self.filter.paste(s) != FilterOutcome::Ignored;
+        self.refilter();
+        used
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("workspaces.").unwrap_or(action);
+        if navigate(&mut self.cursor, verb, self.shown.len()) {
+            return true;
+        }
+        match verb {
+            "open" | "close" | "destroy" | "retry" => self.act_on_selected(verb, cx),
+            "refresh" => self.load(cx),
+            "filter" => self.filter.begin(),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
+                Some(Msg::Listed(r)) => {
+                    self.loading = false;
+                    match r {
+                        Ok(rows) => {
+                            self.rows = rows.clone();
+                            self.error = None;
+                        }
+                        Err(e) => self.error = Some(e.clone()),
+                    }
+                    self.refilter();
+                    if self.dirty {
+                        self.load(cx);
+                    }
+                }
+                Some(Msg::Opened(id, r)) => {
+                    self.opening = None;
+                    match r {
+                        Ok(ws) => {
+                            self.failures.remove(id);
+                            cx.toast(Level::Info, format!("opened workspace {id}"));
+                            cx.switch_workspace(ws.clone());
+                        }
+                        Err(e) => {
+                            self.failures.insert(id.clone(), e.clone());
+                            cx.toast(Level::Error, format!("opening {id} failed: {e}"));
+                            self.load(cx);
+                        }
+                    }
+                }
+                Some(Msg::Done(r)) => {
+                    match r {
+                        Ok(m) => cx.toast(Level::Info, m.clone()),
+                        Err(e) => cx.toast(Level::Error, e.clone()),
+                    }
+                    self.load(cx);
+                }
+                Some(Msg::Profile(name, r)) => match r {
+                    Ok(m) => {
+                        cx.manager = Some(m.clone());
+                        cx.header.profile = name.clone();
+                        self.failures.clear();
+                        self.rows.clear();
+                        self.refilter();
+                        cx.toast(Level::Info, format!("profile {name}"));
+                        self.load(cx);
+                    }
+                    Err(e) => cx.toast(Level::Error, format!("profile {name}: {e}")),
+                },
+                None => {}
+            },
+            PaneEvent::Engine(env) => {
+                if matches!(env.event, Event::Workspace { .. }) {
+                    self.load(cx);
+                }
+            }
+            PaneEvent::Confirmed(id) => {
+                let Some(m) = cx.manager.clone() else { return };
+                let id = id.clone();
+                cx.spawn(ID, async move {
+                    Msg::Done(match m.destroy(&id).await {
+                        Ok(true) => Ok(format!("destroyed {id}")),
+                        Ok(false) => Err(format!("no workspace {id}")),
+                        Err(e) => Err(e.to_string()),
+                    })
+                });
+            }
+            PaneEvent::Tick => {
+                self.ticks += 1;
+                if self.ticks >= REFRESH_TICKS {
+                    self.ticks = 0;
+                    self.load(cx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
+        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
+            ListMouse::Clicked(_, true) => self.on_action("workspaces.open", cx),
+            ListMouse::None => false,
+            _ => true,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let note = match (&self.opening, &cx.manager) {
+            (Some(id), _) => format!("opening {}…", &id[..id.len().min(12)]),
+            (None, Some(m)) => format!("profile {}", m.profile()),
+            (None, None) => String::new(),
+        };
+        let block = cx.block(&self.title(), &note, focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let mut list = filter_bar(f, inner, &self.filter, cx);
+        if cx.manager.is_none() {
+            self.inner = list;
+            placeholder(f, list, "no workspace manager: one directory only", t.muted);
+            return;
+        }
+        if let Some(e) = &self.error {
+            self.inner = list;
+            placeholder(f, list, &format!("error: {e}"), t.error);
+            return;
+        }
+        if self.shown.is_empty() {
+            self.inner = list;
+            let msg = if self.loading {
+                "loading…"
+            } else {
+                "no workspaces"
+            };
+            placeholder(f, list, msg, t.muted);
+            return;
+        }
+        let w = list.width as usize;
+        // Columns by priority: what fits is shown.
+        let wide = w >= 96;
+        let mid = w >= 56;
+        // The selected row's failure reason gets its own line.
+        let reason = self
+            .selected()
+            .and_then(|s| self.state_of(s).1.map(String::from));
+        if let Some(r) = &reason
+            && list.height >= 3
+        {
+            let y = list.y + list.height - 1;
+            let line = text::truncate(&text::display(&format!("✗ {r}  (R retry)")), w).into_owned();
+            f.buffer_mut().set_string(list.x, y, line, t.error);
+            list.height -= 1;
+        }
+        if list.height >= 3 {
+            let head = if wide {
+                format!(
+                    "  {:<14} {:<14} {:<12} {:<18} {:>5} {:>11} LABELS",
+                    "ID", "PROFILE/BE", "STATE", "USER/AGENT", "AGE", "IDLE/TTL"
+                )
+            } else if mid {
+                format!(
+                    "  {:<14} {:<12} {:>5} {:>11}",
+                    "ID", "STATE", "AGE", "IDLE/TTL"
+                )
+            } else {
+                format!("  {:<14} STATE", "ID")
+            };
+            f.buffer_mut()
+                .set_string(list.x, list.y, text::truncate(&head, w), t.muted);
+            list.y += 1;
+            list.height -= 1;
+        }
+        self.inner = list;
+        let current = cx.ws.id().to_string();
+        let rows: Vec<(String, Option<String>)> = self
+            .shown
+            .iter()
+            .map(|&i| {
+                let (s, r) = self.state_of(&self.rows[i]);
+                (s, r.map(String::from))
+            })
+            .collect();
+        let shown = &self.shown;
+        let data = &self.rows;
+        render_rows(
+            f.buffer_mut(),
+            list,
+            &mut self.cursor,
+            shown.len(),
+            focused,
+            t.selection,
+            |i| {
+                let r = &data[shown[i]];
+                let (state, _) = &rows[i];
+                let mark = if r.id == current { "● " } else { "  " };
+                let sstyle = match state.as_str() {
+                    "failed" | "unknown" => t.error,
+                    "ready" | "leased" | "running" => t.success,
+                    _ => t.warn,
+                };
+                let id = text::fit(&text::display(&r.id), 14);
+                let idle = format!("{}/{}", secs(r.idle_secs), secs(r.ttl_left_secs));
+                let state_cell = text::fit(&text::display(state), 12);
+                let mut spans = vec![
+                    Span::styled(mark, t.accent),
+                    Span::styled(id, t.base),
+                    Span::raw(" "),
+                ];
+                if wide {
+                    let pb = format!("{}/{}", r.profile, r.backend);
+                    let ua = format!(
+                        "{}/{}",
+                        r.user.as_deref().unwrap_or("-"),
+                        r.agent.as_deref().filter(|a| !a.is_empty()).unwrap_or("-")
+                    );
+                    spans.push(Span::styled(
+                        format!("{} ", text::fit(&text::display(&pb), 14)),
+                        t.muted,
+                    ));
+                    spans.push(Span::styled(format!("{state_cell} "), sstyle));
+                    spans.push(Span::styled(
+                        format!("{} ", text::fit(&text::display(&ua), 18)),
+                        t.base,
+                    ));
+                    spans.push(Span::styled(
+                        format!("{:>5} {:>11} ", secs(r.age_secs), idle),
+                        t.muted,
+                    ));
+                    let used = 2 + 14 + 1 + 15 + 13 + 19 + 18;
+                    let labels = text::display(&user_labels(r)).into_owned();
+                    spans.push(Span::styled(
+                        text::truncate(&labels, w.saturating_sub(used)).into_owned(),
+                        t.muted,
+                    ));
+                } else if mid {
+                    spans.push(Span::styled(format!("{state_cell} "), sstyle));
+                    spans.push(Span::styled(
+                        format!("{:>5} {:>11}", secs(r.age_secs), idle),
+                        t.muted,
+                    ));
+                } else {
+                    let rest = w.saturating_sub(17).max(1);
+                    spans.push(Span::styled(
+                        text::truncate(&text::display(state), rest).into_owned(),
+                        sstyle,
+                    ));
+                }
+                Line::from(spans)
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_short() {
+        assert_eq!(secs(None), "-");
+        assert_eq!(secs(Some(5.2)), "5s");
+        assert_eq!(secs(Some(3599.0)), "59m");
+        assert_eq!(secs(Some(7200.0)), "2h");
+    }
+
+    #[test]
+    fn wsbench_labels_are_columns_not_labels() {
+        let mut w = WorkspaceInfo {
+            id: "a".into(),
+            profile: "local".into(),
+            backend: crate::backend::BackendKind::Local,
+            state: "ready".into(),
+            reason: None,
+            open: true,
+            leases: 0,
+            user: None,
+            agent: None,
+            session: None,
+            location: None,
+            created_at: None,
+            age_secs: None,
+            idle_secs: None,
+            ttl_left_secs: None,
+            labels: Default::default(),
+        };
+        assert_eq!(user_labels(&w), "-");
+        w.labels.insert("wsbench.user".into(), "u".into());
+        w.labels.insert("team".into(), "blue".into());
+        assert_eq!(user_labels(&w), "team=blue");
+    }
+}

@@ -1,0 +1,282 @@
+//! The Workspaces and MCP panes: snapshots at 120×40, 80×24 and 40×10
+//! (TestBackend + insta), `:ws <id>` switching the whole app, destroy
+//! behind a confirmation and absent in read-only mode, and the MCP add /
+//! remove / start-failure paths. Nothing connects to a server in the
+//! snapshots: the pane lists with `mcp_status`, which starts nothing.
+
+mod tui_support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tui_support::*;
+use wsbench::backend::Provisioner;
+use wsbench::backend::local::LocalProvisioner;
+use wsbench::engine::{EventBus, Workspace};
+use wsbench::manager::{ManagerOptions, WorkspaceManager};
+use wsbench::tui::app::AppOptions;
+use wsbench::tui::panes::mcp::McpPane;
+use wsbench::tui::panes::workspaces::WorkspacesPane;
+
+const SIZES: [(u16, u16); 3] = [(120, 40), (80, 24), (40, 10)];
+
+/// A manager over a temp base dir holding two local workspaces, and the
+/// first of them opened.
+async fn manager() -> (tempfile::TempDir, WorkspaceManager, Arc<Workspace>) {
+    let base = tempfile::tempdir().unwrap();
+    let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(base.path()));
+    let opts = ManagerOptions::for_provisioner(prov.as_ref());
+    let m = WorkspaceManager::new("local", prov, opts, EventBus::default());
+    let a = m
+        .get_workspace("tester", "coder", "s-001", Some("ws-alpha"))
+        .await
+        .unwrap();
+    m.get_workspace("tester", "reviewer", "s-002", Some("ws-beta"))
+        .await
+        .unwrap();
+    (base, m, a)
+}
+
+fn with_manager(m: &WorkspaceManager) -> AppOptions {
+    let mut o = options();
+    o.manager = Some(m.clone());
+    o
+}
+
+/// Settings of [`settings`] plus the TTL left, which is 59m or 1h
+/// depending on how many milliseconds the test took.
+fn ws_settings(p: &Path) -> insta::Settings {
+    let mut s = settings(p);
+    s.add_filter(r"\b(59m|1h)\b", "[TTL]");
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_pane() {
+    let (base, m, ws) = manager().await;
+    for (w, h) in SIZES {
+        let mut hs = Harness::new(ws.clone(), with_manager(&m), w, h).await;
+        hs.keys("esc 0 z").await;
+        let text = hs.draw().await;
+        assert!(
+            text.contains("ws-alpha") && text.contains("ws-beta"),
+            "{text}"
+        );
+        ws_settings(base.path()).bind(|| {
+            insta::assert_snapshot!(format!("workspaces_{w}x{h}"), text);
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_screen_with_manager() {
+    let (base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0").await;
+    let text = hs.draw().await;
+    ws_settings(base.path()).bind(|| {
+        insta::assert_snapshot!("workspaces_screen_120x40", text);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_pane_without_manager_says_so() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 80, 24).await;
+    hs.keys("esc 0 z").await;
+    let text = hs.draw().await;
+    assert!(text.contains("no workspace manager"), "{text}");
+    // `:ws` is refused with a reason, and nothing switches.
+    hs.keys(":").await;
+    hs.type_text("ws other").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.cx.ws.id(), WS_ID);
+    let text = hs.draw().await;
+    assert!(text.contains("no workspace manager"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn palette_ws_switches_the_workspace() {
+    let (_base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-alpha");
+    hs.keys("esc :").await;
+    hs.type_text("ws ws-beta").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    let text = hs.draw().await;
+    assert!(
+        text.contains("ws ws-beta"),
+        "header names the new workspace:\n{text}"
+    );
+
+    // An unknown id creates nothing and says why (the rebuilt Command
+    // pane has its prompt focused again: leave it first).
+    hs.keys("esc :").await;
+    hs.type_text("ws nope").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    let failure = hs
+        .app
+        .pane_call::<WorkspacesPane, _>("workspaces", |p, _| p.failure("nope").map(String::from))
+        .unwrap();
+    assert!(
+        failure.as_deref().is_some_and(|f| f.contains("nope")),
+        "{failure:?}"
+    );
+    assert!(!m.list().await.unwrap().iter().any(|w| w.id == "nope"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_in_the_pane_opens_the_selected_workspace() {
+    let (_base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0 j enter").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    // The panes were rebuilt on it: the Workspaces pane lists again and
+    // marks the new one as current.
+    let text = hs.draw().await;
+    assert!(text.contains("● ws-beta"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destroy_asks_first_and_refuses_the_open_workspace() {
+    let (base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0 j D").await;
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.keys("n").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert!(m.list().await.unwrap().iter().any(|w| w.id == "ws-beta"));
+
+    hs.keys("D y").await;
+    let ids: Vec<String> = m.list().await.unwrap().into_iter().map(|w| w.id).collect();
+    assert_eq!(
+        ids,
+        vec!["ws-alpha".to_string()],
+        "{}",
+        base.path().display()
+    );
+    let listed = hs
+        .app
+        .pane_call::<WorkspacesPane, _>("workspaces", |p, _| p.ids())
+        .unwrap();
+    assert_eq!(listed, vec!["ws-alpha".to_string()]);
+
+    // The open workspace cannot be destroyed from under the app.
+    hs.keys("g D").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert!(m.list().await.unwrap().iter().any(|w| w.id == "ws-alpha"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destroy_is_absent_in_read_only_mode() {
+    let (_base, m, ws) = manager().await;
+    let mut o = with_manager(&m);
+    o.read_only = true;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    assert!(!hs.app.cx.can("workspaces.destroy"));
+    assert!(!hs.app.cx.can("mcp.remove"));
+    assert!(!hs.app.cx.can("mcp.add"));
+    hs.keys("esc 0 j D").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    let text = hs.draw().await;
+    let footer = text.lines().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(!footer.contains("destroy"), "{footer}");
+    assert!(footer.contains("open"), "{footer}");
+    assert_eq!(m.list().await.unwrap().len(), 2);
+}
+
+fn mcp_options() -> AppOptions {
+    let mut o = options();
+    o.agent = "coder".into();
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_pane() {
+    let (dir, ws) = fixture(|_| {}).await;
+    for (w, h) in SIZES {
+        let mut hs = Harness::new(ws.clone(), mcp_options(), w, h).await;
+        hs.keys("esc 9 z").await;
+        let text = hs.draw().await;
+        assert!(
+            text.contains("docs") && text.contains("everything"),
+            "{text}"
+        );
+        settings(dir.path()).bind(|| {
+            insta::assert_snapshot!(format!("mcp_{w}x{h}"), text);
+        });
+    }
+    // Listing started nothing.
+    assert_eq!(ws.mcp_runtime().live_stateful(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_add_start_failure_and_remove() {
+    let (dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z a").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    hs.type_text("broken /nonexistent/wsbench-mcp --flag").await;
+    hs.keys("enter").await;
+    let names = hs
+        .app
+        .pane_call::<McpPane, _>("mcp", |p, _| p.server_names())
+        .unwrap();
+    assert_eq!(names, ["docs", "everything", "broken"]);
+    let on_disk = std::fs::read_to_string(dir.path().join(".mcp")).unwrap();
+    assert!(on_disk.contains("/nonexistent/wsbench-mcp"), "{on_disk}");
+
+    // Starting it fails with a reason shown in the pane.
+    hs.keys("G s").await;
+    let text = hs.draw().await;
+    assert!(text.contains("broken") && text.contains("failed"), "{text}");
+    settings(dir.path()).bind(|| insta::assert_snapshot!("mcp_failed_120x40", text));
+
+    // Remove asks first; no keeps it, yes removes it from `.mcp`.
+    hs.keys("D").await;
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.keys("n").await;
+    assert!(
+        std::fs::read_to_string(dir.path().join(".mcp"))
+            .unwrap()
+            .contains("broken")
+    );
+    hs.keys("D y").await;
+    let names = hs
+        .app
+        .pane_call::<McpPane, _>("mcp", |p, _| p.server_names())
+        .unwrap();
+    assert_eq!(names, ["docs", "everything"]);
+    assert!(
+        !std::fs::read_to_string(dir.path().join(".mcp"))
+            .unwrap()
+            .contains("broken")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_add_form_rejects_bad_input_and_keeps_the_file() {
+    let (dir, ws) = fixture(|_| {}).await;
+    let before = std::fs::read_to_string(dir.path().join(".mcp")).unwrap();
+    let mut hs = Harness::new(ws, mcp_options(), 120, 40).await;
+    hs.keys("esc 9 a").await;
+    hs.type_text("lonely").await;
+    hs.keys("enter").await;
+    // A duplicate name is refused by the engine.
+    hs.keys("a").await;
+    hs.type_text("docs http://127.0.0.1:9/mcp").await;
+    hs.keys("enter").await;
+    let text = hs.draw().await;
+    assert!(text.contains("docs"), "{text}");
+    let names = hs
+        .app
+        .pane_call::<McpPane, _>("mcp", |p, _| p.server_names())
+        .unwrap();
+    assert_eq!(names, ["docs", "everything"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".mcp")).unwrap(),
+        before
+    );
+}
