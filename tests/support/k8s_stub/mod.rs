@@ -513,6 +513,7 @@ fn need_ns(store: &Store, ns: &str) -> Option<Response> {
 }
 
 /// Checks name and labels like the API server's validation (422).
+#[allow(clippy::result_large_err)] // axum responses, built once per request
 fn validate(kind: &str, v: &Value) -> Result<String, Response> {
     let name = v["metadata"]["name"].as_str().unwrap_or("").to_string();
     if !dns_label(&name) {
