@@ -27,6 +27,7 @@ pub mod daytona;
 pub mod docker;
 pub mod e2b;
 pub mod http;
+pub mod kubernetes;
 pub mod local;
 pub mod opensandbox;
 pub mod path;

@@ -5,8 +5,8 @@
 //! options into a [`Provisioner`]; each backend adds its arm there. The
 //! options table deserialises into the backend's own option struct
 //! (`deny_unknown_fields`), so an unknown or mistyped option is an error
-//! naming it. Kubernetes is not in this build yet and answers with
-//! [`ProfileError::Unavailable`].
+//! naming it. Every kind has an implementation;
+//! [`ProfileError::Unavailable`] stays for builds that leave one out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,7 +87,7 @@ pub fn make_provisioner(
     options: &toml::Table,
     paths: &Paths,
 ) -> Result<Arc<dyn Provisioner>, ProfileError> {
-    use crate::backend::{bubblewrap, daytona, docker, e2b, opensandbox};
+    use crate::backend::{bubblewrap, daytona, docker, e2b, kubernetes, opensandbox};
     let remote = |e: crate::backend::BackendError| ProfileError::BadOption {
         profile: name.to_string(),
         key: "options".into(),
@@ -127,10 +127,17 @@ pub fn make_provisioner(
         BackendKind::Opensandbox => Ok(Arc::new(
             opensandbox::OpenSandboxProvisioner::new(typed(name, options)?).map_err(remote)?,
         )),
-        BackendKind::Kubernetes => Err(ProfileError::Unavailable {
-            backend: kind,
-            profile: name.to_string(),
-        }),
+        BackendKind::Kubernetes => {
+            let opts: kubernetes::KubernetesOptions = typed(name, options)?;
+            let p = kubernetes::KubernetesProvisioner::new(opts).map_err(|message| {
+                ProfileError::BadOption {
+                    profile: name.to_string(),
+                    key: "options".into(),
+                    message,
+                }
+            })?;
+            Ok(Arc::new(p.with_profile(name)))
+        }
     }
 }
 
@@ -382,20 +389,25 @@ mod tests {
     }
 
     #[test]
-    fn kubernetes_is_not_available_yet() {
+    fn kubernetes_builds_from_its_options_without_a_cluster() {
         let d = tempfile::tempdir().unwrap();
-        let err = make_provisioner(
-            BackendKind::Kubernetes,
-            "k",
-            &toml::Table::new(),
-            &paths(d.path()),
-        )
-        .err()
-        .unwrap();
-        assert_eq!(
-            err.to_string(),
-            "backend kubernetes is not available in this build yet (profile `k`)"
-        );
+        let p = paths(d.path());
+        // No cluster is contacted until a workspace is opened.
+        let prov = make_provisioner(BackendKind::Kubernetes, "k", &toml::Table::new(), &p).unwrap();
+        assert_eq!(prov.kind(), BackendKind::Kubernetes);
+        assert!(prov.capabilities().suspend && prov.capabilities().persistent);
+        let mut t = toml::Table::new();
+        t.insert("namespce".into(), "x".into());
+        let err = make_provisioner(BackendKind::Kubernetes, "k", &t, &p)
+            .err()
+            .unwrap();
+        assert_eq!(err.option_key(), Some("namespce"), "{err}");
+        let mut t = toml::Table::new();
+        t.insert("namespace".into(), "Not_Valid".into());
+        let err = make_provisioner(BackendKind::Kubernetes, "k", &t, &p)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("DNS-1123"), "{err}");
     }
 
     #[test]
@@ -448,14 +460,14 @@ mod tests {
             .to_string();
         assert!(err.starts_with("/etc/wsbench.toml:6:"), "{err}");
         assert!(err.contains("flavour"), "{err}");
-        let text = "[profiles.box]\nbackend = \"kubernetes\"\n";
+        let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nnamespace = \"ns\"\nimagee = \"x\"\n";
         let config = Config::parse(text, Path::new("c.toml")).unwrap();
         let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
             .err()
             .unwrap()
             .to_string();
-        assert!(err.starts_with("c.toml:2:"), "{err}");
-        assert!(err.contains("not available in this build yet"), "{err}");
+        assert!(err.starts_with("c.toml:6:"), "{err}");
+        assert!(err.contains("imagee"), "{err}");
     }
 
     #[tokio::test]

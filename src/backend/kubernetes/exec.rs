@@ -1,0 +1,703 @@
+//! Commands in the Pod over the exec websocket (`v5.channel.k8s.io`,
+//! falling back to `v4.channel.k8s.io`).
+//!
+//! kube's `AttachedProcess` is not used: its stdout/stderr readers never
+//! see EOF when the connection drops (its loop only closes them on a
+//! clean exit), and its stdin needs `shutdown()` rather than a drop
+//! (`../shared/notes/k8s-testing.md` §5). This module runs its own loop
+//! over the websocket kube's [`Client::connect`] opens, so:
+//!
+//! * stdout (channel 1) and stderr (channel 2) are streamed as they
+//!   arrive; the exit code comes from the status (channel 3) only — a
+//!   connection that ends without one is an error, never exit 0;
+//! * stdin ends with the v5 close frame `[255, 0]`; a v4 server has no
+//!   such signal (the client can only close the whole socket and lose the
+//!   status), so on v4 the command is run behind `head -c <len>`, which
+//!   ends its stdin after exactly the bytes sent;
+//! * a reset connection ends the call with [`BackendError::Unavailable`];
+//! * every command runs under a small `sh` wrapper that sets the working
+//!   directory, the environment and a `WSBENCH_EXEC_ID` marker; a timeout
+//!   or cancel opens a second exec that SIGKILLs every process carrying
+//!   the marker, so the whole tree dies in the Pod (contract §11 point 17).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::AttachParams;
+use kube::core::{Request, Resource};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+use tungstenite::Message;
+use tungstenite::protocol::CloseFrame;
+use tungstenite::protocol::frame::coding::CloseCode;
+
+use super::{K8sEvent, emit, kube_error};
+use crate::backend::http::remote::{kill_marked_line, new_marker};
+use crate::backend::process_tree::MARKER_VAR;
+use crate::backend::{
+    BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
+    ProcessControl, SpawnRequest, StreamKind,
+};
+
+const STDIN: u8 = 0;
+const STDOUT: u8 = 1;
+const STDERR: u8 = 2;
+const STATUS: u8 = 3;
+const CLOSE: u8 = 255;
+
+/// Bytes per stdin frame.
+const STDIN_CHUNK: usize = 32 * 1024;
+
+/// How long a killed command's status is still awaited.
+const AFTER_KILL: Duration = Duration::from_secs(10);
+
+/// Limit for the kill exec itself.
+const KILL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Pipe buffer of a long-lived process's stdout/stderr.
+const PIPE_BUFFER: usize = 1 << 20;
+
+/// Sets the directory, the environment and the marker, then runs the
+/// command: `$1` cwd, `$2` marker, `$3` stdin length or `-`, then
+/// `K=V`... up to `--`, then argv. A missing directory is exit 1 with
+/// the shell's message, a missing program exit 127.
+const WRAPPER: &str = r#"cd -- "$1" || exit 1
+export WSBENCH_EXEC_ID="$2"
+n=$3
+shift 3
+while [ "$#" -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
+shift
+if [ "$n" = - ]; then exec "$@"; fi
+head -c "$n" | "$@""#;
+
+/// Protocol learnt from the first connection: 0 unknown, 4 or 5.
+#[derive(Debug, Default)]
+struct Protocol(AtomicU8);
+
+/// Where execs go: one container of one Pod.
+#[derive(Clone)]
+pub(crate) struct ExecTarget {
+    pub client: Client,
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub workdir: String,
+    pub env: BTreeMap<String, String>,
+    pub events: Option<super::EventSink>,
+    protocol: Arc<Protocol>,
+}
+
+impl std::fmt::Debug for ExecTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecTarget")
+            .field("namespace", &self.namespace)
+            .field("pod", &self.pod)
+            .finish()
+    }
+}
+
+/// The end of a command as the status channel reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Status frame: exit code.
+    Exit(i32),
+    /// Status frame with a failure that is not an exit code (the runtime
+    /// could not start the command).
+    Failure(String),
+    /// The connection closed cleanly but no status came.
+    NoStatus,
+    /// The connection broke.
+    Dropped(String),
+}
+
+/// Parses a `metav1.Status` from channel 3.
+pub(crate) fn parse_status(json: &[u8]) -> Ended {
+    let v: serde_json::Value = match serde_json::from_slice(json) {
+        Ok(v) => v,
+        Err(e) => return Ended::Failure(format!("unreadable exec status: {e}")),
+    };
+    if v["status"] == "Success" {
+        return Ended::Exit(0);
+    }
+    if v["reason"] == "NonZeroExitCode"
+        && let Some(causes) = v["details"]["causes"].as_array()
+    {
+        for c in causes {
+            if c["reason"] == "ExitCode"
+                && let Some(code) = c["message"].as_str().and_then(|m| m.trim().parse().ok())
+            {
+                return Ended::Exit(code);
+            }
+        }
+    }
+    Ended::Failure(
+        v["message"]
+            .as_str()
+            .unwrap_or("exec failed without a message")
+            .to_string(),
+    )
+}
+
+impl ExecTarget {
+    pub(crate) fn new(
+        client: Client,
+        namespace: String,
+        pod: String,
+        workdir: String,
+        env: BTreeMap<String, String>,
+        events: Option<super::EventSink>,
+    ) -> Self {
+        ExecTarget {
+            client,
+            namespace,
+            pod,
+            container: super::CONTAINER.into(),
+            workdir,
+            env,
+            events,
+            protocol: Arc::default(),
+        }
+    }
+
+    /// True when the server speaks v5 (stdin can be closed on its own).
+    /// Learnt from the first connection; before that, a no-op exec asks.
+    pub(crate) async fn supports_stdin_close(&self) -> BackendResult<bool> {
+        match self.protocol.0.load(Ordering::Relaxed) {
+            5 => Ok(true),
+            4 => Ok(false),
+            _ => {
+                let ws = self.connect(vec!["true".into()], false).await?;
+                drop(ws);
+                Ok(self.protocol.0.load(Ordering::Relaxed) == 5)
+            }
+        }
+    }
+
+    /// The argv sent to the API: the wrapper, then the command.
+    fn wrapped(
+        &self,
+        argv: &[String],
+        cwd: Option<&str>,
+        env: &BTreeMap<String, String>,
+        marker: &str,
+        stdin_len: Option<usize>,
+    ) -> BackendResult<Vec<String>> {
+        if argv.is_empty() {
+            return Err(BackendError::Spawn {
+                program: String::new(),
+                reason: "empty argv".into(),
+            });
+        }
+        let cwd = cwd
+            .map(|c| crate::backend::path::join(&self.workdir, c))
+            .unwrap_or_else(|| self.workdir.clone());
+        let mut out = vec![
+            "/bin/sh".to_string(),
+            "-c".into(),
+            WRAPPER.into(),
+            "wsbench".into(),
+            cwd,
+            marker.to_string(),
+            stdin_len
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ];
+        let mut all = self.env.clone();
+        all.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for (k, v) in &all {
+            let valid = !k.is_empty()
+                && !k.as_bytes()[0].is_ascii_digit()
+                && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid || k == MARKER_VAR {
+                return Err(BackendError::Spawn {
+                    program: argv[0].clone(),
+                    reason: format!("invalid environment variable name `{k}`"),
+                });
+            }
+            out.push(format!("{k}={v}"));
+        }
+        out.push("--".into());
+        out.extend(argv.iter().cloned());
+        Ok(out)
+    }
+
+    /// Opens the exec websocket for `command` (already wrapped).
+    async fn connect(
+        &self,
+        command: Vec<String>,
+        stdin: bool,
+    ) -> BackendResult<
+        impl futures::Stream<Item = Result<Message, tungstenite::Error>>
+        + futures::Sink<Message, Error = tungstenite::Error>
+        + Send
+        + Unpin
+        + 'static,
+    > {
+        let params = AttachParams::default()
+            .container(self.container.clone())
+            .stdin(stdin)
+            .stdout(true)
+            .stderr(true);
+        let req = Request::new(Pod::url_path(&(), Some(&self.namespace)))
+            .exec(&self.pod, command, &params)
+            .map_err(|e| BackendError::Remote {
+                service: "kubernetes",
+                status: None,
+                code: None,
+                message: format!("building the exec request: {e}"),
+            })?;
+        let conn = self.client.connect(req).await.map_err(|e| {
+            match kube_error(&format!("exec in pod {}", self.pod), e) {
+                // 404: the Pod is gone; 400: not running (yet or any more).
+                BackendError::Remote {
+                    status: Some(404 | 400),
+                    message,
+                    ..
+                } => BackendError::Unavailable(message),
+                other => other,
+            }
+        })?;
+        let v = if conn.supports_stream_close() { 5 } else { 4 };
+        self.protocol.0.store(v, Ordering::Relaxed);
+        Ok(conn.into_stream())
+    }
+
+    /// Runs one command to completion (see the module docs).
+    pub(crate) async fn exec(
+        &self,
+        req: ExecRequest,
+        sink: Option<OutputSink>,
+    ) -> BackendResult<ExecOutcome> {
+        let started = Instant::now();
+        let marker = new_marker();
+        let stdin = req.stdin.clone();
+        let v5 = if stdin.is_some() {
+            self.supports_stdin_close().await?
+        } else {
+            true
+        };
+        let stdin_len = match (&stdin, v5) {
+            (Some(d), false) => Some(d.len()),
+            _ => None,
+        };
+        let command = self.wrapped(&req.argv, req.cwd.as_deref(), &req.env, &marker, stdin_len)?;
+        let ws = self.connect(command, stdin.is_some()).await?;
+        emit(
+            &self.events,
+            K8sEvent::ExecStarted {
+                pod: self.pod.clone(),
+                argv: req.argv.clone(),
+            },
+        );
+        let (mut tx, mut rx) = ws.split();
+        // stdin: frames, then the v5 close; on v4 the socket stays open
+        // (closing it would lose the status) and `head -c` ends the input.
+        let writer = tokio::spawn(async move {
+            if let Some(data) = stdin {
+                for chunk in data.chunks(STDIN_CHUNK) {
+                    let mut frame = Vec::with_capacity(chunk.len() + 1);
+                    frame.push(STDIN);
+                    frame.extend_from_slice(chunk);
+                    if tx.send(Message::binary(frame)).await.is_err() {
+                        return tx;
+                    }
+                }
+                if v5 {
+                    let _ = tx.send(Message::binary(vec![CLOSE, STDIN])).await;
+                }
+            }
+            tx
+        });
+        let deadline = req.timeout.map(|t| started + t);
+        let cancel = req.cancel.clone();
+        let read = read_until_status(&mut rx, sink.as_ref());
+        tokio::pin!(read);
+        let mut timed_out = false;
+        let mut cancelled = false;
+        let ended = tokio::select! {
+            e = &mut read => Some(e),
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => { timed_out = true; None }
+            _ = async {
+                match &cancel {
+                    Some(c) => c.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            } => { cancelled = true; None }
+        };
+        let ended = match ended {
+            Some(e) => e,
+            None => {
+                self.kill_marked(&marker).await;
+                tokio::time::timeout(AFTER_KILL, &mut read)
+                    .await
+                    .unwrap_or(Ended::NoStatus)
+            }
+        };
+        if let Ok(mut tx) = tokio::time::timeout(Duration::from_secs(1), writer)
+            .await
+            .map_err(|_| ())
+            .and_then(|r| r.map_err(|_| ()))
+        {
+            let _ = tx
+                .send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Normal,
+                    reason: "".into(),
+                })))
+                .await;
+        }
+        let duration = started.elapsed();
+        let exit_code = match ended {
+            Ended::Exit(c) => Some(c),
+            _ if timed_out || cancelled => None,
+            Ended::Failure(m) => {
+                return Err(BackendError::Spawn {
+                    program: req.argv[0].clone(),
+                    reason: m,
+                });
+            }
+            Ended::NoStatus => {
+                return Err(BackendError::Remote {
+                    service: "kubernetes",
+                    status: None,
+                    code: Some("NoExitStatus".into()),
+                    message: format!(
+                        "exec in pod {} ended without an exit status; the command's result is unknown",
+                        self.pod
+                    ),
+                });
+            }
+            Ended::Dropped(m) => {
+                return Err(BackendError::Unavailable(format!(
+                    "exec connection to pod {} dropped: {m}",
+                    self.pod
+                )));
+            }
+        };
+        emit(
+            &self.events,
+            K8sEvent::ExecExited {
+                pod: self.pod.clone(),
+                exit_code,
+                duration_ms: duration.as_millis() as u64,
+            },
+        );
+        let signal = exit_code
+            .filter(|c| (129..=192).contains(c) && (timed_out || cancelled))
+            .map(|c| c - 128);
+        Ok(ExecOutcome {
+            exit_code,
+            signal,
+            timed_out,
+            cancelled,
+            duration,
+        })
+    }
+
+    /// SIGKILLs every process in the Pod carrying `marker`.
+    pub(crate) async fn kill_marked(&self, marker: &str) {
+        let own = new_marker();
+        let argv = vec!["/bin/sh".to_string(), "-c".into(), kill_marked_line(marker)];
+        let command = match self.wrapped(&argv, Some("/"), &BTreeMap::new(), &own, None) {
+            Ok(c) => c,
+            Err(_) => return,
+        };
+        let run = async {
+            let ws = self.connect(command, false).await?;
+            let (_tx, mut rx) = ws.split();
+            Ok::<_, BackendError>(read_until_status(&mut rx, None).await)
+        };
+        match tokio::time::timeout(KILL_TIMEOUT, run).await {
+            Ok(Ok(Ended::Exit(0))) => {}
+            other => {
+                tracing::warn!(pod = %self.pod, ?other, "killing a command's processes did not finish cleanly")
+            }
+        }
+    }
+
+    /// Starts a long-lived process with its stdin attached.
+    pub(crate) async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
+        let marker = new_marker();
+        let v5 = self.supports_stdin_close().await?;
+        let command = self.wrapped(&req.argv, req.cwd.as_deref(), &req.env, &marker, None)?;
+        let ws = self.connect(command, true).await?;
+        emit(
+            &self.events,
+            K8sEvent::ExecStarted {
+                pod: self.pod.clone(),
+                argv: req.argv.clone(),
+            },
+        );
+        let (mut tx, mut rx) = ws.split();
+        let (stdin_w, mut stdin_r) = tokio::io::duplex(PIPE_BUFFER);
+        let (mut out_w, out_r) = tokio::io::duplex(PIPE_BUFFER);
+        let (mut err_w, err_r) = tokio::io::duplex(PIPE_BUFFER);
+        let (status_tx, status_rx) = watch::channel(None::<Ended>);
+        // stdin pump: EOF on our pipe becomes the v5 close frame (or, on
+        // v4, closing the socket — the only EOF v4 has).
+        let writer = tokio::spawn(async move {
+            let mut buf = vec![0u8; STDIN_CHUNK];
+            let mut ping = tokio::time::interval(Duration::from_secs(30));
+            ping.reset();
+            loop {
+                tokio::select! {
+                    n = stdin_r.read(&mut buf) => match n {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            let mut frame = Vec::with_capacity(n + 1);
+                            frame.push(STDIN);
+                            frame.extend_from_slice(&buf[..n]);
+                            if tx.send(Message::binary(frame)).await.is_err() {
+                                return;
+                            }
+                        }
+                    },
+                    _ = ping.tick() => {
+                        if tx.send(Message::Ping(Bytes::new())).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            if v5 {
+                let _ = tx.send(Message::binary(vec![CLOSE, STDIN])).await;
+                // Keep the sink (and pings) alive until the process ends.
+                loop {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    if tx.send(Message::Ping(Bytes::new())).await.is_err() {
+                        return;
+                    }
+                }
+            } else {
+                let _ = tx.close().await;
+            }
+        });
+        let events = self.events.clone();
+        let pod = self.pod.clone();
+        let started = Instant::now();
+        tokio::spawn(async move {
+            let (out_sink, mut out_rx) = mpsc::channel::<OutputChunk>(64);
+            let pump = async {
+                while let Some(c) = out_rx.recv().await {
+                    let w = match c.stream {
+                        StreamKind::Stdout => &mut out_w,
+                        StreamKind::Stderr => &mut err_w,
+                    };
+                    // A reader that went away only loses its own output.
+                    let _ = w.write_all(&c.data).await;
+                }
+                let _ = out_w.shutdown().await;
+                let _ = err_w.shutdown().await;
+            };
+            let read = async {
+                let e = read_until_status(&mut rx, Some(&out_sink)).await;
+                drop(out_sink);
+                e
+            };
+            let (ended, ()) = tokio::join!(read, pump);
+            writer.abort();
+            let code = match &ended {
+                Ended::Exit(c) => Some(*c),
+                _ => None,
+            };
+            emit(
+                &events,
+                K8sEvent::ExecExited {
+                    pod,
+                    exit_code: code,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                },
+            );
+            let _ = status_tx.send(Some(ended));
+        });
+        let control = Arc::new(K8sProcess {
+            target: self.clone(),
+            marker,
+            status: status_rx,
+            killed: Mutex::new(false),
+        });
+        Ok(Process {
+            stdin: Box::new(stdin_w),
+            stdout: Box::new(out_r),
+            stderr: Box::new(err_r),
+            control,
+        })
+    }
+}
+
+/// Reads frames until the status arrives, forwarding output to `sink`.
+async fn read_until_status<S>(rx: &mut S, sink: Option<&OutputSink>) -> Ended
+where
+    S: futures::Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
+{
+    while let Some(msg) = rx.next().await {
+        let data = match msg {
+            Ok(Message::Binary(b)) => b,
+            Ok(Message::Close(_)) => return Ended::NoStatus,
+            Ok(_) => continue,
+            Err(e) => return Ended::Dropped(e.to_string()),
+        };
+        if data.len() < 2 {
+            // The empty "connected" frame, or a bare channel byte.
+            continue;
+        }
+        let stream = match data[0] {
+            STDOUT => StreamKind::Stdout,
+            STDERR => StreamKind::Stderr,
+            STATUS => return parse_status(&data[1..]),
+            _ => continue,
+        };
+        if let Some(s) = sink {
+            let _ = s
+                .send(OutputChunk {
+                    stream,
+                    data: data.slice(1..),
+                })
+                .await;
+        }
+    }
+    Ended::NoStatus
+}
+
+/// Control of a long-lived exec.
+struct K8sProcess {
+    target: ExecTarget,
+    marker: String,
+    status: watch::Receiver<Option<Ended>>,
+    killed: Mutex<bool>,
+}
+
+#[async_trait]
+impl ProcessControl for K8sProcess {
+    fn id(&self) -> String {
+        format!("{}:{}", self.target.pod, &self.marker[..8])
+    }
+
+    async fn wait(&self) -> BackendResult<Option<i32>> {
+        let mut rx = self.status.clone();
+        let ended = loop {
+            if let Some(e) = rx.borrow().clone() {
+                break e;
+            }
+            if rx.changed().await.is_err() {
+                break Ended::NoStatus;
+            }
+        };
+        match ended {
+            Ended::Exit(c) => Ok(Some(c)),
+            _ if *self.killed.lock().expect("killed lock") => Ok(None),
+            Ended::Failure(m) => Err(BackendError::Spawn {
+                program: String::new(),
+                reason: m,
+            }),
+            Ended::NoStatus => Ok(None),
+            Ended::Dropped(m) => Err(BackendError::Unavailable(format!(
+                "exec connection to pod {} dropped: {m}",
+                self.target.pod
+            ))),
+        }
+    }
+
+    fn try_status(&self) -> Option<Option<i32>> {
+        match self.status.borrow().as_ref()? {
+            Ended::Exit(c) => Some(Some(*c)),
+            _ => Some(None),
+        }
+    }
+
+    async fn kill(&self) -> BackendResult<()> {
+        if self.try_status().is_some() {
+            return Ok(());
+        }
+        *self.killed.lock().expect("killed lock") = true;
+        self.target.kill_marked(&self.marker).await;
+        let _ = tokio::time::timeout(AFTER_KILL, self.wait()).await;
+        Ok(())
+    }
+}
+
+impl Drop for K8sProcess {
+    fn drop(&mut self) {
+        if self.try_status().is_none()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let target = self.target.clone();
+            let marker = self.marker.clone();
+            rt.spawn(async move { target.kill_marked(&marker).await });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_parse_like_the_kubelet_sends_them() {
+        assert_eq!(
+            parse_status(br#"{"metadata":{},"status":"Success"}"#),
+            Ended::Exit(0)
+        );
+        let n = br#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}"#;
+        assert_eq!(parse_status(n), Ended::Exit(3));
+        let e = br#"{"metadata":{},"status":"Failure","message":"boom","reason":"InternalError","code":500}"#;
+        assert_eq!(parse_status(e), Ended::Failure("boom".into()));
+        assert!(matches!(parse_status(b"{"), Ended::Failure(_)));
+    }
+
+    #[test]
+    fn the_wrapper_is_valid_shell() {
+        let ok = std::process::Command::new("sh")
+            .args(["-n", "-c", WRAPPER])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(true);
+        assert!(ok);
+    }
+
+    #[test]
+    fn the_wrapper_sets_cwd_env_marker_and_limits_stdin() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                WRAPPER,
+                "wsbench",
+                d.path().to_str().unwrap(),
+                "m1",
+                "3",
+                "A=x y",
+                "--",
+                "sh",
+                "-c",
+                "pwd; echo \"$A\" \"$WSBENCH_EXEC_ID\"; cat; echo",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // More bytes than announced, and stdin left open: `head -c` ends it.
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"abcdef").unwrap();
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let want = format!(
+            "{}\nx y m1\nabc\n",
+            d.path().canonicalize().unwrap().display()
+        );
+        assert_eq!(text, want);
+    }
+}
