@@ -926,3 +926,29 @@ fn cli_profiles_select_backends_and_report_unavailable_ones() {
     assert!(err.contains("config.toml:3:"), "{err}");
     assert!(err.contains("ttl_seconds"), "{err}");
 }
+
+#[test]
+fn builtin_sandbox_profiles_never_share_the_local_workspaces() {
+    let d = tempfile::tempdir().unwrap();
+    let p = paths(d.path());
+    let config = Config::default();
+    for name in ["bwrap", "docker"] {
+        let (prov, _) = wsbench::manager::profile::profile_options(&config, name, &p).unwrap();
+        let _ = prov;
+    }
+    // Cloud built-ins take no base_dir: the error, if any, is about the key.
+    for (name, var) in [
+        ("e2b", "E2B_API_KEY"),
+        ("daytona", "DAYTONA_API_KEY"),
+        ("opensandbox", "OPEN_SANDBOX_API_KEY"),
+    ] {
+        match wsbench::manager::profile::profile_options(&config, name, &p) {
+            Ok(_) => {}
+            Err(e) => {
+                let e = e.to_string();
+                assert!(!e.contains("base_dir"), "{name}: {e}");
+                assert!(e.contains(var) || e.contains("key"), "{name}: {e}");
+            }
+        }
+    }
+}

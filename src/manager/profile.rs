@@ -268,7 +268,10 @@ pub fn profile_options(
     paths: &Paths,
 ) -> Result<(Arc<dyn Provisioner>, ManagerOptions), ProfileError> {
     let mut p = config.profile(name)?;
-    if !config.profiles.contains_key(name) {
+    // Only the built-in `local` profile keeps the embedded workspaces; the
+    // other built-in profiles get their own base dirs (`profiles/<name>`),
+    // so destroying a sandbox never deletes another profile's files.
+    if !config.profiles.contains_key(name) && p.backend == BackendKind::Local {
         let base = paths.data_dir.join("workspaces");
         p.options.insert(
             "base_dir".into(),
