@@ -22,8 +22,16 @@ fn main() {
         default_hook(info);
     }));
     let cli = Cli::parse();
+    // Libraries log their own failures (rmcp's transport workers) which
+    // wsbench already reports as errors: quiet by default, `WSBENCH_LOG`
+    // to see them; colours only on a terminal.
+    let filter = std::env::var("WSBENCH_LOG")
+        .ok()
+        .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("WSBENCH_LOG"))
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -300,8 +300,12 @@ async fn print_session_summary(
             o.url.clone().unwrap_or_else(|| o.path.clone())
         );
     }
+    let at = format!(
+        " --workdir {}",
+        crate::backend::path::shell_quote(ws.layout().workdir())
+    );
     println!(
-        "inspect: wsbench sessions show {session} · wsbench offload list --session {session} · continue: wsbench agent --session {session} \"...\""
+        "inspect: wsbench sessions show {session}{at} · wsbench offload list --session {session}{at} · continue: wsbench agent --session {session}{at} \"...\""
     );
     Ok(())
 }
