@@ -266,9 +266,12 @@ fn sigterm_or_ctrl_c_kills_the_command_tree_and_journals_it() {
             .env("XDG_CONFIG_HOME", env.home.path().join("config"))
             .spawn()
             .unwrap();
+        // The marker is also in wsbench's own argv: match the shells only,
+        // so the signal is sent once the command really runs.
+        let shells = format!("^(/bin/)?sh -c .*{marker}");
         let deadline = Instant::now() + Duration::from_secs(10);
         while Command::new("pgrep")
-            .args(["-f", &marker])
+            .args(["-f", &shells])
             .output()
             .unwrap()
             .stdout
@@ -281,7 +284,7 @@ fn sigterm_or_ctrl_c_kills_the_command_tree_and_journals_it() {
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(code));
         let left = Command::new("pgrep")
-            .args(["-f", &marker])
+            .args(["-f", &shells])
             .output()
             .unwrap();
         assert!(left.stdout.is_empty(), "left behind: {}", stdout(&left));
