@@ -433,3 +433,91 @@ async fn conversation_links_open_the_blob_metadata_and_skills_render() {
     let s = hs.draw().await;
     assert!(s.contains("description") && s.contains("git-helper"), "{s}");
 }
+
+fn alive(pid: i32) -> bool {
+    // A zombie has no cmdline left; it is as good as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+/// Quitting with a command running asks first, then kills the command's
+/// whole process tree and leaves an `interrupted` journal entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quit_kills_the_running_command_and_journals_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let side = tempfile::tempdir().unwrap();
+    let pid_file = side.path().join("pid");
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.draw().await;
+    let cmd = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+    hs.app
+        .pane_call("command", |c: &mut CommandPane, cx| c.run(cmd, cx));
+    let t0 = Instant::now();
+    let pid: i32 = loop {
+        hs.app.drain();
+        if let Ok(s) = std::fs::read_to_string(&pid_file)
+            && let Ok(p) = s.trim().parse()
+        {
+            break p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "sleep never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(alive(pid));
+    assert!(command(&mut hs).is_running());
+    // Not `hs.keys`: settling would wait for the command.
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("ctrl-q")));
+    assert!(!hs.app.quit, "quit must ask while a command runs");
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("n")));
+    assert!(!hs.app.quit);
+    assert!(alive(pid), "declining must leave the command alone");
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("ctrl-q")));
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("y")));
+    assert!(hs.app.quit);
+    let t1 = Instant::now();
+    hs.app.shutdown(Duration::from_secs(3)).await;
+    assert!(t1.elapsed() < Duration::from_secs(4));
+    assert!(
+        !hs.app.is_busy(),
+        "the command ended before shutdown returned"
+    );
+    let t2 = Instant::now();
+    while alive(pid) && t2.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(pid), "sleep {pid} survived the quit");
+    let j = hs.app.cx.ws.read_journal("s-001").await.unwrap();
+    let e = j
+        .entries
+        .iter()
+        .find(|e| {
+            e.tool == "Bash"
+                && e.args["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("sleep 30")
+        })
+        .expect("the command is journalled");
+    assert_eq!(e.state.as_str(), "interrupted", "{e:?}");
+}
+
+/// Quitting with nothing running needs no confirmation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quit_when_idle_does_not_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("ctrl-q").await;
+    assert!(hs.app.quit);
+    assert_eq!(hs.app.overlay_kind(), None);
+}
