@@ -521,3 +521,69 @@ async fn quit_when_idle_does_not_ask() {
     assert!(hs.app.quit);
     assert_eq!(hs.app.overlay_kind(), None);
 }
+
+fn editor(hs: &mut Harness) -> &mut EditorPane {
+    hs.app
+        .pane_mut("editor")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<EditorPane>()
+        .unwrap()
+}
+
+/// A save never overwrites changes made on disk since the file was
+/// opened: it asks reload / overwrite instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_save_does_not_clobber_changes_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let root = ws.layout().workdir().to_string();
+    let mut hs = Harness::new(ws, options(), 100, 30).await;
+    bash(&hs, "printf 'one\\n' > f.txt").await;
+    let path = format!("{root}/f.txt");
+    let read = |hs: &Harness| {
+        let ws = hs.app.cx.ws.clone();
+        let p = path.clone();
+        async move { String::from_utf8(ws.sandbox().read(&p, None).await.unwrap()).unwrap() }
+    };
+    let open_it = path.clone();
+    hs.app.pane_call("files", move |_: &mut FilesPane, cx| {
+        cx.effect(wsbench::tui::action::Effect::OpenEditor(open_it))
+    });
+    hs.settle().await;
+    assert_eq!(
+        editor(&mut hs).lines().map(|l| l.to_vec()),
+        Some(vec!["one".to_string()])
+    );
+    // Someone else changes the file; the user edits and saves.
+    bash(&hs, "printf 'theirs\\n' > f.txt").await;
+    hs.type_text("X").await;
+    hs.keys("ctrl-s").await;
+    assert_eq!(read(&hs).await, "theirs\n", "the save clobbered the disk");
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    // Esc cancels: still nothing written, the edits are kept.
+    hs.keys("esc").await;
+    assert_eq!(read(&hs).await, "theirs\n");
+    assert!(editor(&mut hs).modified());
+    // Overwrite on purpose.
+    hs.keys("ctrl-s").await;
+    hs.type_text("o").await;
+    hs.keys("enter").await;
+    assert_eq!(read(&hs).await, "Xone\n");
+    // After our own save, another save goes through without asking.
+    hs.type_text("Y").await;
+    hs.keys("ctrl-s").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert_eq!(read(&hs).await, "XYone\n");
+    // Reload takes the disk's text.
+    bash(&hs, "printf 'new\\n' > f.txt").await;
+    hs.type_text("Z").await;
+    hs.keys("ctrl-s").await;
+    hs.type_text("r").await;
+    hs.keys("enter").await;
+    assert_eq!(read(&hs).await, "new\n");
+    assert_eq!(
+        editor(&mut hs).lines().map(|l| l.to_vec()),
+        Some(vec!["new".to_string()])
+    );
+}
