@@ -433,3 +433,157 @@ async fn conversation_links_open_the_blob_metadata_and_skills_render() {
     let s = hs.draw().await;
     assert!(s.contains("description") && s.contains("git-helper"), "{s}");
 }
+
+fn alive(pid: i32) -> bool {
+    // A zombie has no cmdline left; it is as good as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+/// Quitting with a command running asks first, then kills the command's
+/// whole process tree and leaves an `interrupted` journal entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quit_kills_the_running_command_and_journals_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let side = tempfile::tempdir().unwrap();
+    let pid_file = side.path().join("pid");
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.draw().await;
+    let cmd = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+    hs.app
+        .pane_call("command", |c: &mut CommandPane, cx| c.run(cmd, cx));
+    let t0 = Instant::now();
+    let pid: i32 = loop {
+        hs.app.drain();
+        if let Ok(s) = std::fs::read_to_string(&pid_file)
+            && let Ok(p) = s.trim().parse()
+        {
+            break p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "sleep never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(alive(pid));
+    assert!(command(&mut hs).is_running());
+    // Not `hs.keys`: settling would wait for the command.
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("ctrl-q")));
+    assert!(!hs.app.quit, "quit must ask while a command runs");
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("n")));
+    assert!(!hs.app.quit);
+    assert!(alive(pid), "declining must leave the command alone");
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("ctrl-q")));
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("y")));
+    assert!(hs.app.quit);
+    let t1 = Instant::now();
+    hs.app.shutdown(Duration::from_secs(3)).await;
+    assert!(t1.elapsed() < Duration::from_secs(4));
+    assert!(
+        !hs.app.is_busy(),
+        "the command ended before shutdown returned"
+    );
+    let t2 = Instant::now();
+    while alive(pid) && t2.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(pid), "sleep {pid} survived the quit");
+    let j = hs.app.cx.ws.read_journal("s-001").await.unwrap();
+    let e = j
+        .entries
+        .iter()
+        .find(|e| {
+            e.tool == "Bash"
+                && e.args["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("sleep 30")
+        })
+        .expect("the command is journalled");
+    assert_eq!(e.state.as_str(), "interrupted", "{e:?}");
+}
+
+/// Quitting with nothing running needs no confirmation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quit_when_idle_does_not_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("ctrl-q").await;
+    assert!(hs.app.quit);
+    assert_eq!(hs.app.overlay_kind(), None);
+}
+
+fn editor(hs: &mut Harness) -> &mut EditorPane {
+    hs.app
+        .pane_mut("editor")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<EditorPane>()
+        .unwrap()
+}
+
+/// A save never overwrites changes made on disk since the file was
+/// opened: it asks reload / overwrite instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_save_does_not_clobber_changes_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let root = ws.layout().workdir().to_string();
+    let mut hs = Harness::new(ws, options(), 100, 30).await;
+    bash(&hs, "printf 'one\\n' > f.txt").await;
+    let path = format!("{root}/f.txt");
+    let read = |hs: &Harness| {
+        let ws = hs.app.cx.ws.clone();
+        let p = path.clone();
+        async move { String::from_utf8(ws.sandbox().read(&p, None).await.unwrap()).unwrap() }
+    };
+    let open_it = path.clone();
+    hs.app.pane_call("files", move |_: &mut FilesPane, cx| {
+        cx.effect(wsbench::tui::action::Effect::OpenEditor(open_it))
+    });
+    hs.settle().await;
+    assert_eq!(
+        editor(&mut hs).lines().map(|l| l.to_vec()),
+        Some(vec!["one".to_string()])
+    );
+    // Someone else changes the file; the user edits and saves.
+    bash(&hs, "printf 'theirs\\n' > f.txt").await;
+    hs.type_text("X").await;
+    hs.keys("ctrl-s").await;
+    assert_eq!(read(&hs).await, "theirs\n", "the save clobbered the disk");
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    // Esc cancels: still nothing written, the edits are kept.
+    hs.keys("esc").await;
+    assert_eq!(read(&hs).await, "theirs\n");
+    assert!(editor(&mut hs).modified());
+    // Overwrite on purpose.
+    hs.keys("ctrl-s").await;
+    hs.type_text("o").await;
+    hs.keys("enter").await;
+    assert_eq!(read(&hs).await, "Xone\n");
+    // After our own save, another save goes through without asking.
+    hs.type_text("Y").await;
+    hs.keys("ctrl-s").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert_eq!(read(&hs).await, "XYone\n");
+    // Reload takes the disk's text.
+    bash(&hs, "printf 'new\\n' > f.txt").await;
+    hs.type_text("Z").await;
+    hs.keys("ctrl-s").await;
+    hs.type_text("r").await;
+    hs.keys("enter").await;
+    assert_eq!(read(&hs).await, "new\n");
+    assert_eq!(
+        editor(&mut hs).lines().map(|l| l.to_vec()),
+        Some(vec!["new".to_string()])
+    );
+}

@@ -365,6 +365,15 @@ pub struct App {
     watch: bool,
 }
 
+/// The pseudo pane id of dialogs the app itself answers.
+const APP_DIALOG: &str = "app";
+
+/// Tag of the "kill it and quit?" dialog.
+const QUIT_TAG: &str = "quit";
+
+/// How long quitting waits for running commands and agents to end.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Capacity of the channel tasks report on; senders wait when it is full,
 /// so a flood of output slows its producer instead of growing memory.
 pub const CHANNEL_CAPACITY: usize = 1024;
@@ -843,6 +852,50 @@ impl App {
         self.rx.recv().await
     }
 
+    /// Quits, or first asks when a command or an agent is still running
+    /// (quitting kills it).
+    pub fn request_quit(&mut self) {
+        let busy: Vec<String> = self.panes.iter().filter_map(|p| p.busy()).collect();
+        if busy.is_empty() {
+            self.quit = true;
+            return;
+        }
+        self.overlay = Some(Overlay::Confirm {
+            pane: APP_DIALOG,
+            message: format!("{} — kill it and quit? y/n", busy.join(", ")),
+            tag: QUIT_TAG.into(),
+        });
+    }
+
+    /// Whether any pane still runs a command or an agent.
+    pub fn is_busy(&self) -> bool {
+        self.panes.iter().any(|p| p.busy().is_some())
+    }
+
+    /// Stops every running command (its process tree is killed and the
+    /// journal gets an `interrupted` entry) and agent, then handles
+    /// messages until they have ended or `timeout` passes. Called on quit,
+    /// SIGTERM and SIGHUP before the terminal is restored, so nothing is
+    /// left orphaned or unjournalled.
+    pub async fn shutdown(&mut self, timeout: Duration) {
+        for i in 0..self.panes.len() {
+            self.panes[i].shutdown(&mut self.cx);
+        }
+        self.apply_effects();
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.drain();
+            if !self.is_busy() || Instant::now() >= deadline {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_millis(20), self.rx.recv()).await {
+                Ok(Some(m)) => self.on_msg(m),
+                Ok(None) => return,
+                Err(_) => {}
+            }
+        }
+    }
+
     /// Processes messages until no task is in flight and nothing is
     /// queued, or `timeout` passes (tests).
     pub async fn settle(&mut self, timeout: Duration) {
@@ -962,7 +1015,7 @@ impl App {
             return;
         }
         match spec.name {
-            "app.quit" => self.quit = true,
+            "app.quit" => self.request_quit(),
             "app.help" => {
                 self.overlay = Some(Overlay::Help(HelpOverlay::new(
                     &self.cx.keymap,
@@ -1055,6 +1108,11 @@ impl App {
                 }
             }
             Overlay::Confirm { pane, message, tag } => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+                    if pane == APP_DIALOG && tag == QUIT_TAG =>
+                {
+                    self.quit = true;
+                }
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
                     self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Confirmed(tag), cx));
                 }
@@ -1114,7 +1172,7 @@ impl App {
 
     fn run_palette(&mut self, cmd: PaletteCommand) {
         match cmd {
-            PaletteCommand::Quit => self.quit = true,
+            PaletteCommand::Quit => self.request_quit(),
             PaletteCommand::Session(id) => self.apply(Effect::SelectSession(id)),
             PaletteCommand::Theme(name) => match Theme::load(&name, self.theme_dir.as_deref()) {
                 Ok(t) => {

@@ -398,6 +398,9 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     let mut app = App::with_channel(ws.clone(), opts, tx.clone(), rx);
     tracing::debug!("tui: app built after {:?}", t0.elapsed());
     let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps).await;
+    // Kill running commands and agents first: the terminal is still ours
+    // while their journal entries are written.
+    app.shutdown(app::SHUTDOWN_TIMEOUT).await;
     drop(input);
     restore_terminal();
     if !Arc::ptr_eq(&ws, &app.cx.ws) {

@@ -1038,6 +1038,19 @@ impl Pane for AgentPane {
         true
     }
 
+    fn busy(&self) -> Option<String> {
+        self.run.as_ref().map(|_| "an agent is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &mut self.run {
+            r.stop_requested = true;
+            if let Some(h) = &r.handle {
+                h.stop();
+            }
+        }
+    }
+
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         let verb = action.strip_prefix("agent.").unwrap_or(action);
         match verb {

@@ -541,6 +541,18 @@ impl Pane for CommandPane {
         true
     }
 
+    fn busy(&self) -> Option<String> {
+        self.running
+            .as_ref()
+            .map(|_| "a command is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &self.running {
+            r.cancel.cancel();
+        }
+    }
+
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         let verb = action.strip_prefix("command.").unwrap_or(action);
         match verb {

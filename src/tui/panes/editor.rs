@@ -35,6 +35,16 @@ pub const ACTIONS: &[ActionSpec] = &[
 enum Msg {
     Loaded(String, Result<String, String>),
     Saved(String, Result<String, String>),
+    /// The file changed on disk since it was opened: nothing was written.
+    Conflict(String),
+}
+
+/// Tag of the "changed on disk" dialog.
+const CONFLICT: &str = "conflict";
+
+fn digest(b: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(b).into()
 }
 
 /// The editor pane.
@@ -48,6 +58,11 @@ pub struct EditorPane {
     loading: bool,
     saving: bool,
     error: Option<String>,
+    /// SHA-256 of the file as last loaded or saved; a save first checks
+    /// the disk still holds it, so changes made meanwhile are not lost.
+    disk: Option<[u8; 32]>,
+    /// Hash of the text being saved, for `disk` once the save lands.
+    pending: Option<[u8; 32]>,
 }
 
 impl Default for EditorPane {
@@ -113,6 +128,8 @@ impl EditorPane {
             loading: false,
             saving: false,
             error: None,
+            disk: None,
+            pending: None,
         }
     }
 
@@ -166,7 +183,7 @@ impl EditorPane {
         });
     }
 
-    fn save(&mut self, cx: &mut Ctx) {
+    fn save(&mut self, force: bool, cx: &mut Ctx) {
         let (Some(path), Some(area)) = (&self.path, &self.area) else {
             return;
         };
@@ -175,6 +192,8 @@ impl EditorPane {
         }
         self.saving = true;
         let content = join_text(area.lines(), self.crlf, self.final_newline);
+        self.pending = Some(digest(content.as_bytes()));
+        let expect = if force { None } else { self.disk };
         let ws = cx.ws.clone();
         let call = ToolCall {
             agent: cx.agent.clone(),
@@ -185,6 +204,12 @@ impl EditorPane {
         };
         let p = path.clone();
         cx.spawn(ID, async move {
+            if let Some(want) = expect {
+                let now = ws.sandbox().read(&p, None).await.ok().map(|b| digest(&b));
+                if now != Some(want) {
+                    return Msg::Conflict(p);
+                }
+            }
             let r = ws.call_tool(call).await;
             let text = r.text();
             Msg::Saved(p, if r.is_success() { Ok(text) } else { Err(text) })
@@ -265,7 +290,7 @@ impl Pane for EditorPane {
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         match action {
-            "editor.save" => self.save(cx),
+            "editor.save" => self.save(false, cx),
             "editor.close" => {
                 if self.modified() {
                     cx.effect(Effect::Confirm {
@@ -286,11 +311,23 @@ impl Pane for EditorPane {
         match ev {
             PaneEvent::Open(path) => self.open(path, cx),
             PaneEvent::Confirmed(tag) if tag == "discard" => self.close(cx),
+            PaneEvent::Input { tag, text } if tag == CONFLICT => {
+                match text.trim().to_ascii_lowercase().as_str() {
+                    "r" | "reload" => {
+                        if let Some(p) = self.path.clone() {
+                            self.open(&p, cx);
+                        }
+                    }
+                    "o" | "overwrite" => self.save(true, cx),
+                    _ => cx.toast(Level::Info, "save cancelled: your edits are kept"),
+                }
+            }
             PaneEvent::Task(payload) => match payload.downcast_ref::<Msg>() {
                 Some(Msg::Loaded(p, r)) if self.path.as_ref() == Some(p) => {
                     self.loading = false;
                     match r {
                         Ok(s) => {
+                            self.disk = Some(digest(s.as_bytes()));
                             let (lines, crlf, nl) = split_text(s);
                             self.original = lines.clone();
                             self.crlf = crlf;
@@ -317,11 +354,25 @@ impl Pane for EditorPane {
                                 && let Some(a) = &self.area
                             {
                                 self.original = a.lines().to_vec();
+                                self.disk = self.pending;
                             }
                             cx.toast(Level::Info, format!("saved {p}"));
                         }
                         Err(e) => cx.toast(Level::Error, format!("save failed: {e}")),
                     }
+                }
+                Some(Msg::Conflict(p)) => {
+                    self.saving = false;
+                    cx.effect(Effect::Prompt {
+                        pane: ID,
+                        title: format!(
+                            "{} changed on disk — reload / overwrite? (r/o, esc cancels)",
+                            text::display(&self.shown)
+                        ),
+                        initial: String::new(),
+                        tag: CONFLICT.into(),
+                    });
+                    cx.toast(Level::Warn, format!("not saved: {p} changed on disk"));
                 }
                 _ => {}
             },

@@ -230,6 +230,17 @@ pub trait Pane: Send {
     /// A bound action of this pane's context; true if handled.
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool;
 
+    /// What still runs in the pane (a command, an agent) that quitting
+    /// would cut short, as a short phrase; `None` when idle.
+    fn busy(&self) -> Option<String> {
+        None
+    }
+
+    /// Asks what runs in the pane to stop because the app is quitting; the
+    /// pane stays [`Pane::busy`] until the work has really ended (so the
+    /// app can wait for journal entries to be written).
+    fn shutdown(&mut self, _cx: &mut Ctx) {}
+
     /// Something happened.
     fn on_event(&mut self, _ev: &PaneEvent<'_>, _cx: &mut Ctx) {}
 
