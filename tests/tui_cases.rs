@@ -587,3 +587,47 @@ async fn editor_save_does_not_clobber_changes_on_disk() {
         Some(vec!["new".to_string()])
     );
 }
+
+/// Re-running a command is marked dangerous and `r` means refresh in the
+/// other panes: it asks first, naming the command.
+#[tokio::test]
+async fn rerun_asks_before_running_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.draw().await;
+    let marker = dir.path().join("runs");
+    let cmd = format!("echo x >> {}", marker.display());
+    hs.app
+        .pane_call("command", |c: &mut CommandPane, cx| c.run(cmd, cx));
+    let t0 = Instant::now();
+    while command(&mut hs).is_running() || !marker.exists() {
+        hs.app.drain();
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "first run never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let runs = || std::fs::read_to_string(&marker).unwrap().lines().count();
+    assert_eq!(runs(), 1);
+    hs.app.run_action("command.rerun");
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("n")));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hs.app.drain();
+    assert_eq!(runs(), 1, "declining must not run it");
+    hs.app.run_action("command.rerun");
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("y")));
+    let t1 = Instant::now();
+    while runs() < 2 {
+        hs.app.drain();
+        assert!(
+            t1.elapsed() < Duration::from_secs(20),
+            "the re-run never happened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -600,9 +600,14 @@ impl Pane for CommandPane {
                 } else {
                     self.history.last().cloned()
                 };
+                // Re-running is marked dangerous (and `r` refreshes elsewhere):
+                // ask first, naming the command.
                 if let Some(c) = cmd {
-                    self.show_past = false;
-                    self.run(c, cx);
+                    cx.effect(crate::tui::action::Effect::Confirm {
+                        pane: ID,
+                        message: format!("Run `{c}` again?"),
+                        tag: c,
+                    });
                 }
             }
             "kill" => match &self.running {
@@ -687,6 +692,10 @@ impl Pane for CommandPane {
                 },
                 _ => {}
             },
+            PaneEvent::Confirmed(c) => {
+                self.show_past = false;
+                self.run(c.to_string(), cx);
+            }
             PaneEvent::SessionChanged => {
                 self.history.clear();
                 self.past.clear();
