@@ -631,3 +631,56 @@ async fn rerun_asks_before_running_again() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// An atomic save (temp file + rename, as the editor and the Write tool
+/// do) refreshes the preview of the selected file.
+#[tokio::test]
+async fn preview_follows_an_atomic_save() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "old-preview-text\n").unwrap();
+    let ws = open(dir.path()).await;
+    let note = format!("{}/note.txt", ws.layout().workdir());
+    let mut o = options();
+    o.watch = true;
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    hs.draw().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let n = note.clone();
+    wait_for(&mut hs, "note.txt listed", |hs| {
+        files(hs).find(&n).is_some()
+    })
+    .await;
+    assert!(files(&mut hs).select_path(&note));
+    // Zoomed, the pane is wide enough to show the preview beside the tree.
+    hs.app.run_action("app.focus_files");
+    hs.app.run_action("app.zoom");
+    hs.keys("j").await;
+    let mut screen = String::new();
+    let t0 = Instant::now();
+    while !screen.contains("old-preview-text") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no preview: {screen}"
+        );
+        hs.app.run_action("files.toggle_preview");
+        hs.app.run_action("files.toggle_preview");
+        screen = hs.draw().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ws.sandbox()
+        .write(&note, b"new-preview-text\n")
+        .await
+        .unwrap();
+    let t1 = Instant::now();
+    loop {
+        let screen = hs.draw().await;
+        if screen.contains("new-preview-text") {
+            break;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(20),
+            "preview stayed stale: {screen}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

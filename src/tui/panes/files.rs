@@ -630,7 +630,11 @@ impl FilesPane {
                 self.list(dir, cx);
             }
         }
-        if kind == ChangeKind::Modified && self.preview.as_ref().is_some_and(|p| p.path == path) {
+        // An atomic save (temp file + rename) arrives as the path being
+        // created, not modified: refresh on either.
+        if matches!(kind, ChangeKind::Modified | ChangeKind::Created)
+            && self.preview.as_ref().is_some_and(|p| p.path == path)
+        {
             self.preview = None;
             self.preview_want = Some(path.to_string());
             self.start_preview(cx);
