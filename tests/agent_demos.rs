@@ -142,6 +142,9 @@ async fn explore_on_an_empty_workspace_writes_its_own_repository() {
         run.outcomes
     );
     assert!(dir.path().join("demo-repo/src/lib.rs").is_file());
+    // Every file of the demo repository is written, not only those before
+    // the first `.rs` (the setup judges the workspace as it was).
+    assert!(dir.path().join("demo-repo/src/main.rs").is_file());
     let journal = ws.read_journal("e").await.unwrap();
     assert_eq!(journal.entries.len(), 4);
     assert!(

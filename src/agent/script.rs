@@ -445,13 +445,26 @@ fn check_relative(p: &str) -> Result<(), String> {
 pub async fn run_setup(ws: &Workspace, t: &Transcript) -> Result<Vec<String>, ScriptError> {
     let origin = &t.name;
     let mut report = Vec::new();
+    // `unless_glob` asks about the workspace as it was before the setup:
+    // judged once per glob up front, so a step's own writes (a `lib.rs`)
+    // never make a later step (`main.rs`) think the workspace had files.
+    let mut had_match = std::collections::HashMap::new();
+    for (i, s) in t.setup.iter().enumerate() {
+        if let Some(g) = s.write.as_ref().and_then(|w| w.unless_glob.as_ref())
+            && !had_match.contains_key(g)
+        {
+            let found = workspace_has_match(ws, g)
+                .map_err(|m| err(origin, None, format!("setup step {}: {m}", i + 1)))?;
+            had_match.insert(g.clone(), found);
+        }
+    }
     for (i, s) in t.setup.iter().enumerate() {
         let at = |m: String| err(origin, None, format!("setup step {}: {m}", i + 1));
         if let Some(w) = &s.write {
             check_relative(&w.path).map_err(at)?;
             let path = ws.layout().join(&w.path);
             if let Some(g) = &w.unless_glob
-                && workspace_has_match(ws, g).map_err(at)?
+                && had_match.get(g).copied().unwrap_or(false)
             {
                 report.push(format!(
                     "kept the workspace as is (it has files matching {g}); not writing {}",
