@@ -65,15 +65,43 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(30);
 const PIPE_BUFFER: usize = 1 << 20;
 
 /// Sets the directory, the environment and the marker, then runs the
-/// command: `$1` cwd, `$2` marker, `$3` stdin length or `-`, then
-/// `K=V`... up to `--`, then argv. A missing directory is exit 1 with
-/// the shell's message, a missing program exit 127.
+/// command: `$1` cwd, `$2` marker, `$3` stdin length or `-`, `$4` `r`
+/// (relay) or `x` (exec), then `K=V`... up to `--`, then argv. A missing
+/// directory is exit 1 with the shell's message, a missing program exit
+/// 127.
+///
+/// Relay mode is for commands run to completion. The exec stream (and so
+/// its status) only ends when every holder of the stream's stdout and
+/// stderr has closed them, and a background job (`sleep 60 &`) holds them
+/// as long as it runs: the kubelet waits for the copy to finish before it
+/// reports the exit. So the command writes into two FIFOs relayed by
+/// `cat`; once it exits, the relays get 300 ms (the drain bubblewrap and
+/// Docker allow too) to pass on what is left, then are killed, and the status follows at once.
+/// The job keeps running (with the marker, so a timeout still finds it)
+/// and its later output is dropped, as on the other backends. Without a
+/// writable temp dir or `mkfifo` the command runs directly.
 const WRAPPER: &str = r#"cd -- "$1" || exit 1
 export WSBENCH_EXEC_ID="$2"
-n=$3
-shift 3
+n=$3 m=$4
+shift 4
 while [ "$#" -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
 shift
+if [ "$m" = r ] && f=$(mktemp -d 2>/dev/null); then
+  if mkfifo "$f/o" "$f/e" 2>/dev/null; then
+    cat "$f/o" & o=$!
+    cat "$f/e" >&2 & e=$!
+    if [ "$n" = - ]; then "$@" >"$f/o" 2>"$f/e"
+    else head -c "$n" | "$@" >"$f/o" 2>"$f/e"; fi
+    rc=$?
+    rm -rf -- "$f"
+    (sleep 0.3 2>/dev/null || sleep 1; kill $o $e) >/dev/null 2>&1 &
+    k=$!
+    wait $o $e 2>/dev/null
+    kill $k 2>/dev/null
+    exit $rc
+  fi
+  rm -rf -- "$f"
+fi
 if [ "$n" = - ]; then exec "$@"; fi
 head -c "$n" | "$@""#;
 
@@ -188,6 +216,7 @@ impl ExecTarget {
         env: &BTreeMap<String, String>,
         marker: &str,
         stdin_len: Option<usize>,
+        relay: bool,
     ) -> BackendResult<Vec<String>> {
         if argv.is_empty() {
             return Err(BackendError::Spawn {
@@ -208,6 +237,7 @@ impl ExecTarget {
             stdin_len
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "-".into()),
+            if relay { "r" } else { "x" }.into(),
         ];
         let mut all = self.env.clone();
         all.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -287,7 +317,14 @@ impl ExecTarget {
             (Some(d), false) => Some(d.len()),
             _ => None,
         };
-        let command = self.wrapped(&req.argv, req.cwd.as_deref(), &req.env, &marker, stdin_len)?;
+        let command = self.wrapped(
+            &req.argv,
+            req.cwd.as_deref(),
+            &req.env,
+            &marker,
+            stdin_len,
+            true,
+        )?;
         let ws = self.connect(command, stdin.is_some()).await?;
         emit(
             &self.events,
@@ -409,7 +446,7 @@ impl ExecTarget {
     pub(crate) async fn kill_marked(&self, marker: &str) {
         let own = new_marker();
         let argv = vec!["/bin/sh".to_string(), "-c".into(), kill_marked_line(marker)];
-        let command = match self.wrapped(&argv, Some("/"), &BTreeMap::new(), &own, None) {
+        let command = match self.wrapped(&argv, Some("/"), &BTreeMap::new(), &own, None, false) {
             Ok(c) => c,
             Err(_) => return,
         };
@@ -430,7 +467,8 @@ impl ExecTarget {
     pub(crate) async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         let marker = new_marker();
         let v5 = self.supports_stdin_close().await?;
-        let command = self.wrapped(&req.argv, req.cwd.as_deref(), &req.env, &marker, None)?;
+        let command =
+            self.wrapped(&req.argv, req.cwd.as_deref(), &req.env, &marker, None, false)?;
         let ws = self.connect(command, true).await?;
         emit(
             &self.events,
@@ -670,34 +708,85 @@ mod tests {
     fn the_wrapper_sets_cwd_env_marker_and_limits_stdin() {
         use std::io::Write;
         let d = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("sh")
+        for mode in ["x", "r"] {
+            let mut child = std::process::Command::new("sh")
+                .args([
+                    "-c",
+                    WRAPPER,
+                    "wsbench",
+                    d.path().to_str().unwrap(),
+                    "m1",
+                    "3",
+                    mode,
+                    "A=x y",
+                    "--",
+                    "sh",
+                    "-c",
+                    "pwd; echo \"$A\" \"$WSBENCH_EXEC_ID\"; cat; echo",
+                ])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            // More bytes than announced, and stdin left open: `head -c`
+            // ends it.
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(b"abcdef").unwrap();
+            let out = child.wait_with_output().unwrap();
+            drop(stdin);
+            let text = String::from_utf8(out.stdout).unwrap();
+            let want = format!(
+                "{}\nx y m1\nabc\n",
+                d.path().canonicalize().unwrap().display()
+            );
+            assert_eq!(text, want, "mode {mode}");
+        }
+    }
+
+    #[test]
+    fn relay_mode_ends_when_the_command_does_not_when_its_background_job_does() {
+        let d = tempfile::tempdir().unwrap();
+        let marker = format!("relay-test-{}", std::process::id());
+        let t0 = Instant::now();
+        let out = std::process::Command::new("sh")
             .args([
                 "-c",
                 WRAPPER,
                 "wsbench",
                 d.path().to_str().unwrap(),
-                "m1",
-                "3",
-                "A=x y",
+                &marker,
+                "-",
+                "r",
                 "--",
                 "sh",
                 "-c",
-                "pwd; echo \"$A\" \"$WSBENCH_EXEC_ID\"; cat; echo",
+                "sleep 30 & printf 'out\\000'; echo err >&2; exit 3",
             ])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
+            .stdin(std::process::Stdio::null())
+            .output()
             .unwrap();
-        // More bytes than announced, and stdin left open: `head -c` ends it.
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"abcdef").unwrap();
-        let out = child.wait_with_output().unwrap();
-        drop(stdin);
-        let text = String::from_utf8(out.stdout).unwrap();
-        let want = format!(
-            "{}\nx y m1\nabc\n",
-            d.path().canonicalize().unwrap().display()
-        );
-        assert_eq!(text, want);
+        let took = t0.elapsed();
+        // The job still runs and carries the marker, which a timeout's
+        // kill relies on; end it by pid.
+        let want = format!("WSBENCH_EXEC_ID={marker}");
+        let mut marked = 0;
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+            if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+                marked += 1;
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        assert!(marked >= 1, "the background job lost its marker");
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(out.stdout, b"out\0");
+        assert_eq!(out.stderr, b"err\n");
+        assert!(took < Duration::from_secs(5), "{took:?}");
     }
 }
