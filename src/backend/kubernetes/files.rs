@@ -24,6 +24,29 @@ const NOT_FOUND: i32 = 10;
 const IS_DIR: i32 = 11;
 const NOT_DIR: i32 = 12;
 const SHORT: i32 = 15;
+const ESCAPES: i32 = 16;
+
+/// Defines `inside P`: a path under the workspace (`$WSBENCH_WORKDIR`)
+/// must stay there once its links are followed, or the script exits
+/// [`ESCAPES`]; paths elsewhere in the Pod are not judged. For a missing
+/// path its nearest existing ancestor is checked (the rest cannot be a
+/// link yet). A link that `readlink -f` cannot resolve (dangling, its
+/// target's directory missing) is refused, as a write through it would
+/// create its target wherever it points. Sets `R` to the resolved path
+/// when `P` itself exists or is a link, else to `P`.
+const CONFINE: &str = r#"W=$WSBENCH_WORKDIR
+Wr=$(readlink -f -- "$W" 2>/dev/null) || Wr=$W
+inside() {
+  R=$1
+  case $1 in "$W"|"$W"/*) ;; *) return 0 ;; esac
+  c=$1
+  while [ ! -e "$c" ] && [ ! -L "$c" ]; do c=$(dirname -- "$c"); done
+  r=$(readlink -f -- "$c" 2>/dev/null) || exit 16
+  [ -n "$r" ] || exit 16
+  case $r in "$Wr"|"$Wr"/*) ;; *) exit 16 ;; esac
+  if [ "$c" = "$1" ]; then R=$r; fi
+}
+"#;
 
 /// The stat format: raw mode in hex, size, mtime (nanoseconds where
 /// `stat` knows `%.9Y`, as GNU does; whole seconds on BusyBox).
@@ -63,6 +86,7 @@ pub(crate) async fn run(
         cwd: Some("/".into()),
         stdin,
         timeout: Some(FILE_TIMEOUT),
+        env: [("WSBENCH_WORKDIR".to_string(), t.workdir.clone())].into(),
         ..Default::default()
     };
     let (tx, mut rx) = mpsc::channel::<crate::backend::OutputChunk>(64);
@@ -96,6 +120,7 @@ fn failed(code: i32, path: &str, stderr: String, what: &str) -> BackendError {
         NOT_FOUND => BackendError::NotFound(path.into()),
         IS_DIR => BackendError::IsADirectory(path.into()),
         NOT_DIR => BackendError::NotADirectory(path.into()),
+        ESCAPES => BackendError::Escapes(path.into()),
         _ if stderr.contains("ermission denied") => BackendError::PermissionDenied(path.into()),
         _ if stderr.contains("No space left") => BackendError::Io {
             context: format!("{what} {path}"),
@@ -114,24 +139,34 @@ pub(crate) async fn read(
     path: &str,
     range: Option<ByteRange>,
 ) -> BackendResult<Vec<u8>> {
-    const SCRIPT: &str = r#"if [ ! -e "$1" ]; then exit 10; fi
+    let script = format!(
+        r#"{CONFINE}if [ ! -e "$1" ]; then exit 10; fi
+inside "$1"
 if [ -d "$1" ]; then exit 11; fi
 if [ "$2" = - ]; then exec cat -- "$1"; fi
 if [ "$3" = 0 ]; then exit 0; fi
-tail -c +"$(($2 + 1))" -- "$1" | head -c "$3""#;
+tail -c +"$(($2 + 1))" -- "$1" | head -c "$3""#
+    );
     let (off, len) = match range {
         Some(r) => (r.offset.to_string(), r.len.to_string()),
         None => ("-".into(), "-".into()),
     };
-    match run(t, SCRIPT, &[path, &off, &len], None).await? {
+    match run(t, &script, &[path, &off, &len], None).await? {
         (0, out, _) => Ok(out),
         (c, _, err) => Err(failed(c, path, err, "reading")),
     }
 }
 
 /// The write script: `$1` path, `$2` byte count or `-` (until EOF),
-/// `$3` `w` (atomic replace) or `a` (append).
-const WRITE_SCRIPT: &str = r#"p=$1
+/// `$3` `w` (atomic replace) or `a` (append). A link is written through
+/// (its target replaced, as a local write would), after [`CONFINE`]'s
+/// check.
+fn write_script() -> String {
+    format!("{CONFINE}{WRITE_BODY}")
+}
+
+const WRITE_BODY: &str = r#"inside "$1"
+p=$R
 d=$(dirname -- "$p")
 if [ -d "$p" ] && [ ! -L "$p" ]; then exit 11; fi
 mkdir -p -- "$d" 2>/dev/null || { [ -d "$d" ] || exit 12; }
@@ -153,7 +188,7 @@ pub(crate) async fn write(t: &ExecTarget, path: &str, data: &[u8]) -> BackendRes
     let n = data.len().to_string();
     match run(
         t,
-        WRITE_SCRIPT,
+        &write_script(),
         &[path, &n, "w"],
         Some(Bytes::copy_from_slice(data)),
     )
@@ -176,7 +211,7 @@ pub(crate) async fn append(t: &ExecTarget, path: &str, data: &[u8]) -> BackendRe
     let n = data.len().to_string();
     match run(
         t,
-        WRITE_SCRIPT,
+        &write_script(),
         &[path, &n, "a"],
         Some(Bytes::copy_from_slice(data)),
     )
@@ -210,13 +245,14 @@ pub(crate) async fn write_stream(
             argv: vec![
                 "/bin/sh".into(),
                 "-c".into(),
-                WRITE_SCRIPT.into(),
+                write_script(),
                 "wsbench".into(),
                 path.into(),
                 "-".into(),
                 "w".into(),
             ],
             cwd: Some("/".into()),
+            env: [("WSBENCH_WORKDIR".to_string(), t.workdir.clone())].into(),
             ..Default::default()
         })
         .await?;
@@ -438,10 +474,49 @@ mod tests {
     }
 
     #[test]
+    fn confine_refuses_links_out_of_the_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(w.join("sub")).unwrap();
+        std::fs::write(w.join("sub/in.txt"), "x").unwrap();
+        let outside = d.path().join("outside.txt");
+        std::fs::write(&outside, "secret").unwrap();
+        let link = |name: &str, to: &std::path::Path| {
+            std::os::unix::fs::symlink(to, w.join(name)).unwrap();
+        };
+        link("out", &outside);
+        link("etc", std::path::Path::new("/etc"));
+        link("rel", std::path::Path::new("../outside.txt"));
+        link("gone", std::path::Path::new("/no/such/dir/file"));
+        link("in", std::path::Path::new("sub/in.txt"));
+        link("new", std::path::Path::new("sub/new.txt"));
+        let check = |p: &str| {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("{CONFINE}inside \"$1\"; echo \"$R\""), "t", p])
+                .env("WSBENCH_WORKDIR", &w)
+                .output()
+                .unwrap();
+            let r = String::from_utf8(out.stdout).unwrap().trim().to_string();
+            (out.status.code(), r)
+        };
+        let ws = w.to_str().unwrap();
+        for bad in ["out", "etc", "etc/passwd", "rel", "gone", "etc/new.txt"] {
+            assert_eq!(check(&format!("{ws}/{bad}")).0, Some(ESCAPES), "{bad}");
+        }
+        let real = |rel: &str| w.canonicalize().unwrap().join(rel).display().to_string();
+        assert_eq!(check(&format!("{ws}/in")), (Some(0), real("sub/in.txt")));
+        assert_eq!(check(&format!("{ws}/new")), (Some(0), real("sub/new.txt")));
+        let missing = format!("{ws}/sub/a/b.txt");
+        assert_eq!(check(&missing), (Some(0), missing.clone()));
+        // Paths outside the workspace are the Pod's own business.
+        assert_eq!(check("/etc/passwd"), (Some(0), "/etc/passwd".into()));
+    }
+
+    #[test]
     fn scripts_are_valid_shell() {
-        for s in [WRITE_SCRIPT, STAT_PRELUDE] {
+        for s in [write_script(), STAT_PRELUDE.to_string()] {
             let ok = std::process::Command::new("sh")
-                .args(["-n", "-c", s])
+                .args(["-n", "-c", &s])
                 .status()
                 .map(|s| s.success())
                 .unwrap_or(true);
