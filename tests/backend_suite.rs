@@ -1,25 +1,33 @@
-//! One suite, six backends: every test below runs on local, bubblewrap,
-//! Docker (bind-mounted workspace, network `none`), and on E2B, Daytona
-//! and OpenSandbox against their fake services on 127.0.0.1
-//! (`tests/support/fake_*.rs`, commands run in bubblewrap boxes), through
+//! One suite, seven backends: every test below runs on local, bubblewrap,
+//! Docker (bind-mounted workspace, network `none`), on E2B, Daytona and
+//! OpenSandbox against their fake services on 127.0.0.1
+//! (`tests/support/fake_*.rs`, commands run in bubblewrap boxes), and on
+//! Kubernetes against the project's stub API server
+//! (`tests/support/k8s_stub`: a Pod + PVC provisioned by
+//! `KubernetesProvisioner`, commands over the exec websocket, each run in
+//! a bubblewrap box with the PVC's directory at `/workspace`), through
 //! the same engine calls, and must give the same results. Where a
 //! backend's [`Capabilities`](wsbench::backend::Capabilities) flag is off
 //! (stdin, long-lived processes, append, byte-exact output on the cloud
 //! ones), the test checks the flag and asserts the documented
 //! `Unsupported` error instead. Backend-only behaviour (C11 on bubblewrap;
 //! C12, storage modes, reattach, pulls on Docker) follows in the
-//! `bwrap_only` and `docker_only` modules.
+//! `bwrap_only` and `docker_only` modules; the Kubernetes-only cases
+//! (switches of the stub, reattach, suspend) live in `tests/k8s_backend.rs`.
 //!
-//! Sandboxed and cloud tests print `SKIPPED: <why>` when a part is missing
-//! on this machine and fail under `CI=true` (`.ci/run` installs
-//! bubblewrap, docker.io and node, starts dockerd and builds the images
-//! with `tests/build-test-image.sh`).
+//! Sandboxed, cloud and Kubernetes tests print `SKIPPED: <why>` when a
+//! part is missing on this machine and fail under `CI=true` (`.ci/run`
+//! installs bubblewrap, docker.io and node, starts dockerd and builds the
+//! images with `tests/build-test-image.sh`).
 //!
 //! **MCP.** `mcp_server_everything` runs `@modelcontextprotocol/
 //! server-everything` inside the sandbox through [`Sandbox::spawn`]:
-//! bubblewrap and Docker bind the host's `node` and the npm dir
-//! (`WSBENCH_MCP_NODE_BIN`, see [`everything`]) read-only at the same
-//! paths (`ro_binds`); the E2B fake gets a copy in the workspace.
+//! bubblewrap, Docker and the k8s stub's pods bind the host's `node` and
+//! the npm dir (`WSBENCH_MCP_NODE_BIN`, see [`everything`]) read-only at
+//! the same paths (`ro_binds`, `Stub::set_ro_binds`); the E2B fake gets a
+//! copy in the workspace. The stub's pods share the host's pid namespace
+//! (a second exec must see the first one's processes, as in one Pod), so
+//! there the server's isolation is checked by its mount namespace.
 
 #[path = "support/fake_daytona.rs"]
 mod fake_daytona;
@@ -31,6 +39,8 @@ mod fake_opensandbox;
 mod fake_sandbox;
 #[path = "support/images.rs"]
 mod images;
+#[path = "support/k8s_stub/mod.rs"]
+mod k8s_stub;
 mod support;
 
 use std::collections::BTreeMap;
@@ -48,6 +58,7 @@ use wsbench::backend::bubblewrap::{BubblewrapOptions, BubblewrapProvisioner};
 use wsbench::backend::daytona::{DaytonaOptions, DaytonaProvisioner};
 use wsbench::backend::docker::{DockerOptions, DockerProvisioner, PullPolicy};
 use wsbench::backend::e2b::{E2bOptions, E2bProvisioner};
+use wsbench::backend::kubernetes::{KubernetesOptions, KubernetesProvisioner};
 use wsbench::backend::local::LocalSandbox;
 use wsbench::backend::opensandbox::{OpenSandboxOptions, OpenSandboxProvisioner};
 use wsbench::backend::{
@@ -290,6 +301,44 @@ impl Env {
             f.boxed(&f.ids()[0])
         })
         .await
+    }
+
+    /// A workspace Pod on the project's stub API server
+    /// (`tests/support/k8s_stub`), provisioned through
+    /// [`KubernetesProvisioner`] like on a cluster; `host` is the stub's
+    /// directory of the PVC, which the pod sees at `/workspace`.
+    async fn kubernetes() -> Option<Env> {
+        if !support::have("bwrap") {
+            skip_or_fail("bwrap is not installed (the k8s stub's pods run commands with it)");
+            return None;
+        }
+        let stub = k8s_stub::Stub::start().await;
+        stub.set_ro_binds(mcp_ro_binds());
+        let base = tempfile::tempdir().unwrap();
+        let ns = "wsbench-suite";
+        let prov = KubernetesProvisioner::new(KubernetesOptions {
+            kubeconfig: Some(stub.kubeconfig(base.path(), ns)),
+            namespace: ns.into(),
+            image: "stub/image:1".into(),
+            ready_timeout_secs: 30,
+            delete_timeout_secs: 10,
+            ..Default::default()
+        })
+        .unwrap()
+        .with_profile(TEST_PROFILE);
+        let id = new_id("k8s");
+        let sb = prov.create(&spec(&id)).await.unwrap();
+        let host = stub.pvc_dir(ns, &prov.object_name(&id));
+        assert!(host.is_dir(), "no PVC dir {}", host.display());
+        Some(Env {
+            kind: BackendKind::Kubernetes,
+            ws: open_ws(sb.clone()).await,
+            sb,
+            host,
+            _base: base,
+            _cleanup: None,
+            _fake: Some(Box::new(stub)),
+        })
     }
 
     /// Backend path of `rel` under the workdir.
@@ -1216,6 +1265,9 @@ async fn mcp_server_everything(e: &Env) {
                 "container hostname {inner:?} vs host {host:?}"
             );
         }
+        // Started by the exec wrapper in the Pod, which marks every
+        // command it runs.
+        BackendKind::Kubernetes => assert!(env["WSBENCH_EXEC_ID"].is_string(), "{env}"),
         _ => {}
     }
     // And the process itself: inside the container, or in a pid namespace
@@ -1233,7 +1285,18 @@ async fn mcp_server_everything(e: &Env) {
                 .iter()
                 .find(|(_, c)| c.starts_with(ev.node.to_str().unwrap()))
                 .unwrap_or_else(|| panic!("{}: no node process: {procs:?}", e.kind));
-            let ns = |pid: String| std::fs::read_link(format!("/proc/{pid}/ns/pid")).unwrap();
+            // The k8s stub's pods share the host's pid namespace (so a
+            // second exec can kill the first one's processes, as in one
+            // Pod); their boundary is the mount namespace of the pod's
+            // bubblewrap.
+            let which = if e.kind == BackendKind::Kubernetes {
+                "mnt"
+            } else {
+                "pid"
+            };
+            let ns = |pid: String| {
+                std::fs::read_link(format!("/proc/{pid}/ns/{which}")).unwrap()
+            };
             let isolated = ns(node.0.to_string()) != ns("self".into());
             assert_eq!(isolated, e.kind != BackendKind::Local, "{}", e.kind);
         }
@@ -1311,6 +1374,16 @@ macro_rules! suite {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $t() {
                     if let Some(e) = super::Env::opensandbox().await {
+                        super::$t(&e).await
+                    }
+                }
+            )*
+        }
+        mod kubernetes {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $t() {
+                    if let Some(e) = super::Env::kubernetes().await {
                         super::$t(&e).await
                     }
                 }

@@ -15,6 +15,11 @@
 //! execs of a real Pod share one, so a marker-based kill from a second
 //! exec finds the first one's processes.
 //!
+//! [`Stub::set_ro_binds`] shows host paths read-only at the same path in
+//! every pod, the way a real image would carry them (the backend suite
+//! binds `node` and `@modelcontextprotocol/server-everything` so an MCP
+//! server can run inside a pod).
+//!
 //! Switches ([`Switches`]) make it misbehave on purpose: v4 only, a Pod
 //! stuck in `ImagePullBackOff`, slow Pending, slow deletion, a connection
 //! dropped mid-exec and an exec that ends without its status frame.
@@ -105,6 +110,8 @@ struct Inner {
     switches: Arc<Switches>,
     execs: Mutex<Vec<ExecRecord>>,
     counter: AtomicU64,
+    /// Host paths every pod sees read-only at the same path.
+    ro_binds: Mutex<Vec<PathBuf>>,
 }
 
 impl Drop for Stub {
@@ -316,6 +323,7 @@ impl Stub {
             switches: switches.clone(),
             execs: Mutex::default(),
             counter: AtomicU64::new(100),
+            ro_binds: Mutex::default(),
         });
         let app = Router::new()
             .route("/version", get(version))
@@ -390,6 +398,12 @@ impl Stub {
     /// Whether a namespace exists.
     pub fn has_namespace(&self, ns: &str) -> bool {
         self.inner.store.lock().unwrap().namespaces.contains_key(ns)
+    }
+
+    /// Makes `paths` (host files or directories) visible read-only at the
+    /// same paths in every pod's later execs, as if the image carried them.
+    pub fn set_ro_binds(&self, paths: Vec<PathBuf>) {
+        *self.inner.ro_binds.lock().unwrap() = paths;
     }
 
     /// Every exec served so far.
@@ -756,6 +770,7 @@ struct PodRuntime {
     pvc: PathBuf,
     tmp: PathBuf,
     env: Vec<(String, String)>,
+    ro_binds: Vec<PathBuf>,
 }
 
 async fn exec(
@@ -827,6 +842,7 @@ async fn exec(
             pvc: st.pvc_dir(&ns, &claim),
             tmp: st.pod_tmp(&ns, &name),
             env,
+            ro_binds: st.ro_binds.lock().unwrap().clone(),
         }
     };
     if command.is_empty() {
@@ -903,6 +919,9 @@ fn bwrap_command(rt: &PodRuntime, command: &[String]) -> tokio::process::Command
         "/root",
         "--clearenv",
     ]);
+    for p in &rt.ro_binds {
+        c.arg("--ro-bind").arg(p).arg(p);
+    }
     c.args([
         "--setenv",
         "PATH",
