@@ -1294,9 +1294,7 @@ async fn mcp_server_everything(e: &Env) {
             } else {
                 "pid"
             };
-            let ns = |pid: String| {
-                std::fs::read_link(format!("/proc/{pid}/ns/{which}")).unwrap()
-            };
+            let ns = |pid: String| std::fs::read_link(format!("/proc/{pid}/ns/{which}")).unwrap();
             let isolated = ns(node.0.to_string()) != ns("self".into());
             assert_eq!(isolated, e.kind != BackendKind::Local, "{}", e.kind);
         }

@@ -467,8 +467,14 @@ impl ExecTarget {
     pub(crate) async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         let marker = new_marker();
         let v5 = self.supports_stdin_close().await?;
-        let command =
-            self.wrapped(&req.argv, req.cwd.as_deref(), &req.env, &marker, None, false)?;
+        let command = self.wrapped(
+            &req.argv,
+            req.cwd.as_deref(),
+            &req.env,
+            &marker,
+            None,
+            false,
+        )?;
         let ws = self.connect(command, true).await?;
         emit(
             &self.events,

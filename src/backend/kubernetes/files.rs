@@ -492,7 +492,12 @@ mod tests {
         link("new", std::path::Path::new("sub/new.txt"));
         let check = |p: &str| {
             let out = std::process::Command::new("sh")
-                .args(["-c", &format!("{CONFINE}inside \"$1\"; echo \"$R\""), "t", p])
+                .args([
+                    "-c",
+                    &format!("{CONFINE}inside \"$1\"; echo \"$R\""),
+                    "t",
+                    p,
+                ])
                 .env("WSBENCH_WORKDIR", &w)
                 .output()
                 .unwrap();
