@@ -57,9 +57,10 @@ use tokio::sync::{Mutex, OnceCell, mpsc};
 
 use self::exec::ExecTarget;
 use super::{
-    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox,
-    SandboxInfo, SandboxState, SpawnRequest, Watch, labels,
+    BackendError, BackendKind, BackendNotice, BackendResult, ByteRange, Capabilities, ExecOutcome,
+    ExecRequest, FileStat, NoticeLevel, NoticeSink, OutputSink, Process, ProvisionSpec,
+    Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest, Watch,
+    labels,
 };
 
 /// The default image: has `sh`, `tar`, `stat` and `head`, which the
@@ -293,6 +294,73 @@ pub type EventSink = Arc<dyn Fn(K8sEvent) + Send + Sync>;
 fn emit(sink: &Option<EventSink>, ev: K8sEvent) {
     if let Some(s) = sink {
         s(ev);
+    }
+}
+
+/// Most characters of a command line shown in a notice.
+const NOTICE_ARGV_CHARS: usize = 160;
+
+impl K8sEvent {
+    /// How much the event matters in a log: problems are errors; a phase
+    /// other than `Pending` or `Running` (`Failed`, `Terminating`) a
+    /// warning; objects made or deleted and other phase changes info;
+    /// each exec debug (file operations are execs too, so at a higher
+    /// level they would drown the rest).
+    pub fn level(&self) -> NoticeLevel {
+        match self {
+            K8sEvent::Problem { .. } => NoticeLevel::Error,
+            K8sEvent::PodPhase { phase, .. }
+                if !matches!(phase.as_str(), "Pending" | "Running") =>
+            {
+                NoticeLevel::Warn
+            }
+            K8sEvent::Created { .. } | K8sEvent::Deleted { .. } | K8sEvent::PodPhase { .. } => {
+                NoticeLevel::Info
+            }
+            K8sEvent::ExecStarted { .. } | K8sEvent::ExecExited { .. } => NoticeLevel::Debug,
+        }
+    }
+
+    /// One line for a human (`pod wsbench-x-1a2b: Pending
+    /// (ContainerCreating)`); long command lines are cut.
+    pub fn message(&self) -> String {
+        match self {
+            K8sEvent::Created { kind, name } => format!("created {kind} {name}"),
+            K8sEvent::Deleted { kind, name } => format!("deleted {kind} {name}"),
+            K8sEvent::PodPhase { pod, phase, reason } => match reason {
+                Some(r) => format!("pod {pod}: {phase} ({r})"),
+                None => format!("pod {pod}: {phase}"),
+            },
+            K8sEvent::Problem {
+                pod,
+                reason,
+                message,
+            } => format!("pod {pod} cannot start: {reason}: {message}"),
+            K8sEvent::ExecStarted { pod, argv } => {
+                let line = argv.join(" ");
+                let cut: String = line.chars().take(NOTICE_ARGV_CHARS).collect();
+                let more = if cut.len() < line.len() { "…" } else { "" };
+                format!("exec in {pod}: {cut}{more}")
+            }
+            K8sEvent::ExecExited {
+                pod,
+                exit_code,
+                duration_ms,
+            } => match exit_code {
+                Some(c) => format!("exec in {pod} exited {c} after {duration_ms} ms"),
+                None => format!("exec in {pod} ended without an exit code after {duration_ms} ms"),
+            },
+        }
+    }
+
+    /// The event as a [`BackendNotice`] about `workspace_id`.
+    pub fn notice(&self, workspace_id: &str) -> BackendNotice {
+        BackendNotice {
+            workspace_id: workspace_id.to_string(),
+            source: "kubernetes".into(),
+            level: self.level(),
+            message: self.message(),
+        }
     }
 }
 
@@ -590,6 +658,10 @@ pub struct KubernetesProvisioner {
     opts: KubernetesOptions,
     profile: Option<String>,
     events: Option<EventSink>,
+    /// Where [`Provisioner::set_notice_sink`] sends the same events as
+    /// log lines (the manager's event bus). Read at each provisioning, so
+    /// a sink set later reaches sandboxes made from then on.
+    notices: std::sync::RwLock<Option<NoticeSink>>,
     client: OnceCell<Client>,
 }
 
@@ -613,6 +685,7 @@ impl KubernetesProvisioner {
             opts,
             profile: None,
             events: None,
+            notices: std::sync::RwLock::new(None),
             client: OnceCell::new(),
         })
     }
@@ -633,10 +706,37 @@ impl KubernetesProvisioner {
         self
     }
 
-    /// Sends [`K8sEvent`]s to `sink`.
+    /// Sends [`K8sEvent`]s to `sink` (besides the notice sink the
+    /// manager sets, see [`Provisioner::set_notice_sink`]).
     pub fn with_events(mut self, sink: EventSink) -> Self {
         self.events = Some(sink);
         self
+    }
+
+    /// The sink for one workspace's events: the [`with_events`] sink and
+    /// the notice sink (as [`BackendNotice`]s carrying `workspace_id`).
+    /// `None` when neither is set.
+    ///
+    /// [`with_events`]: KubernetesProvisioner::with_events
+    fn sink_for(&self, workspace_id: &str) -> Option<EventSink> {
+        let notices = self
+            .notices
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let events = self.events.clone();
+        if notices.is_none() && events.is_none() {
+            return None;
+        }
+        let id = workspace_id.to_string();
+        Some(Arc::new(move |ev: K8sEvent| {
+            if let Some(n) = &notices {
+                n(ev.notice(&id));
+            }
+            if let Some(e) = &events {
+                e(ev);
+            }
+        }))
     }
 
     /// The options.
@@ -703,7 +803,7 @@ impl KubernetesProvisioner {
         (lab, ann)
     }
 
-    async fn ensure_namespace(&self) -> BackendResult<()> {
+    async fn ensure_namespace(&self, sink: &Option<EventSink>) -> BackendResult<()> {
         if !self.opts.create_namespace {
             return Ok(());
         }
@@ -731,7 +831,7 @@ impl KubernetesProvisioner {
         match api.create(&PostParams::default(), &obj).await {
             Ok(_) => {
                 emit(
-                    &self.events,
+                    sink,
                     K8sEvent::Created {
                         kind: "Namespace".into(),
                         name: ns.clone(),
@@ -874,14 +974,20 @@ impl KubernetesProvisioner {
     }
 
     /// Deletes an object; `Ok(false)` when it was not there.
-    async fn delete<K>(&self, api: &Api<K>, kind: &str, name: &str) -> BackendResult<bool>
+    async fn delete<K>(
+        &self,
+        api: &Api<K>,
+        kind: &str,
+        name: &str,
+        sink: &Option<EventSink>,
+    ) -> BackendResult<bool>
     where
         K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
                 emit(
-                    &self.events,
+                    sink,
                     K8sEvent::Deleted {
                         kind: kind.into(),
                         name: name.into(),
@@ -894,7 +1000,12 @@ impl KubernetesProvisioner {
         }
     }
 
-    async fn ensure_pvc(&self, name: &str, spec: &ProvisionSpec) -> BackendResult<()> {
+    async fn ensure_pvc(
+        &self,
+        name: &str,
+        spec: &ProvisionSpec,
+        sink: &Option<EventSink>,
+    ) -> BackendResult<()> {
         let api = self.pvcs().await?;
         if let Some(pvc) = api
             .get_opt(name)
@@ -913,7 +1024,7 @@ impl KubernetesProvisioner {
         {
             Ok(_) => {
                 emit(
-                    &self.events,
+                    sink,
                     K8sEvent::Created {
                         kind: "PersistentVolumeClaim".into(),
                         name: name.into(),
@@ -942,7 +1053,12 @@ impl KubernetesProvisioner {
     }
 
     /// Ensures a usable Pod exists and waits until it runs.
-    async fn ensure_pod(&self, name: &str, spec: &ProvisionSpec) -> BackendResult<()> {
+    async fn ensure_pod(
+        &self,
+        name: &str,
+        spec: &ProvisionSpec,
+        sink: &Option<EventSink>,
+    ) -> BackendResult<()> {
         let api = self.pods().await?;
         if let Some(pod) = api
             .get_opt(name)
@@ -951,11 +1067,13 @@ impl KubernetesProvisioner {
         {
             self.check_owner(&pod.metadata, &spec.workspace_id, name)?;
             match pod_health(&pod) {
-                PodHealth::Running | PodHealth::Pending(_) => return self.wait_running(name).await,
+                PodHealth::Running | PodHealth::Pending(_) => {
+                    return self.wait_running(name, sink).await;
+                }
                 PodHealth::Terminating => self.wait_gone(&api, name).await?,
                 PodHealth::Fatal(..) | PodHealth::Finished(_) => {
                     // A broken Pod is replaced; the PVC (the files) stays.
-                    self.delete(&api, "Pod", name).await?;
+                    self.delete(&api, "Pod", name, sink).await?;
                     self.wait_gone(&api, name).await?;
                 }
             }
@@ -965,7 +1083,7 @@ impl KubernetesProvisioner {
             .await
         {
             Ok(_) => emit(
-                &self.events,
+                sink,
                 K8sEvent::Created {
                     kind: "Pod".into(),
                     name: name.into(),
@@ -974,12 +1092,12 @@ impl KubernetesProvisioner {
             Err(e) if api_code(&e) == Some(409) => {}
             Err(e) => return Err(kube_error(&format!("creating pod {name}"), e)),
         }
-        self.wait_running(name).await
+        self.wait_running(name, sink).await
     }
 
     /// Polls the Pod until it runs (250 ms growing to 2 s, for at most
     /// `ready_timeout_secs`), failing fast on a fatal reason.
-    async fn wait_running(&self, name: &str) -> BackendResult<()> {
+    async fn wait_running(&self, name: &str, sink: &Option<EventSink>) -> BackendResult<()> {
         let api = self.pods().await?;
         let deadline = Instant::now() + Duration::from_secs(self.opts.ready_timeout_secs);
         let mut pause = Duration::from_millis(250);
@@ -1002,7 +1120,7 @@ impl KubernetesProvisioner {
                     PodHealth::Finished(p) => (p.clone(), None),
                 };
                 emit(
-                    &self.events,
+                    sink,
                     K8sEvent::PodPhase {
                         pod: name.into(),
                         phase,
@@ -1015,7 +1133,7 @@ impl KubernetesProvisioner {
                 PodHealth::Running => return Ok(()),
                 PodHealth::Fatal(reason, message) => {
                     emit(
-                        &self.events,
+                        sink,
                         K8sEvent::Problem {
                             pod: name.into(),
                             reason: reason.clone(),
@@ -1067,15 +1185,16 @@ impl KubernetesProvisioner {
     /// and reason; a Pod that cannot start with its reason as `code`.
     pub async fn ensure(&self, spec: &ProvisionSpec) -> BackendResult<KubernetesSandbox> {
         let name = self.object_name(&spec.workspace_id);
-        self.ensure_namespace().await?;
-        self.ensure_pvc(&name, spec).await?;
-        self.ensure_pod(&name, spec).await?;
+        let sink = self.sink_for(&spec.workspace_id);
+        self.ensure_namespace(&sink).await?;
+        self.ensure_pvc(&name, spec, &sink).await?;
+        self.ensure_pod(&name, spec, &sink).await?;
         Ok(KubernetesSandbox::new(
             self.client().await?.clone(),
             &self.opts.namespace,
             &name,
             self.opts.env.clone(),
-            self.events.clone(),
+            sink,
         ))
     }
 
@@ -1127,6 +1246,15 @@ impl Provisioner for KubernetesProvisioner {
             keep_alive: false,
             persistent: true,
         }
+    }
+
+    /// Every [`K8sEvent`] also goes to `sink` as a [`BackendNotice`]
+    /// (source `kubernetes`; see [`K8sEvent::notice`] for the levels).
+    fn set_notice_sink(&self, sink: NoticeSink) {
+        *self
+            .notices
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sink);
     }
 
     /// Creates (or adopts) the workspace's PVC and Pod. An existing PVC is
@@ -1182,10 +1310,12 @@ impl Provisioner for KubernetesProvisioner {
     async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
         let name = self.object_name(workspace_id);
         let pods = self.pods().await?;
-        self.delete(&pods, "Pod", &name).await?;
+        let sink = self.sink_for(workspace_id);
+        self.delete(&pods, "Pod", &name, &sink).await?;
         if self.opts.delete_pvc_on_close {
             let pvcs = self.pvcs().await?;
-            self.delete(&pvcs, "PersistentVolumeClaim", &name).await?;
+            self.delete(&pvcs, "PersistentVolumeClaim", &name, &sink)
+                .await?;
         }
         Ok(())
     }
@@ -1202,8 +1332,11 @@ impl Provisioner for KubernetesProvisioner {
         let name = self.object_name(workspace_id);
         let pods = self.pods().await?;
         let pvcs = self.pvcs().await?;
-        let pod = self.delete(&pods, "Pod", &name).await?;
-        let pvc = self.delete(&pvcs, "PersistentVolumeClaim", &name).await?;
+        let sink = self.sink_for(workspace_id);
+        let pod = self.delete(&pods, "Pod", &name, &sink).await?;
+        let pvc = self
+            .delete(&pvcs, "PersistentVolumeClaim", &name, &sink)
+            .await?;
         if pod {
             self.wait_gone(&pods, &name).await?;
         }

@@ -569,6 +569,51 @@ pub mod labels {
     pub const PROFILE: &str = "wsbench.profile";
 }
 
+/// How much a [`BackendNotice`] matters; the names are the levels of the
+/// engine's `Event::Log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoticeLevel {
+    /// Routine detail (every exec in a Pod).
+    Debug,
+    /// A step of provisioning or teardown.
+    Info,
+    /// Something that may need attention.
+    Warn,
+    /// A failure the user must act on (an image that cannot be pulled).
+    Error,
+}
+
+impl NoticeLevel {
+    /// `debug`, `info`, `warn` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeLevel::Debug => "debug",
+            NoticeLevel::Info => "info",
+            NoticeLevel::Warn => "warn",
+            NoticeLevel::Error => "error",
+        }
+    }
+}
+
+/// Something a backend saw while provisioning or running a workspace
+/// that the user should be able to see in a log (a Pod's phase, an image
+/// pull failing, a command started in a remote sandbox).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendNotice {
+    /// Workspace id it concerns.
+    pub workspace_id: String,
+    /// Who says it: the backend's name (`kubernetes`).
+    pub source: String,
+    /// How much it matters.
+    pub level: NoticeLevel,
+    /// One line for a human.
+    pub message: String,
+}
+
+/// Receives [`BackendNotice`]s; called inline, so it must not block.
+pub type NoticeSink = Arc<dyn Fn(BackendNotice) + Send + Sync>;
+
 /// What to provision.
 #[derive(Debug, Clone, Default)]
 pub struct ProvisionSpec {
@@ -651,6 +696,13 @@ pub trait Provisioner: Send + Sync {
     /// Lists every sandbox this provisioner can see (by label), including
     /// suspended ones.
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>>;
+
+    /// Routes this backend's [`BackendNotice`]s to `sink`, replacing any
+    /// earlier one. The workspace manager calls it with a sink that
+    /// publishes them on its event bus (as `Event::Log` lines), so the
+    /// TUI's Logs pane and other subscribers see them. Backends with
+    /// nothing to report keep this default, which drops the sink.
+    fn set_notice_sink(&self, _sink: NoticeSink) {}
 
     /// Pushes the provider's expiry back by `ttl`. Requires
     /// [`ProvisionerCapabilities::keep_alive`].

@@ -52,8 +52,8 @@ use prewarm::{PrewarmPool, Prewarmed};
 pub use profile::{ProfileError, make_provisioner, open_profile, profile_options};
 
 use crate::backend::{
-    BackendError, BackendKind, ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox,
-    SandboxState, labels as blabels,
+    BackendError, BackendKind, BackendNotice, ProvisionSpec, Provisioner, ProvisionerCapabilities,
+    Sandbox, SandboxState, labels as blabels,
 };
 use crate::engine::events::{Event, EventBus, WorkspaceState};
 use crate::engine::{Workspace, WorkspaceConfig, WorkspaceError};
@@ -328,7 +328,10 @@ impl std::fmt::Debug for WorkspaceManager {
 
 impl WorkspaceManager {
     /// A manager for `profile` over `provisioner`, publishing every
-    /// transition on `bus` (workspaces publish their own events there too).
+    /// transition on `bus` (workspaces publish their own events there too,
+    /// and the provisioner its [`BackendNotice`]s, as `Event::Log` lines:
+    /// this sets its notice sink, replacing one an earlier manager on the
+    /// same provisioner set).
     pub fn new(
         profile: impl Into<String>,
         provisioner: Arc<dyn Provisioner>,
@@ -336,6 +339,20 @@ impl WorkspaceManager {
         bus: EventBus,
     ) -> Self {
         let profile = profile.into();
+        // The backend's own notices (a Pod's phase, an image that cannot
+        // be pulled) become log lines on the bus, next to the workspace's
+        // events.
+        let notices = bus.clone();
+        provisioner.set_notice_sink(Arc::new(move |n: BackendNotice| {
+            notices.publish(
+                &n.workspace_id,
+                Event::Log {
+                    level: n.level.as_str().into(),
+                    source: n.source,
+                    message: n.message,
+                },
+            )
+        }));
         // A zero period would make `tokio::time::interval` panic.
         opts.sweep_interval = opts.sweep_interval.max(Duration::from_millis(1));
         opts.workspace.workspace_id = None;
