@@ -357,6 +357,13 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     }
     let tdir = theme_dir(&ctx.config_file);
     let (theme, theme_err) = resolve_theme(args.theme.as_deref(), &cfg, tdir.as_deref());
+    // Subscribed before the workspace opens, so what provisioning reports
+    // (a Pod's phases, an image that cannot be pulled) reaches the Logs
+    // pane: a workspace from the manager publishes on the manager's bus.
+    let early = match ctx.global.workdir {
+        None => ctx.manager().await.ok().map(|m| m.events().subscribe()),
+        Some(_) => None,
+    };
     let ws = ctx.open_workspace().await?;
     let mut opts = AppOptions::new(cfg.clone());
     opts.read_only = args.read_only;
@@ -397,7 +404,7 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     let input = InputThread::start(tx.clone());
     let mut app = App::with_channel(ws.clone(), opts, tx.clone(), rx);
     tracing::debug!("tui: app built after {:?}", t0.elapsed());
-    let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps).await;
+    let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps, early).await;
     // Kill running commands and agents first: the terminal is still ours
     // while their journal entries are written.
     app.shutdown(app::SHUTDOWN_TIMEOUT).await;
@@ -416,11 +423,12 @@ async fn event_loop(
     input: &InputThread,
     tx: &mpsc::Sender<AppMsg>,
     max_fps: u32,
+    early: Option<crate::engine::events::Subscriber>,
 ) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let fault = std::env::var(FAULT_ENV).unwrap_or_default();
     let budget = Duration::from_secs_f64(1.0 / max_fps.max(1) as f64);
-    let mut sub = app.cx.ws.events().subscribe();
+    let mut sub = early.unwrap_or_else(|| app.cx.ws.events().subscribe());
     let mut sub_ws = app.cx.ws.clone();
     let mut bus_open = true;
     let mut term_sig = signal(SignalKind::terminate())?;
