@@ -6,7 +6,14 @@
 //! * C22: a panic / an error inside the loop restores the terminal;
 //! * C23: a bracketed multi-line paste lands in the prompt and runs once;
 //! * C24: escapes in command output change neither the title nor the
-//!   screen mode.
+//!   screen mode;
+//! * `wsbench --profile k8s` against the project's stub API server
+//!   (`tests/support/k8s_stub`): the TUI opens on a Pod workspace and runs
+//!   `echo hello` in the Pod (needs `bwrap` for the stub's pods too).
+
+#[path = "support/k8s_stub/mod.rs"]
+mod k8s_stub;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -321,5 +328,69 @@ fn shell_into_the_workspace_and_back() {
     assert!(s.contains("back from"), "{s}");
     t.key("q");
     t.wait_for("EXIT=0", Duration::from_secs(10));
+    t.assert_sane();
+}
+
+#[test]
+fn k8s_profile_opens_the_tui_on_a_pod_and_runs_a_command_there() {
+    if !have_tmux() {
+        return;
+    }
+    if !support::have("bwrap") {
+        support::skip_or_fail("bwrap is not installed (the k8s stub's pods run commands with it)");
+        return;
+    }
+    // The stub serves from this runtime's threads while the test drives
+    // tmux from its own.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stub = rt.block_on(k8s_stub::Stub::start());
+    let ns = "wsbench-tui";
+    let t = Tmux::start("k8s");
+    let kubeconfig = stub.kubeconfig(t.dir.path(), ns);
+    let config = t.dir.path().join("wsbench.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[profiles.k8s]\nbackend = \"kubernetes\"\n\n[profiles.k8s.options]\n\
+             kubeconfig = \"{}\"\nnamespace = \"{ns}\"\nimage = \"stub/image:1\"\n\
+             ready_timeout_secs = 30\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    t.literal(&format!(
+        "clear; {BIN} --config {} --profile k8s; echo EXIT=$?",
+        config.display()
+    ));
+    t.key("Enter");
+    let s = t.wait_for("wsbench │", Duration::from_secs(60));
+    assert!(
+        s.contains("k8s"),
+        "the header does not name the profile:\n{s}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    t.literal("echo hello");
+    t.key("Enter");
+    let s = t.wait_for("✓ exit 0", Duration::from_secs(30));
+    assert!(
+        s.lines()
+            .any(|l| l.contains("┃hello ") || l.contains("│hello ")),
+        "{s}"
+    );
+    // It ran in the Pod: through the stub's exec, on the Pod's PVC.
+    let execs = stub.execs();
+    let ran = execs
+        .iter()
+        .find(|x| x.command.iter().any(|c| c == "echo hello"))
+        .unwrap_or_else(|| panic!("no exec of `echo hello` in a pod: {execs:#?}"));
+    assert!(stub.has_pod(ns, &ran.pod), "{}", ran.pod);
+    t.key("Escape");
+    t.key("q");
+    let s = t.wait_for("EXIT=0", Duration::from_secs(20));
+    assert!(!s.contains("wsbench │"), "the TUI is still on screen:\n{s}");
     t.assert_sane();
 }
