@@ -218,8 +218,7 @@ async fn pod_events_reach_the_bus_through_the_profile_path() {
     let err = m
         .get_workspace("bob", "coder", "s1", None)
         .await
-        .err()
-        .expect("an image that cannot be pulled fails the provisioning");
+        .expect_err("an image that cannot be pulled fails the provisioning");
     // The kubelet says ErrImagePull first, then ImagePullBackOff.
     assert!(err.to_string().contains("ImagePull"), "{err}");
     let logs = k8s_logs(&mut sub);

@@ -18,9 +18,15 @@
 //!   and so the files are always kept.
 //! * **Exec** over the exec websocket (module `exec`): `v5.channel.k8s.io`
 //!   with `v4` fallback, streamed output, exit code from the status
-//!   channel, timeouts that kill the process tree in the Pod.
+//!   channel, timeouts that kill the process tree in the Pod, and a
+//!   background job that cannot hold a finished command's call open.
 //! * **Files** by small scripts over exec, one round trip each (module
-//!   `files`).
+//!   `files`); reads and writes refuse workspace paths whose links lead
+//!   out of `/workspace`.
+//! * **Events** ([`K8sEvent`]: objects, Pod phases, problems, execs) go to
+//!   the [`KubernetesProvisioner::with_events`] sink and, as
+//!   [`BackendNotice`]s, to the sink the workspace manager sets
+//!   ([`Provisioner::set_notice_sink`]), which puts them on its event bus.
 //! * **Suspend** deletes the Pod and keeps the PVC (the next attach
 //!   recreates the Pod on the same files); **destroy** deletes both;
 //!   **list** shows every labelled PVC, with or without a Pod.

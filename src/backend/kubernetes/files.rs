@@ -253,7 +253,6 @@ pub(crate) async fn write_stream(
             ],
             cwd: Some("/".into()),
             env: [("WSBENCH_WORKDIR".to_string(), t.workdir.clone())].into(),
-            ..Default::default()
         })
         .await?;
     let copied = tokio::io::copy(&mut reader, &mut process.stdin).await;
