@@ -3,18 +3,24 @@
 //! behind a confirmation and absent in read-only mode, and the MCP add /
 //! remove / start-failure paths. Nothing connects to a server in the
 //! snapshots: the pane lists with `mcp_status`, which starts nothing.
+//! Switching workspace stops the old file watch; switching profile shuts
+//! the old manager down (at once, or once the app leaves its workspace).
 
 mod tui_support;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tui_support::*;
-use wsbench::backend::Provisioner;
 use wsbench::backend::local::LocalProvisioner;
+use wsbench::backend::{ChangeKind, FileChange, Provisioner};
 use wsbench::engine::{EventBus, Workspace};
-use wsbench::manager::{ManagerOptions, WorkspaceManager};
+use wsbench::manager::{ManagerError, ManagerOptions, WorkspaceManager};
+use wsbench::tui::action::AppMsg;
 use wsbench::tui::app::AppOptions;
+use wsbench::tui::panes::ManagerFactory;
+use wsbench::tui::panes::logs::LogsPane;
 use wsbench::tui::panes::mcp::McpPane;
 use wsbench::tui::panes::workspaces::WorkspacesPane;
 
@@ -279,4 +285,183 @@ async fn mcp_add_form_rejects_bad_input_and_keeps_the_file() {
         std::fs::read_to_string(dir.path().join(".mcp")).unwrap(),
         before
     );
+}
+
+/// Every message the Logs pane got (toasts and watch changes included).
+fn logged(hs: &mut Harness) -> Vec<String> {
+    hs.app
+        .pane_call::<LogsPane, _>("logs", |p, _| {
+            p.lines().map(|l| l.message.clone()).collect()
+        })
+        .unwrap()
+}
+
+/// Runs the app until `cond` holds or 20 s pass.
+async fn until(hs: &mut Harness, what: &str, mut cond: impl FnMut(&mut Harness) -> bool) {
+    let t0 = std::time::Instant::now();
+    loop {
+        hs.settle().await;
+        if cond(hs) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn palette(hs: &mut Harness, line: &str) {
+    hs.keys("esc :").await;
+    hs.type_text(line).await;
+    hs.keys("enter").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_ws_id_names_the_close_matches() {
+    let (_base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    palette(&mut hs, "ws ws-bta").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-alpha");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter().any(|l| l.contains("opening ws-bta failed")
+            && l.contains("no workspace `ws-bta`")
+            && l.contains("did you mean ws-beta")),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ws_switch_stops_the_old_workspace_watch() {
+    let (_base, m, alpha) = manager().await;
+    let beta = m.open("ws-beta").await.unwrap();
+    let alpha_dir = alpha.sandbox().host_root().unwrap().to_path_buf();
+    let beta_dir = beta.sandbox().host_root().unwrap().to_path_buf();
+    let mut o = with_manager(&m);
+    o.watch = true;
+    let mut hs = Harness::new(alpha.clone(), o, 120, 40).await;
+    // Control: a change in the open workspace arrives through the watch.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(alpha_dir.join("seen-before.txt"), "x").unwrap();
+    until(&mut hs, "the watch to report seen-before.txt", |hs| {
+        logged(hs).iter().any(|l| l.contains("seen-before.txt"))
+    })
+    .await;
+    let old = hs.app.file_watch().unwrap().generation();
+
+    palette(&mut hs, "ws ws-beta").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    assert!(hs.app.file_watch().unwrap().generation() > old);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(alpha_dir.join("after-switch.txt"), "x").unwrap();
+    std::fs::write(beta_dir.join("in-beta.txt"), "x").unwrap();
+    until(&mut hs, "the new watch to report in-beta.txt", |hs| {
+        logged(hs).iter().any(|l| l.contains("in-beta.txt"))
+    })
+    .await;
+    // The old watch, were it alive, would have reported by now.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    hs.settle().await;
+    let log = logged(&mut hs);
+    assert!(
+        !log.iter().any(|l| l.contains("after-switch.txt")),
+        "the old workspace's watch still reaches the app: {log:#?}"
+    );
+    // A change the old watch had queued before the switch is dropped.
+    let queued = alpha_dir.join("queued.txt").to_string_lossy().into_owned();
+    hs.app.on_msg(AppMsg::File {
+        generation: old,
+        change: FileChange {
+            path: queued,
+            kind: ChangeKind::Created,
+        },
+    });
+    assert!(!logged(&mut hs).iter().any(|l| l.contains("queued.txt")));
+}
+
+/// A factory for `:profile`: managers over `base`, whatever the name.
+fn factory(base: &Path) -> ManagerFactory {
+    let base = base.to_path_buf();
+    Arc::new(move |name: &str| {
+        let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(&base));
+        let opts = ManagerOptions::for_provisioner(prov.as_ref());
+        Ok(WorkspaceManager::new(name, prov, opts, EventBus::default()))
+    })
+}
+
+fn leases(list: &[wsbench::manager::WorkspaceInfo], id: &str) -> usize {
+    list.iter().find(|w| w.id == id).map_or(0, |w| w.leases)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_switch_shuts_the_old_manager_down_once_its_workspace_is_left() {
+    let (_base, m, alpha) = manager().await;
+    let other = tempfile::tempdir().unwrap();
+    // A workspace of the other profile, made by an earlier process.
+    let earlier = factory(other.path())("other").unwrap();
+    earlier
+        .get_workspace("tester", "coder", "s-001", Some("ws-gamma"))
+        .await
+        .unwrap();
+    earlier.shutdown().await.unwrap();
+    let mut o = with_manager(&m);
+    o.manager_factory = Some(factory(other.path()));
+    let mut hs = Harness::new(alpha.clone(), o, 120, 40).await;
+    // The app leases the workspace it shows: the sweeper leaves it be.
+    assert_eq!(leases(&m.list().await.unwrap(), "ws-alpha"), 1);
+    let screen = hs.draw().await;
+    assert!(screen.contains("● ready"), "the header: {screen}");
+
+    palette(&mut hs, "profile other").await;
+    assert_eq!(hs.app.cx.header.profile, "other");
+    // The old manager keeps the open workspace (still leased) until the
+    // app leaves it, and closes its other ones now.
+    assert!(hs.app.retiring_manager().is_some());
+    until(&mut hs, "ws-beta to close", |_| {
+        m.open_ids() == ["ws-alpha".to_string()]
+    })
+    .await;
+    assert!(alpha.is_alive());
+    assert_eq!(leases(&m.list().await.unwrap(), "ws-alpha"), 1);
+
+    // Opening a workspace of the new profile shuts the old manager down:
+    // lease released, workspaces closed, no more work taken.
+    palette(&mut hs, "ws ws-gamma").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-gamma");
+    assert!(hs.app.retiring_manager().is_none());
+    until(&mut hs, "the old manager to shut down", |_| {
+        !alpha.is_alive() && m.open_ids().is_empty()
+    })
+    .await;
+    let err = m.open("ws-alpha").await.unwrap_err();
+    assert!(matches!(err, ManagerError::ShutDown(_)), "{err}");
+    let new = hs.app.cx.manager.clone().unwrap();
+    assert_eq!(leases(&new.list().await.unwrap(), "ws-gamma"), 1);
+    // Quitting releases the lease and shuts down the manager the app made.
+    hs.app.release_managers().await;
+    let err = new.open("ws-gamma").await.unwrap_err();
+    assert!(matches!(err, ManagerError::ShutDown(_)), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_switch_from_a_plain_directory_shuts_the_old_manager_down_at_once() {
+    let (_base, m, _alpha) = manager().await;
+    let (_dir, ws) = fixture(|_| {}).await;
+    let other = tempfile::tempdir().unwrap();
+    let mut o = with_manager(&m);
+    o.manager_factory = Some(factory(other.path()));
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    palette(&mut hs, "profile other").await;
+    assert_eq!(hs.app.cx.header.profile, "other");
+    assert!(hs.app.retiring_manager().is_none());
+    until(&mut hs, "the old manager to shut down", |_| {
+        m.open_ids().is_empty()
+    })
+    .await;
+    let err = m.open("ws-beta").await.unwrap_err();
+    assert!(matches!(err, ManagerError::ShutDown(_)), "{err}");
+    // The directory the app shows is not the manager's: still open.
+    assert!(ws.is_alive());
 }

@@ -305,6 +305,7 @@ impl Pane for WorkspacesPane {
                         Ok(rows) => {
                             self.rows = rows.clone();
                             self.error = None;
+                            cx.workspace_ids = self.ids();
                         }
                         Err(e) => self.error = Some(e.clone()),
                     }
@@ -323,7 +324,15 @@ impl Pane for WorkspacesPane {
                         }
                         Err(e) => {
                             self.failures.insert(id.clone(), e.clone());
-                            cx.toast(Level::Error, format!("opening {id} failed: {e}"));
+                            let ids = self.ids();
+                            let mut msg = format!("opening {id} failed: {e}");
+                            if !ids.contains(id) {
+                                let near = crate::tui::panes::palette::close_matches(id, &ids, 3);
+                                if !near.is_empty() {
+                                    msg.push_str(&format!(" — did you mean {}?", near.join(", ")));
+                                }
+                            }
+                            cx.toast(Level::Error, msg);
                             self.load(cx);
                         }
                     }
@@ -337,10 +346,11 @@ impl Pane for WorkspacesPane {
                 }
                 Some(Msg::Profile(name, r)) => match r {
                     Ok(m) => {
-                        cx.manager = Some(m.clone());
+                        cx.switch_manager(m.clone());
                         cx.header.profile = name.clone();
                         self.failures.clear();
                         self.rows.clear();
+                        cx.workspace_ids.clear();
                         self.refilter();
                         cx.toast(Level::Info, format!("profile {name}"));
                         self.load(cx);
