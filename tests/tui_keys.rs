@@ -249,3 +249,27 @@ async fn the_agent_pane_is_in_help_footer_and_palette() {
     let f = footer(&hs.draw().await);
     assert!(f.contains("run demo") && !f.contains("Agent pane"), "{f}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_dialogs_edit_in_the_middle() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "x\n").unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // Rename offers the current name: prefix it without retyping it.
+    hs.keys("esc 2 G R").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    hs.keys("home").await;
+    hs.type_text("old-").await;
+    hs.keys("end").await;
+    hs.type_text(".bak").await;
+    hs.keys("enter").await;
+    assert!(
+        dir.path().join("old-note.txt.bak").exists(),
+        "{:?}",
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>()
+    );
+}

@@ -465,3 +465,90 @@ async fn profile_switch_from_a_plain_directory_shuts_the_old_manager_down_at_onc
     // The directory the app shows is not the manager's: still open.
     assert!(ws.is_alive());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_pane_shows_skipped_entries_and_refuses_to_stop_what_is_not_running() {
+    let (dir, ws) = fixture(|p| {
+        let path = p.join(".mcp");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["mcps"]["coder"]["s-001"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "name": "bad name!",
+                "is_stateful": true,
+                "mcp_config": {"type": "stdio_mcp", "command": "x"}
+            }));
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws, mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z").await;
+    let text = hs.draw().await;
+    assert!(text.contains("MCP (2, 1 .mcp problem)"), "{text}");
+    assert!(text.contains("⚠") && text.contains("bad name!"), "{text}");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with(".mcp:") && l.contains("bad name!")),
+        "{log:#?}"
+    );
+    settings(dir.path()).bind(|| insta::assert_snapshot!("mcp_problems_120x40", text));
+    // Stopping a server that never started says so, and starts nothing.
+    hs.keys("x").await;
+    let text = hs.draw().await;
+    assert!(text.contains("`docs` is not running (declared)"), "{text}");
+    assert_eq!(hs.app.cx.ws.mcp_runtime().live_stateful(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_pane_shows_whole_ids_and_explains_an_outside_workspace() {
+    let base = tempfile::tempdir().unwrap();
+    let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(base.path()));
+    let opts = ManagerOptions::for_provisioner(prov.as_ref());
+    let m = WorkspaceManager::new("local", prov, opts, EventBus::default());
+    let long = "ws-0123456789abcdef0123456789";
+    m.get_workspace("", "", "s-001", Some(long)).await.unwrap();
+    // The app shows a directory the profile does not manage.
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0 z").await;
+    let text = hs.draw().await;
+    let row = text
+        .lines()
+        .find(|l| l.contains("ws-0123"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(long), "the whole id: {row}");
+    assert!(row.contains(" -/- "), "no user, no agent: {row}");
+    assert!(
+        text.contains("the open workspace 0123456789ab is not one of profile local's"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_workspace_asks_then_opens_it() {
+    let (_base, m, alpha) = manager().await;
+    let mut hs = Harness::new(alpha, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0 n").await;
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    let text = hs.draw().await;
+    assert!(
+        text.contains("Create a new workspace in profile local"),
+        "{text}"
+    );
+    hs.keys("n").await;
+    assert_eq!(
+        m.list().await.unwrap().len(),
+        2,
+        "declining creates nothing"
+    );
+    hs.keys("n y").await;
+    let list = m.list().await.unwrap();
+    assert_eq!(list.len(), 3);
+    let id = hs.app.cx.ws.id().to_string();
+    assert!(id != "ws-alpha" && id != "ws-beta", "{id}");
+    assert_eq!(leases(&list, &id), 1, "the app leases the new one");
+    assert_eq!(leases(&list, "ws-alpha"), 0, "and let the old one go");
+}

@@ -28,6 +28,7 @@ use super::panes::help::HelpOverlay;
 use super::panes::palette::{Completions, PaletteCommand, PaletteOverlay};
 use super::panes::{self, Clock, Ctx, HeaderInfo, Pane};
 use super::theme::Theme;
+use super::widgets::line::LineEdit;
 use super::widgets::text;
 use crate::engine::Workspace;
 use crate::engine::events::{Envelope, Event, Received, WorkspaceState};
@@ -251,7 +252,7 @@ enum Overlay {
     Prompt {
         pane: &'static str,
         title: String,
-        input: String,
+        input: LineEdit,
         tag: String,
     },
 }
@@ -288,6 +289,8 @@ pub struct AppOptions {
     pub profile: String,
     /// User name for the header.
     pub user: String,
+    /// User id new workspaces are created for (`--user`).
+    pub user_id: String,
     /// "Now" (fixed in tests).
     pub clock: Clock,
     /// Directory of user themes (`$XDG_CONFIG_HOME/wsbench/themes`).
@@ -316,6 +319,7 @@ impl AppOptions {
             session: "default".into(),
             profile: "local".into(),
             user: user_name(),
+            user_id: String::new(),
             clock: Arc::new(std::time::SystemTime::now),
             theme_dir: None,
             config_problems: Vec::new(),
@@ -421,6 +425,7 @@ impl App {
             tx,
             session: opts.session.clone(),
             agent: opts.agent.clone(),
+            user_id: opts.user_id.clone(),
             read_only: opts.read_only,
             theme: opts.theme.clone(),
             keymap,
@@ -777,7 +782,7 @@ impl App {
                 self.overlay = Some(Overlay::Prompt {
                     pane,
                     title,
-                    input: initial,
+                    input: LineEdit::new(initial),
                     tag,
                 })
             }
@@ -1066,7 +1071,7 @@ impl App {
     fn on_paste(&mut self, text: &str) {
         if let Some(ov) = &mut self.overlay {
             match ov {
-                Overlay::Prompt { input, .. } => input.push_str(&single_line(text)),
+                Overlay::Prompt { input, .. } => input.insert_str(&single_line(text)),
                 Overlay::Palette(p) => p.paste(&single_line(text)),
                 _ => {}
             }
@@ -1269,7 +1274,7 @@ impl App {
         let Some(ov) = self.overlay.take() else {
             return;
         };
-        use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+        use ratatui::crossterm::event::KeyCode;
         let chord = KeyChord::from_event(&key);
         match ov {
             Overlay::Help(mut h) => {
@@ -1311,45 +1316,20 @@ impl App {
                 tag,
             } => match key.code {
                 KeyCode::Enter => {
+                    let text = input.into_text();
                     self.with_pane(pane, |p, cx| {
-                        p.on_event(&PaneEvent::Input { tag, text: input }, cx)
+                        p.on_event(&PaneEvent::Input { tag, text }, cx)
                     });
                 }
                 KeyCode::Esc => {}
-                KeyCode::Backspace => {
-                    input.pop();
-                    self.overlay = Some(Overlay::Prompt {
-                        pane,
-                        title,
-                        input,
-                        tag,
-                    });
-                }
-                KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    input.clear();
-                    self.overlay = Some(Overlay::Prompt {
-                        pane,
-                        title,
-                        input,
-                        tag,
-                    });
-                }
-                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    input.push(c);
-                    self.overlay = Some(Overlay::Prompt {
-                        pane,
-                        title,
-                        input,
-                        tag,
-                    });
-                }
                 _ => {
+                    input.key(&key);
                     self.overlay = Some(Overlay::Prompt {
                         pane,
                         title,
                         input,
                         tag,
-                    })
+                    });
                 }
             },
         }
@@ -1870,13 +1850,12 @@ fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
             let block = cx.block(title, "enter ok · esc cancel", true);
             let inner = block.inner(r);
             f.render_widget(block, r);
-            let shown = text::display(input);
-            let visible = text::truncate_left(&shown, inner.width.saturating_sub(1) as usize);
+            let (visible, col) = input.view(inner.width as usize);
             f.buffer_mut()
                 .set_string(inner.x, inner.y, &visible, t.base);
-            let cx_ = inner.x + text::width(&visible) as u16;
             if inner.width > 0 && inner.height > 0 {
-                f.set_cursor_position((cx_.min(inner.x + inner.width - 1), inner.y));
+                let x = inner.x + col as u16;
+                f.set_cursor_position((x.min(inner.x + inner.width - 1), inner.y));
             }
         }
     }

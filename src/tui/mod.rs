@@ -362,6 +362,7 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     opts.read_only = args.read_only;
     opts.theme = theme;
     opts.agent = ctx.global.agent.clone();
+    opts.user_id = ctx.global.user.clone();
     opts.session = ctx.session();
     opts.theme_dir = tdir;
     opts.config_problems = cfg_err.into_iter().chain(theme_err).collect();

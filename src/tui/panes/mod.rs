@@ -82,6 +82,9 @@ pub struct Ctx {
     pub session: String,
     /// The agent (selects the skills partition; `""` = default).
     pub agent: String,
+    /// The user id workspaces are created for (`--user`; `""` is the
+    /// default user), not the display name of the header.
+    pub user_id: String,
     /// `--read-only`: no destructive action is offered.
     pub read_only: bool,
     /// Styles.
