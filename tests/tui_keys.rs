@@ -68,7 +68,7 @@ async fn unknown_session_is_refused_with_close_matches() {
     let log = logged(&mut hs);
     assert!(
         log.iter()
-            .any(|l| l.contains("no session `s-02`: did you mean s-002")),
+            .any(|l| l.contains("no session `s-02`: did you mean s-002, s-001? (")),
         "{log:#?}"
     );
 

@@ -1368,7 +1368,9 @@ impl App {
             return;
         }
         let mut known = self.cx.sessions.clone();
-        known.push(self.cx.session.clone());
+        if !known.contains(&self.cx.session) {
+            known.push(self.cx.session.clone());
+        }
         let near = panes::palette::close_matches(&id, &known, 3);
         let msg = if near.is_empty() {
             format!("no session `{id}` in this workspace (`:session new {id}` starts one)")
