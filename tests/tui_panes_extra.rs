@@ -552,3 +552,27 @@ async fn new_workspace_asks_then_opens_it() {
     assert_eq!(leases(&list, &id), 1, "the app leases the new one");
     assert_eq!(leases(&list, "ws-alpha"), 0, "and let the old one go");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_another_workspace_leaves_the_header_alone() {
+    let (_base, m, alpha) = manager().await;
+    let mut hs = Harness::new(alpha, with_manager(&m), 120, 40).await;
+    // ws-beta is the second row; closing it publishes `closed` on the
+    // bus the open workspace shares with it.
+    hs.keys("esc 0 j c").await;
+    until(&mut hs, "ws-beta to close", |_| {
+        m.open_ids() == ["ws-alpha".to_string()]
+    })
+    .await;
+    let text = hs.draw().await;
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("ws ws-alpha") && header.contains("● ready"),
+        "{header}"
+    );
+    let log = logged(&mut hs);
+    assert!(
+        log.iter().any(|l| l == "workspace ws-beta: closed"),
+        "the Logs name it: {log:#?}"
+    );
+}
