@@ -3,18 +3,24 @@
 //! behind a confirmation and absent in read-only mode, and the MCP add /
 //! remove / start-failure paths. Nothing connects to a server in the
 //! snapshots: the pane lists with `mcp_status`, which starts nothing.
+//! Switching workspace stops the old file watch; switching profile shuts
+//! the old manager down (at once, or once the app leaves its workspace).
 
 mod tui_support;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tui_support::*;
-use wsbench::backend::Provisioner;
 use wsbench::backend::local::LocalProvisioner;
+use wsbench::backend::{ChangeKind, FileChange, Provisioner};
 use wsbench::engine::{EventBus, Workspace};
-use wsbench::manager::{ManagerOptions, WorkspaceManager};
+use wsbench::manager::{ManagerError, ManagerOptions, WorkspaceManager};
+use wsbench::tui::action::AppMsg;
 use wsbench::tui::app::AppOptions;
+use wsbench::tui::panes::ManagerFactory;
+use wsbench::tui::panes::logs::LogsPane;
 use wsbench::tui::panes::mcp::McpPane;
 use wsbench::tui::panes::workspaces::WorkspacesPane;
 
@@ -278,5 +284,295 @@ async fn mcp_add_form_rejects_bad_input_and_keeps_the_file() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join(".mcp")).unwrap(),
         before
+    );
+}
+
+/// Every message the Logs pane got (toasts and watch changes included).
+fn logged(hs: &mut Harness) -> Vec<String> {
+    hs.app
+        .pane_call::<LogsPane, _>("logs", |p, _| {
+            p.lines().map(|l| l.message.clone()).collect()
+        })
+        .unwrap()
+}
+
+/// Runs the app until `cond` holds or 20 s pass.
+async fn until(hs: &mut Harness, what: &str, mut cond: impl FnMut(&mut Harness) -> bool) {
+    let t0 = std::time::Instant::now();
+    loop {
+        hs.settle().await;
+        if cond(hs) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn palette(hs: &mut Harness, line: &str) {
+    hs.keys("esc :").await;
+    hs.type_text(line).await;
+    hs.keys("enter").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_ws_id_names_the_close_matches() {
+    let (_base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    palette(&mut hs, "ws ws-bta").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-alpha");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter().any(|l| l.contains("opening ws-bta failed")
+            && l.contains("no workspace `ws-bta`")
+            && l.contains("did you mean ws-beta")),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ws_switch_stops_the_old_workspace_watch() {
+    let (_base, m, alpha) = manager().await;
+    let beta = m.open("ws-beta").await.unwrap();
+    let alpha_dir = alpha.sandbox().host_root().unwrap().to_path_buf();
+    let beta_dir = beta.sandbox().host_root().unwrap().to_path_buf();
+    let mut o = with_manager(&m);
+    o.watch = true;
+    let mut hs = Harness::new(alpha.clone(), o, 120, 40).await;
+    // Control: a change in the open workspace arrives through the watch.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(alpha_dir.join("seen-before.txt"), "x").unwrap();
+    until(&mut hs, "the watch to report seen-before.txt", |hs| {
+        logged(hs).iter().any(|l| l.contains("seen-before.txt"))
+    })
+    .await;
+    let old = hs.app.file_watch().unwrap().generation();
+
+    palette(&mut hs, "ws ws-beta").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    assert!(hs.app.file_watch().unwrap().generation() > old);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(alpha_dir.join("after-switch.txt"), "x").unwrap();
+    std::fs::write(beta_dir.join("in-beta.txt"), "x").unwrap();
+    until(&mut hs, "the new watch to report in-beta.txt", |hs| {
+        logged(hs).iter().any(|l| l.contains("in-beta.txt"))
+    })
+    .await;
+    // The old watch, were it alive, would have reported by now.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    hs.settle().await;
+    let log = logged(&mut hs);
+    assert!(
+        !log.iter().any(|l| l.contains("after-switch.txt")),
+        "the old workspace's watch still reaches the app: {log:#?}"
+    );
+    // A change the old watch had queued before the switch is dropped.
+    let queued = alpha_dir.join("queued.txt").to_string_lossy().into_owned();
+    hs.app.on_msg(AppMsg::File {
+        generation: old,
+        change: FileChange {
+            path: queued,
+            kind: ChangeKind::Created,
+        },
+    });
+    assert!(!logged(&mut hs).iter().any(|l| l.contains("queued.txt")));
+}
+
+/// A factory for `:profile`: managers over `base`, whatever the name.
+fn factory(base: &Path) -> ManagerFactory {
+    let base = base.to_path_buf();
+    Arc::new(move |name: &str| {
+        let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(&base));
+        let opts = ManagerOptions::for_provisioner(prov.as_ref());
+        Ok(WorkspaceManager::new(name, prov, opts, EventBus::default()))
+    })
+}
+
+fn leases(list: &[wsbench::manager::WorkspaceInfo], id: &str) -> usize {
+    list.iter().find(|w| w.id == id).map_or(0, |w| w.leases)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_switch_shuts_the_old_manager_down_once_its_workspace_is_left() {
+    let (_base, m, alpha) = manager().await;
+    let other = tempfile::tempdir().unwrap();
+    // A workspace of the other profile, made by an earlier process.
+    let earlier = factory(other.path())("other").unwrap();
+    earlier
+        .get_workspace("tester", "coder", "s-001", Some("ws-gamma"))
+        .await
+        .unwrap();
+    earlier.shutdown().await.unwrap();
+    let mut o = with_manager(&m);
+    o.manager_factory = Some(factory(other.path()));
+    let mut hs = Harness::new(alpha.clone(), o, 120, 40).await;
+    // The app leases the workspace it shows: the sweeper leaves it be.
+    assert_eq!(leases(&m.list().await.unwrap(), "ws-alpha"), 1);
+    let screen = hs.draw().await;
+    assert!(screen.contains("● ready"), "the header: {screen}");
+
+    palette(&mut hs, "profile other").await;
+    assert_eq!(hs.app.cx.header.profile, "other");
+    // The old manager keeps the open workspace (still leased) until the
+    // app leaves it, and closes its other ones now.
+    assert!(hs.app.retiring_manager().is_some());
+    until(&mut hs, "ws-beta to close", |_| {
+        m.open_ids() == ["ws-alpha".to_string()]
+    })
+    .await;
+    assert!(alpha.is_alive());
+    assert_eq!(leases(&m.list().await.unwrap(), "ws-alpha"), 1);
+
+    // Opening a workspace of the new profile shuts the old manager down:
+    // lease released, workspaces closed, no more work taken.
+    palette(&mut hs, "ws ws-gamma").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-gamma");
+    assert!(hs.app.retiring_manager().is_none());
+    until(&mut hs, "the old manager to shut down", |_| {
+        !alpha.is_alive() && m.open_ids().is_empty()
+    })
+    .await;
+    let err = m.open("ws-alpha").await.unwrap_err();
+    assert!(matches!(err, ManagerError::ShutDown(_)), "{err}");
+    let new = hs.app.cx.manager.clone().unwrap();
+    assert_eq!(leases(&new.list().await.unwrap(), "ws-gamma"), 1);
+    // Quitting releases the lease and shuts down the manager the app made.
+    hs.app.release_managers().await;
+    let err = new.open("ws-gamma").await.unwrap_err();
+    assert!(matches!(err, ManagerError::ShutDown(_)), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_switch_from_a_plain_directory_shuts_the_old_manager_down_at_once() {
+    let (_base, m, _alpha) = manager().await;
+    let (_dir, ws) = fixture(|_| {}).await;
+    let other = tempfile::tempdir().unwrap();
+    let mut o = with_manager(&m);
+    o.manager_factory = Some(factory(other.path()));
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    palette(&mut hs, "profile other").await;
+    assert_eq!(hs.app.cx.header.profile, "other");
+    assert!(hs.app.retiring_manager().is_none());
+    until(&mut hs, "the old manager to shut down", |_| {
+        m.open_ids().is_empty()
+    })
+    .await;
+    let err = m.open("ws-beta").await.unwrap_err();
+    assert!(matches!(err, ManagerError::ShutDown(_)), "{err}");
+    // The directory the app shows is not the manager's: still open.
+    assert!(ws.is_alive());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_pane_shows_skipped_entries_and_refuses_to_stop_what_is_not_running() {
+    let (dir, ws) = fixture(|p| {
+        let path = p.join(".mcp");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["mcps"]["coder"]["s-001"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "name": "bad name!",
+                "is_stateful": true,
+                "mcp_config": {"type": "stdio_mcp", "command": "x"}
+            }));
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws, mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z").await;
+    let text = hs.draw().await;
+    assert!(text.contains("MCP (2, 1 .mcp problem)"), "{text}");
+    assert!(text.contains("⚠") && text.contains("bad name!"), "{text}");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with(".mcp:") && l.contains("bad name!")),
+        "{log:#?}"
+    );
+    settings(dir.path()).bind(|| insta::assert_snapshot!("mcp_problems_120x40", text));
+    // Stopping a server that never started says so, and starts nothing.
+    hs.keys("x").await;
+    let text = hs.draw().await;
+    assert!(text.contains("`docs` is not running (declared)"), "{text}");
+    assert_eq!(hs.app.cx.ws.mcp_runtime().live_stateful(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_pane_shows_whole_ids_and_explains_an_outside_workspace() {
+    let base = tempfile::tempdir().unwrap();
+    let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(base.path()));
+    let opts = ManagerOptions::for_provisioner(prov.as_ref());
+    let m = WorkspaceManager::new("local", prov, opts, EventBus::default());
+    let long = "ws-0123456789abcdef0123456789";
+    m.get_workspace("", "", "s-001", Some(long)).await.unwrap();
+    // The app shows a directory the profile does not manage.
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0 z").await;
+    let text = hs.draw().await;
+    let row = text
+        .lines()
+        .find(|l| l.contains("ws-0123"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(long), "the whole id: {row}");
+    assert!(row.contains(" -/- "), "no user, no agent: {row}");
+    assert!(
+        text.contains("the open workspace 0123456789ab is not one of profile local's"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_workspace_asks_then_opens_it() {
+    let (_base, m, alpha) = manager().await;
+    let mut hs = Harness::new(alpha, with_manager(&m), 120, 40).await;
+    hs.keys("esc 0 n").await;
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    let text = hs.draw().await;
+    assert!(
+        text.contains("Create a new workspace in profile local"),
+        "{text}"
+    );
+    hs.keys("n").await;
+    assert_eq!(
+        m.list().await.unwrap().len(),
+        2,
+        "declining creates nothing"
+    );
+    hs.keys("n y").await;
+    let list = m.list().await.unwrap();
+    assert_eq!(list.len(), 3);
+    let id = hs.app.cx.ws.id().to_string();
+    assert!(id != "ws-alpha" && id != "ws-beta", "{id}");
+    assert_eq!(leases(&list, &id), 1, "the app leases the new one");
+    assert_eq!(leases(&list, "ws-alpha"), 0, "and let the old one go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_another_workspace_leaves_the_header_alone() {
+    let (_base, m, alpha) = manager().await;
+    let mut hs = Harness::new(alpha, with_manager(&m), 120, 40).await;
+    // ws-beta is the second row; closing it publishes `closed` on the
+    // bus the open workspace shares with it.
+    hs.keys("esc 0 j c").await;
+    until(&mut hs, "ws-beta to close", |_| {
+        m.open_ids() == ["ws-alpha".to_string()]
+    })
+    .await;
+    let text = hs.draw().await;
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("ws ws-alpha") && header.contains("● ready"),
+        "{header}"
+    );
+    let log = logged(&mut hs);
+    assert!(
+        log.iter().any(|l| l == "workspace ws-beta: closed"),
+        "the Logs name it: {log:#?}"
     );
 }

@@ -7,6 +7,9 @@
 //! * C23: a bracketed multi-line paste lands in the prompt and runs once;
 //! * C24: escapes in command output change neither the title nor the
 //!   screen mode;
+//! * the Agent pane runs the bugfix demo to its last message;
+//! * Ctrl-C in the prompt clears the line or asks to kill, F1 opens help
+//!   there, and neither strands the user;
 //! * `wsbench --profile k8s` against the project's stub API server
 //!   (`tests/support/k8s_stub`): the TUI opens on a Pod workspace and runs
 //!   `echo hello` in the Pod (needs `bwrap` for the stub's pods too).
@@ -392,5 +395,75 @@ fn k8s_profile_opens_the_tui_on_a_pod_and_runs_a_command_there() {
     t.key("q");
     let s = t.wait_for("EXIT=0", Duration::from_secs(20));
     assert!(!s.contains("wsbench │"), "the TUI is still on screen:\n{s}");
+    t.assert_sane();
+}
+
+#[test]
+fn agent_pane_runs_the_bugfix_demo_to_the_end() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("agent");
+    let ws = t.workspace();
+    t.launch(&ws, "");
+    // The footer names the key, and A opens the pane full screen.
+    t.key("Escape");
+    t.key("1");
+    let s = t.wait_for("A Agent pane", Duration::from_secs(10));
+    assert!(s.contains("wsbench │"), "{s}");
+    t.key("A");
+    t.wait_for("┏ Agent", Duration::from_secs(10));
+    // bugfix is the smallest shipped demo: pick it and run it.
+    t.key("j");
+    t.wait_for("Fix a small bug", Duration::from_secs(10));
+    t.key("Enter");
+    let s = t.wait_for("demo bugfix: completed", Duration::from_secs(60));
+    assert!(s.contains("All three"), "the final message:\n{s}");
+    assert!(s.contains("reply completed"), "{s}");
+    assert!(
+        std::fs::read_to_string(ws.join("bugfix-demo/stats.sh"))
+            .unwrap()
+            .contains("total / $#))"),
+        "the demo's edit is on disk"
+    );
+    t.key("Escape");
+    t.key("q");
+    t.wait_for("EXIT=0", Duration::from_secs(10));
+    t.assert_sane();
+}
+
+#[test]
+fn ctrl_c_and_f1_in_the_prompt_never_strand_the_user() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("ctrlc");
+    let ws = t.workspace();
+    t.launch(&ws, "");
+    // Ctrl-C with nothing running clears the line and keeps the app.
+    t.literal("echo never-run");
+    t.key("C-c");
+    std::thread::sleep(Duration::from_millis(300));
+    let s = t.screen();
+    assert!(s.contains("wsbench │"), "Ctrl-C quit the app:\n{s}");
+    assert!(!s.contains("never-run"), "the line was not cleared:\n{s}");
+    // With a command running it asks first; yes kills it.
+    t.literal("sleep 30");
+    t.key("Enter");
+    t.wait_for("running", Duration::from_secs(10));
+    t.key("C-c");
+    t.wait_for("Kill `sleep 30`", Duration::from_secs(10));
+    t.key("y");
+    t.wait_for("✗ killed", Duration::from_secs(10));
+    // F1 opens help from the prompt; F1 closes it; the footer says how
+    // to leave the prompt.
+    t.key("F1");
+    t.wait_for("Command prompt (typing)", Duration::from_secs(10));
+    t.key("F1");
+    let s = t.wait_for("esc leave prompt", Duration::from_secs(10));
+    assert!(!s.contains("Command prompt (typing)"), "{s}");
+    t.key("Escape");
+    t.key("q");
+    t.wait_for("EXIT=0", Duration::from_secs(10));
     t.assert_sane();
 }

@@ -86,7 +86,13 @@ pub enum AppMsg {
         payload: Box<dyn Any + Send>,
     },
     /// A change seen by the workspace watch.
-    File(FileChange),
+    File {
+        /// The watch that saw it ([`crate::tui::panes::files::WatchHandle::generation`]):
+        /// changes of a workspace the app has left are dropped.
+        generation: u64,
+        /// The change.
+        change: FileChange,
+    },
     /// A line written to stderr (tracing output) while the TUI runs.
     Stderr(String),
     /// Text a native clipboard tool could not take: write it as OSC 52.
@@ -100,7 +106,7 @@ impl std::fmt::Debug for AppMsg {
         match self {
             AppMsg::Input(e) => write!(f, "Input({e:?})"),
             AppMsg::Task { pane, .. } => write!(f, "Task({pane})"),
-            AppMsg::File(c) => write!(f, "File({c:?})"),
+            AppMsg::File { generation, change } => write!(f, "File({generation}, {change:?})"),
             AppMsg::Stderr(l) => write!(f, "Stderr({l:?})"),
             AppMsg::Osc52(_) => f.write_str("Osc52"),
             AppMsg::Toast(l, m) => write!(f, "Toast({l:?}, {m:?})"),

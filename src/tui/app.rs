@@ -25,9 +25,10 @@ use super::action::{AppMsg, Effect, Level, LogLine, PaneEvent};
 use super::config::{ClipboardMode, TuiConfig};
 use super::keymap::{ActionSpec, GLOBAL, KeyChord, KeyMap};
 use super::panes::help::HelpOverlay;
-use super::panes::palette::{PaletteCommand, PaletteOverlay};
+use super::panes::palette::{Completions, PaletteCommand, PaletteOverlay};
 use super::panes::{self, Clock, Ctx, HeaderInfo, Pane};
 use super::theme::Theme;
+use super::widgets::line::LineEdit;
 use super::widgets::text;
 use crate::engine::Workspace;
 use crate::engine::events::{Envelope, Event, Received, WorkspaceState};
@@ -37,6 +38,9 @@ pub const ACTIONS: &[ActionSpec] = &[
     spec("app.quit", "quit", &["q", "ctrl-q"], false, true),
     spec("app.help", "help", &["?", "f1"], false, true),
     spec("app.palette", "command palette", &[":"], false, true),
+    // Before the focus and zoom hints: the full-screen Agent pane has no
+    // place in the layout, so the footer is where users find it.
+    spec("app.agent", "Agent pane", &["A"], false, true),
     spec("app.focus_next", "next pane", &["tab"], false, true),
     spec(
         "app.focus_prev",
@@ -56,13 +60,6 @@ pub const ACTIONS: &[ActionSpec] = &[
     spec("app.focus_offload", "focus Offload", &["4"], false, false),
     spec("app.focus_command", "focus Command", &["5"], false, false),
     spec("app.focus_logs", "focus Logs", &["6"], false, false),
-    spec(
-        "app.agent",
-        "Agent pane (full screen)",
-        &["A"],
-        false,
-        false,
-    ),
     spec(
         "app.focus_workspaces",
         "focus Workspaces",
@@ -255,7 +252,7 @@ enum Overlay {
     Prompt {
         pane: &'static str,
         title: String,
-        input: String,
+        input: LineEdit,
         tag: String,
     },
 }
@@ -292,6 +289,8 @@ pub struct AppOptions {
     pub profile: String,
     /// User name for the header.
     pub user: String,
+    /// User id new workspaces are created for (`--user`).
+    pub user_id: String,
     /// "Now" (fixed in tests).
     pub clock: Clock,
     /// Directory of user themes (`$XDG_CONFIG_HOME/wsbench/themes`).
@@ -305,6 +304,8 @@ pub struct AppOptions {
     pub manager: Option<crate::manager::WorkspaceManager>,
     /// Makes another profile's manager for `:profile <name>`.
     pub manager_factory: Option<panes::ManagerFactory>,
+    /// Profile names `:profile` completes.
+    pub profiles: Vec<String>,
 }
 
 impl AppOptions {
@@ -318,12 +319,14 @@ impl AppOptions {
             session: "default".into(),
             profile: "local".into(),
             user: user_name(),
+            user_id: String::new(),
             clock: Arc::new(std::time::SystemTime::now),
             theme_dir: None,
             config_problems: Vec::new(),
             watch: true,
             manager: None,
             manager_factory: None,
+            profiles: Vec::new(),
         }
     }
 }
@@ -351,6 +354,9 @@ pub struct App {
     modal: Option<&'static str>,
     zoom: bool,
     overlay: Option<Overlay>,
+    /// The overlay F1 help was opened over (palette, dialog): back when
+    /// help closes.
+    behind_help: Option<Overlay>,
     toast: Option<(Level, String, Instant)>,
     areas: Vec<(&'static str, Rect)>,
     handles: Vec<SplitHandle>,
@@ -362,7 +368,23 @@ pub struct App {
     /// Set when the user quits.
     pub quit: bool,
     last_tick: Instant,
-    watch: bool,
+    /// Whether to watch the open workspace's files at all.
+    watch_files: bool,
+    /// The watch of the open workspace; replaced (which stops the old
+    /// one) on a workspace switch.
+    watch: Option<panes::files::WatchHandle>,
+    /// Generation of the current watch: queued changes of an older one
+    /// are dropped.
+    watch_generation: u64,
+    /// The app's lease on the open workspace, when a manager has it open:
+    /// the sweeper never evicts a workspace someone is looking at.
+    lease: Option<crate::manager::Lease>,
+    /// A replaced manager (`:profile`) that still owns the open workspace
+    /// (and issued [`App::lease`]); shut down when the app leaves it.
+    retiring: Option<crate::manager::WorkspaceManager>,
+    /// The current manager was built by the app (`:profile`), not given
+    /// in [`AppOptions`]: the app shuts it down on quit.
+    own_manager: bool,
 }
 
 /// The pseudo pane id of dialogs the app itself answers.
@@ -403,6 +425,7 @@ impl App {
             tx,
             session: opts.session.clone(),
             agent: opts.agent.clone(),
+            user_id: opts.user_id.clone(),
             read_only: opts.read_only,
             theme: opts.theme.clone(),
             keymap,
@@ -420,9 +443,12 @@ impl App {
             effects: Vec::new(),
             inflight: Arc::new(AtomicUsize::new(0)),
             sessions: Vec::new(),
+            workspace_ids: Vec::new(),
+            profiles: opts.profiles.clone(),
             manager: opts.manager.clone(),
             manager_factory: opts.manager_factory.clone(),
             pending_ws: None,
+            replaced_managers: Vec::new(),
         };
         let panes = panes::registry(&cx);
         let layout = default_layout(&opts.config);
@@ -434,6 +460,7 @@ impl App {
             modal: None,
             zoom: false,
             overlay: None,
+            behind_help: None,
             toast: None,
             areas: Vec::new(),
             handles: Vec::new(),
@@ -444,14 +471,18 @@ impl App {
             rx,
             quit: false,
             last_tick: Instant::now(),
-            watch: opts.watch,
+            watch_files: opts.watch,
+            watch: None,
+            watch_generation: 0,
+            lease: None,
+            retiring: None,
+            own_manager: false,
         };
+        app.lease = app.lease_open_workspace();
         for i in 0..app.panes.len() {
             app.panes[i].init(&mut app.cx);
         }
-        if opts.watch {
-            panes::files::start_watch(&app.cx);
-        }
+        app.restart_watch();
         for p in problems {
             app.cx.effect(Effect::Toast(Level::Error, p));
         }
@@ -558,8 +589,81 @@ impl App {
                 self.apply(e);
             }
         }
+        for old in std::mem::take(&mut self.cx.replaced_managers) {
+            self.own_manager = true;
+            self.retire_manager(old);
+        }
         if let Some(ws) = self.cx.pending_ws.take() {
             self.switch_workspace(ws);
+        }
+    }
+
+    /// A lease on the open workspace from the current manager (`None`
+    /// when it has no such workspace open, as with `--workdir`).
+    fn lease_open_workspace(&self) -> Option<crate::manager::Lease> {
+        let m = self.cx.manager.as_ref()?;
+        m.lease(self.cx.ws.id())
+    }
+
+    /// Deals with a manager `:profile` replaced: one that owns the open
+    /// workspace keeps it (and its lease, sweeper and keep-alive) until
+    /// the app leaves it, and closes its other workspaces now; any other
+    /// is shut down now (leases released, tasks stopped, workspaces
+    /// closed).
+    fn retire_manager(&mut self, old: crate::manager::WorkspaceManager) {
+        if self.lease.is_some() && self.retiring.is_none() {
+            let keep = self.cx.ws.id().to_string();
+            let m = old.clone();
+            self.retiring = Some(old);
+            let tx = self.cx.tx.clone();
+            tokio::spawn(async move {
+                for id in m.open_ids().into_iter().filter(|id| *id != keep) {
+                    if let Err(e) = m.close(&id).await {
+                        let msg = format!("closing workspace {id} of profile {}: {e}", m.profile());
+                        let _ = tx.send(AppMsg::Toast(Level::Warn, msg)).await;
+                    }
+                }
+            });
+        } else {
+            self.shutdown_manager(old);
+        }
+    }
+
+    /// Shuts `m` down on a task; a failure comes back as a toast.
+    fn shutdown_manager(&self, m: crate::manager::WorkspaceManager) {
+        let tx = self.cx.tx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = m.shutdown().await {
+                let msg = format!("shutting down profile {}: {e}", m.profile());
+                let _ = tx.send(AppMsg::Toast(Level::Warn, msg)).await;
+            }
+        });
+    }
+
+    /// A replaced manager still waiting for the app to leave its
+    /// workspace (after `:profile`), if any.
+    pub fn retiring_manager(&self) -> Option<&crate::manager::WorkspaceManager> {
+        self.retiring.as_ref()
+    }
+
+    /// Releases the app's lease and shuts down the managers the app
+    /// built or replaced (quit). The manager given in [`AppOptions`] is
+    /// the caller's, and stays up while it is current.
+    pub async fn release_managers(&mut self) {
+        self.lease = None;
+        let mut done = Vec::new();
+        if let Some(m) = self.retiring.take() {
+            done.push(m);
+        }
+        if self.own_manager
+            && let Some(m) = self.cx.manager.clone()
+        {
+            done.push(m);
+        }
+        for m in done {
+            if let Err(e) = m.shutdown().await {
+                tracing::warn!("shutting down profile {}: {e}", m.profile());
+            }
         }
     }
 
@@ -574,16 +678,23 @@ impl App {
             "closed".into()
         };
         self.cx.ws = ws;
+        // Leave the previous workspace to its manager: release the lease
+        // (so its idle clock starts), and shut down a replaced manager
+        // that only waited for the app to leave it.
+        self.lease = None;
+        if let Some(old) = self.retiring.take() {
+            self.shutdown_manager(old);
+        }
+        self.lease = self.lease_open_workspace();
         self.cx.sessions.clear();
+        self.cx.workspace_ids.clear();
         self.modal = None;
         self.overlay = None;
         self.panes = panes::registry(&self.cx);
         for i in 0..self.panes.len() {
             self.panes[i].init(&mut self.cx);
         }
-        if self.watch {
-            panes::files::start_watch(&self.cx);
-        }
+        self.restart_watch();
         let id = self.cx.ws.id().to_string();
         self.cx.effect(Effect::Log(LogLine::now(
             Level::Info,
@@ -595,6 +706,22 @@ impl App {
         for e in effects {
             self.apply(e);
         }
+    }
+
+    /// Stops the current file watch and, when watching is on, starts one
+    /// on the open workspace under a new generation.
+    fn restart_watch(&mut self) {
+        self.watch = None;
+        self.watch_generation += 1;
+        if self.watch_files {
+            self.watch = Some(panes::files::start_watch(&self.cx, self.watch_generation));
+        }
+    }
+
+    /// The running file watch, if any (tests check a switch stopped the
+    /// previous one).
+    pub fn file_watch(&self) -> Option<&panes::files::WatchHandle> {
+        self.watch.as_ref()
     }
 
     fn log(&mut self, line: LogLine) {
@@ -655,7 +782,7 @@ impl App {
                 self.overlay = Some(Overlay::Prompt {
                     pane,
                     title,
-                    input: initial,
+                    input: LineEdit::new(initial),
                     tag,
                 })
             }
@@ -779,7 +906,13 @@ impl App {
             AppMsg::Task { pane, payload } => {
                 self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Task(payload), cx));
             }
-            AppMsg::File(change) => self.broadcast(&PaneEvent::File(&change)),
+            AppMsg::File { generation, change } => {
+                // A change of a workspace the app has left (queued before
+                // its watch stopped) must not land in the new tree.
+                if generation == self.watch_generation {
+                    self.broadcast(&PaneEvent::File(&change));
+                }
+            }
             AppMsg::Stderr(line) => {
                 let level = stderr_level(&line);
                 self.log(LogLine::now(level, "stderr", line));
@@ -796,7 +929,11 @@ impl App {
     pub fn on_engine(&mut self, r: Received) {
         match r {
             Received::Event(env) => {
-                if let Event::Workspace { state } = &env.event {
+                // Workspaces of one manager share its bus: only the open
+                // one's state belongs in the header.
+                if let Event::Workspace { state } = &env.event
+                    && env.workspace == self.cx.ws.id()
+                {
                     self.cx.header.state = state_label(state);
                 }
                 self.on_envelope(&env);
@@ -934,7 +1071,7 @@ impl App {
     fn on_paste(&mut self, text: &str) {
         if let Some(ov) = &mut self.overlay {
             match ov {
-                Overlay::Prompt { input, .. } => input.push_str(&single_line(text)),
+                Overlay::Prompt { input, .. } => input.insert_str(&single_line(text)),
                 Overlay::Palette(p) => p.paste(&single_line(text)),
                 _ => {}
             }
@@ -984,6 +1121,21 @@ impl App {
         }
         if let Some(spec) = self.cx.keymap.lookup(GLOBAL, chord).copied() {
             self.run_action(spec.name);
+        } else if chord == KeyChord::parse("ctrl-c").expect("a valid chord") {
+            // Users press Ctrl-C to get out: say what quits instead of
+            // doing nothing.
+            let quit = self
+                .cx
+                .keymap
+                .all()
+                .iter()
+                .find(|b| b.spec.name == "app.quit" && !b.keys.is_empty())
+                .map(|b| super::keymap::keys_label(&b.keys))
+                .unwrap_or_else(|| ":quit".into());
+            self.apply(Effect::Toast(
+                Level::Info,
+                format!("ctrl-c stops a running command or agent; {quit} quits wsbench"),
+            ));
         }
     }
 
@@ -1025,7 +1177,7 @@ impl App {
                 )))
             }
             "app.palette" => {
-                self.overlay = Some(Overlay::Palette(PaletteOverlay::new()));
+                self.overlay = Some(Overlay::Palette(PaletteOverlay::new(self.completions())));
             }
             "app.focus_next" => self.cycle_focus(1),
             "app.focus_prev" => self.cycle_focus(-1),
@@ -1072,11 +1224,57 @@ impl App {
         }
     }
 
+    /// The global action a key runs in a text field (help, quit): only
+    /// keys that cannot be typed count, so `?` and `q` stay text.
+    fn text_field_global(&self, chord: KeyChord) -> Option<&'static str> {
+        if is_printable(&chord) {
+            return None;
+        }
+        self.cx
+            .keymap
+            .lookup(GLOBAL, chord)
+            .map(|s| s.name)
+            .filter(|n| matches!(*n, "app.help" | "app.quit"))
+    }
+
     fn overlay_key(&mut self, key: KeyEvent) {
+        let chord = KeyChord::from_event(&key);
+        let is_help = matches!(self.overlay, Some(Overlay::Help(_)));
+        match self.text_field_global(chord) {
+            // F1 over a palette or dialog: help on top, the overlay back
+            // when help closes. F1 in help closes it.
+            Some("app.help") if !is_help => {
+                let ctx = match &self.overlay {
+                    Some(Overlay::Palette(_)) => panes::palette::ID,
+                    _ => GLOBAL,
+                };
+                self.behind_help = self.overlay.take();
+                self.overlay = Some(Overlay::Help(HelpOverlay::new(&self.cx.keymap, ctx)));
+                return;
+            }
+            Some("app.help") => {
+                self.overlay = self.behind_help.take();
+                return;
+            }
+            Some("app.quit") => {
+                self.overlay = None;
+                self.behind_help = None;
+                self.request_quit();
+                return;
+            }
+            _ => {}
+        }
+        self.overlay_key_inner(key);
+        if is_help && self.overlay.is_none() {
+            self.overlay = self.behind_help.take();
+        }
+    }
+
+    fn overlay_key_inner(&mut self, key: KeyEvent) {
         let Some(ov) = self.overlay.take() else {
             return;
         };
-        use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+        use ratatui::crossterm::event::KeyCode;
         let chord = KeyChord::from_event(&key);
         match ov {
             Overlay::Help(mut h) => {
@@ -1092,16 +1290,8 @@ impl App {
                 self.overlay = Some(Overlay::Help(h));
             }
             Overlay::Palette(mut p) => {
-                let names: Vec<String> = self
-                    .cx
-                    .keymap
-                    .all()
-                    .iter()
-                    .map(|b| b.spec.name.to_string())
-                    .collect();
-                let themes = super::theme::Theme::available(self.theme_dir.as_deref());
-                let sessions = self.cx.sessions.clone();
-                match p.on_key(&key, &names, &themes, &sessions) {
+                p.pools = self.completions();
+                match p.on_key(&key) {
                     Some(cmd) => self.run_palette(cmd),
                     None if p.closed => {}
                     None => self.overlay = Some(Overlay::Palette(p)),
@@ -1126,54 +1316,92 @@ impl App {
                 tag,
             } => match key.code {
                 KeyCode::Enter => {
+                    let text = input.into_text();
                     self.with_pane(pane, |p, cx| {
-                        p.on_event(&PaneEvent::Input { tag, text: input }, cx)
+                        p.on_event(&PaneEvent::Input { tag, text }, cx)
                     });
                 }
                 KeyCode::Esc => {}
-                KeyCode::Backspace => {
-                    input.pop();
-                    self.overlay = Some(Overlay::Prompt {
-                        pane,
-                        title,
-                        input,
-                        tag,
-                    });
-                }
-                KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    input.clear();
-                    self.overlay = Some(Overlay::Prompt {
-                        pane,
-                        title,
-                        input,
-                        tag,
-                    });
-                }
-                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    input.push(c);
-                    self.overlay = Some(Overlay::Prompt {
-                        pane,
-                        title,
-                        input,
-                        tag,
-                    });
-                }
                 _ => {
+                    input.key(&key);
                     self.overlay = Some(Overlay::Prompt {
                         pane,
                         title,
                         input,
                         tag,
-                    })
+                    });
                 }
             },
         }
     }
 
+    /// What the palette completes from now.
+    fn completions(&self) -> Completions {
+        Completions {
+            actions: self
+                .cx
+                .keymap
+                .all()
+                .iter()
+                .map(|b| b.spec.name.to_string())
+                .collect(),
+            themes: super::theme::Theme::available(self.theme_dir.as_deref()),
+            sessions: self.cx.sessions.clone(),
+            workspaces: self.cx.workspace_ids.clone(),
+            profiles: self.cx.profiles.clone(),
+        }
+    }
+
+    /// `:session <id>`: selects a session the workspace has; an unknown
+    /// id is refused with the close matches (a typo must not silently
+    /// scope every pane to an empty session).
+    fn palette_session(&mut self, id: String) {
+        if id == self.cx.session {
+            self.apply(Effect::Toast(
+                Level::Info,
+                format!("session {id} is already selected"),
+            ));
+            return;
+        }
+        if self.cx.sessions.contains(&id) {
+            self.apply(Effect::SelectSession(id));
+            return;
+        }
+        let mut known = self.cx.sessions.clone();
+        if !known.contains(&self.cx.session) {
+            known.push(self.cx.session.clone());
+        }
+        let near = panes::palette::close_matches(&id, &known, 3);
+        let msg = if near.is_empty() {
+            format!("no session `{id}` in this workspace (`:session new {id}` starts one)")
+        } else {
+            format!(
+                "no session `{id}`: did you mean {}? (`:session new {id}` starts one)",
+                near.join(", ")
+            )
+        };
+        self.apply(Effect::Toast(Level::Warn, msg));
+    }
+
     fn run_palette(&mut self, cmd: PaletteCommand) {
         match cmd {
             PaletteCommand::Quit => self.request_quit(),
-            PaletteCommand::Session(id) => self.apply(Effect::SelectSession(id)),
+            PaletteCommand::Session(id) => self.palette_session(id),
+            PaletteCommand::NewSession(id) => {
+                if self.cx.sessions.contains(&id) || id == self.cx.session {
+                    self.palette_session(id);
+                    return;
+                }
+                if let Err(e) = crate::engine::layout::check_session_id(&id) {
+                    self.apply(Effect::Toast(Level::Error, e.to_string()));
+                    return;
+                }
+                self.apply(Effect::SelectSession(id.clone()));
+                self.apply(Effect::Toast(
+                    Level::Info,
+                    format!("new session {id}: its first command or agent run creates it"),
+                ));
+            }
             PaletteCommand::Theme(name) => match Theme::load(&name, self.theme_dir.as_deref()) {
                 Ok(t) => {
                     self.cx.theme = if super::theme::no_color_requested() {
@@ -1441,10 +1669,36 @@ impl App {
                 .map(|p| p.context())
                 .unwrap_or(GLOBAL),
         };
-        let mut hints: Vec<(String, &'static str)> = match ctx {
-            "dialog" => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
+        let mut hints: Vec<(String, &'static str)> = match (&self.overlay, ctx) {
+            (Some(Overlay::Prompt { .. }), _) => vec![
+                ("enter".into(), "ok"),
+                ("esc".into(), "cancel"),
+                ("ctrl-u".into(), "clear"),
+            ],
+            (_, "dialog") => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
             _ => self.cx.keymap.hints(ctx),
         };
+        // Help over a palette or dialog: the keys that reach it there.
+        if matches!(
+            self.overlay,
+            Some(Overlay::Palette(_) | Overlay::Prompt { .. } | Overlay::Confirm { .. })
+        ) && let Some(b) = self
+            .cx
+            .keymap
+            .all()
+            .iter()
+            .find(|b| b.spec.name == "app.help")
+        {
+            let keys: Vec<KeyChord> = b
+                .keys
+                .iter()
+                .copied()
+                .filter(|k| !is_printable(k))
+                .collect();
+            if !keys.is_empty() {
+                hints.push((super::keymap::keys_label(&keys), "help"));
+            }
+        }
         let text_mode = self.overlay.is_none()
             && self
                 .pane(self.focus())
@@ -1461,7 +1715,9 @@ impl App {
             .collect();
         if self.overlay.is_none() {
             for b in self.cx.keymap.bindings(GLOBAL).filter(|b| b.spec.hint) {
-                if self.modal.is_some() && matches!(b.spec.name, "app.focus_next" | "app.zoom") {
+                if self.modal.is_some()
+                    && matches!(b.spec.name, "app.focus_next" | "app.zoom" | "app.agent")
+                {
                     continue;
                 }
                 // In a text field printable keys type: list only the keys
@@ -1596,13 +1852,12 @@ fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
             let block = cx.block(title, "enter ok · esc cancel", true);
             let inner = block.inner(r);
             f.render_widget(block, r);
-            let shown = text::display(input);
-            let visible = text::truncate_left(&shown, inner.width.saturating_sub(1) as usize);
+            let (visible, col) = input.view(inner.width as usize);
             f.buffer_mut()
                 .set_string(inner.x, inner.y, &visible, t.base);
-            let cx_ = inner.x + text::width(&visible) as u16;
             if inner.width > 0 && inner.height > 0 {
-                f.set_cursor_position((cx_.min(inner.x + inner.width - 1), inner.y));
+                let x = inner.x + col as u16;
+                f.set_cursor_position((x.min(inner.x + inner.width - 1), inner.y));
             }
         }
     }
@@ -1622,11 +1877,12 @@ pub fn single_line(s: &str) -> String {
 
 fn state_label(s: &WorkspaceState) -> String {
     match s {
-        WorkspaceState::Failed { reason } => format!("failed: {reason}"),
-        other => serde_json::to_value(other)
-            .ok()
-            .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(String::from))
-            .unwrap_or_else(|| format!("{other:?}").to_lowercase()),
+        // Lease counts (the app's own lease included) and a reattach say
+        // nothing about the connection: the workspace is ready.
+        WorkspaceState::Leased | WorkspaceState::Idle | WorkspaceState::Reattached => {
+            "ready".into()
+        }
+        other => panes::logs::workspace_state(other),
     }
 }
 

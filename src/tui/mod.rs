@@ -369,10 +369,12 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     opts.read_only = args.read_only;
     opts.theme = theme;
     opts.agent = ctx.global.agent.clone();
+    opts.user_id = ctx.global.user.clone();
     opts.session = ctx.session();
     opts.theme_dir = tdir;
     opts.config_problems = cfg_err.into_iter().chain(theme_err).collect();
     opts.profile = ctx.profile_name();
+    opts.profiles = ctx.config.profile_names();
     // The Workspaces pane and `:ws` / `:profile` need the manager; a
     // profile that cannot build one still opens the TUI on the directory.
     match ctx.manager().await {
@@ -410,6 +412,7 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     app.shutdown(app::SHUTDOWN_TIMEOUT).await;
     drop(input);
     restore_terminal();
+    app.release_managers().await;
     if !Arc::ptr_eq(&ws, &app.cx.ws) {
         app.cx.ws.close().await;
     }

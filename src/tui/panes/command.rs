@@ -58,6 +58,11 @@ pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("command";
     act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
 );
 
+/// Tag of the "kill the running command?" dialog.
+const KILL_TAG: &str = "kill";
+/// Tag prefix of the "run it again?" dialog (the command follows).
+const RERUN_TAG: &str = "rerun:";
+
 /// One line of the output buffer.
 #[derive(Debug, Clone)]
 pub struct OutLine {
@@ -69,6 +74,8 @@ pub struct OutLine {
 
 struct Running {
     run: u64,
+    /// The command line (the kill dialog names it).
+    command: String,
     call_id: String,
     started: Instant,
     cancel: CancellationToken,
@@ -200,6 +207,7 @@ impl CommandPane {
         }
         self.running = Some(Running {
             run,
+            command: command.to_string(),
             call_id: String::new(),
             started: Instant::now(),
             cancel: CancellationToken::new(),
@@ -606,18 +614,27 @@ impl Pane for CommandPane {
                     cx.effect(crate::tui::action::Effect::Confirm {
                         pane: ID,
                         message: format!("Run `{c}` again?"),
-                        tag: c,
+                        tag: format!("{RERUN_TAG}{c}"),
                     });
                 }
             }
+            // Ctrl-C, as in a shell, never quits: it offers to kill what
+            // runs, else clears the line being typed.
             "kill" => match &self.running {
                 Some(r) => {
-                    r.cancel.cancel();
-                    cx.toast(Level::Info, "killing the command and its children");
+                    let shown = r.command.replace('\n', " ⏎ ");
+                    cx.effect(crate::tui::action::Effect::Confirm {
+                        pane: ID,
+                        message: format!("Kill `{shown}` and its children?"),
+                        tag: KILL_TAG.into(),
+                    });
                 }
                 None => {
                     if self.typing {
                         self.prompt = new_prompt();
+                        self.hist_pos = None;
+                    } else {
+                        cx.toast(Level::Info, "no command is running (ctrl-q quits wsbench)");
                     }
                 }
             },
@@ -692,9 +709,18 @@ impl Pane for CommandPane {
                 },
                 _ => {}
             },
-            PaneEvent::Confirmed(c) => {
-                self.show_past = false;
-                self.run(c.to_string(), cx);
+            PaneEvent::Confirmed(tag) if tag == KILL_TAG => match &self.running {
+                Some(r) => {
+                    r.cancel.cancel();
+                    cx.toast(Level::Info, "killing the command and its children");
+                }
+                None => cx.toast(Level::Info, "the command had already ended"),
+            },
+            PaneEvent::Confirmed(tag) => {
+                if let Some(c) = tag.strip_prefix(RERUN_TAG) {
+                    self.show_past = false;
+                    self.run(c.to_string(), cx);
+                }
             }
             PaneEvent::SessionChanged => {
                 self.history.clear();

@@ -167,12 +167,42 @@ impl Default for FilesPane {
     }
 }
 
-/// Starts the workspace watch: changes arrive as [`AppMsg::File`]. A
-/// backend without watch logs that the tree refreshes on `r` only.
-pub fn start_watch(cx: &Ctx) {
+/// The running workspace watch; dropping it stops the watch task, which
+/// drops the backend's watcher (so no more events are produced) and its
+/// hold on the workspace.
+#[derive(Debug)]
+pub struct WatchHandle {
+    task: tokio::task::AbortHandle,
+    generation: u64,
+}
+
+impl WatchHandle {
+    /// The generation its [`AppMsg::File`] messages carry: the app drops
+    /// messages of older generations still queued after a switch.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether the watch task has ended (stopped, failed, or the backend
+    /// closed its event stream).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts the workspace watch: changes arrive as [`AppMsg::File`] tagged
+/// with `generation`. A backend without watch logs that the tree
+/// refreshes on `r` only. The watch lives as long as the returned handle.
+pub fn start_watch(cx: &Ctx, generation: u64) -> WatchHandle {
     let ws = cx.ws.clone();
     let tx = cx.tx.clone();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let root = ws.layout().workdir().to_string();
         if !ws.sandbox().capabilities().watch {
             let _ = tx
@@ -188,8 +218,11 @@ pub fn start_watch(cx: &Ctx) {
         }
         match ws.sandbox().watch(&root).await {
             Ok(mut w) => {
+                // Only the watch is needed from here on: the workspace
+                // itself must not outlive a switch because of this task.
+                drop(ws);
                 while let Some(change) = w.events.recv().await {
-                    if tx.send(AppMsg::File(change)).await.is_err() {
+                    if tx.send(AppMsg::File { generation, change }).await.is_err() {
                         break;
                     }
                 }
@@ -204,6 +237,10 @@ pub fn start_watch(cx: &Ctx) {
             }
         }
     });
+    WatchHandle {
+        task: task.abort_handle(),
+        generation,
+    }
 }
 
 fn decode_preview(bytes: &[u8], size: u64) -> PreviewBody {

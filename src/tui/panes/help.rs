@@ -17,7 +17,7 @@ pub const ID: &str = "help";
 
 /// Keys of the overlay.
 pub const ACTIONS: &[ActionSpec] = &[
-    a("help.close", "close help", &["esc", "q", "?"]),
+    a("help.close", "close help", &["esc", "q", "?", "f1"]),
     a("help.down", "scroll down", &["j", "down"]),
     a("help.up", "scroll up", &["k", "up"]),
     a("help.page_down", "page down", &["pgdn", "space"]),

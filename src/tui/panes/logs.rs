@@ -41,6 +41,18 @@ pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("logs";
     act("logs.clear", ID, "clear", &["C"], false, false),
 );
 
+/// A workspace state as a short phrase: `leased`, `failed: reason`.
+pub(crate) fn workspace_state(s: &crate::engine::events::WorkspaceState) -> String {
+    use crate::engine::events::WorkspaceState as S;
+    match s {
+        S::Failed { reason } => format!("failed: {reason}"),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(String::from))
+            .unwrap_or_else(|| format!("{other:?}").to_lowercase()),
+    }
+}
+
 /// The Logs pane.
 pub struct LogsPane {
     ring: Ring<LogLine>,
@@ -84,6 +96,12 @@ impl LogsPane {
     /// True when no line is held.
     pub fn is_empty(&self) -> bool {
         self.ring.is_empty()
+    }
+
+    /// Every line held, oldest first, whatever the filters (tests read
+    /// what reached the pane).
+    pub fn lines(&self) -> impl Iterator<Item = &LogLine> {
+        self.ring.iter()
     }
 
     /// Lines that pass the filters.
@@ -186,10 +204,7 @@ impl LogsPane {
                     Level::Info
                 },
                 "workspace".into(),
-                format!(
-                    "workspace {}",
-                    serde_json::to_string(state).unwrap_or_default()
-                ),
+                format!("workspace {}", workspace_state(state)),
             ),
             Event::ToolStarted {
                 tool,
@@ -517,7 +532,13 @@ impl Pane for LogsPane {
                     self.output_chunks += 1;
                     return;
                 }
-                if let Some((level, source, message)) = Self::describe(&env.event) {
+                if let Some((level, source, mut message)) = Self::describe(&env.event) {
+                    // One manager's workspaces share a bus: name the one a
+                    // state change is about.
+                    if let Event::Workspace { state } = &env.event {
+                        message =
+                            format!("workspace {}: {}", env.workspace, workspace_state(state));
+                    }
                     self.push(LogLine {
                         at: env.at,
                         level,

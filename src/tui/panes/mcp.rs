@@ -115,6 +115,16 @@ pub fn state_text(s: &McpState) -> String {
     }
 }
 
+/// An `.mcp` problem without the file's full path in front (the pane
+/// is about that file): `mcps["coder"]["s-001"][2] (name …): why`.
+fn short_issue<'a>(issue: &'a str, cx: &Ctx) -> &'a str {
+    let path = cx.ws.layout().mcp_file();
+    issue
+        .strip_prefix(path.as_str())
+        .and_then(|r| r.strip_prefix(": "))
+        .unwrap_or(issue)
+}
+
 /// Parses the add form: `NAME URL` (http, or SSE when the path ends in
 /// `/sse`) or `NAME COMMAND ARGS…` (stdio; shell-style quoting).
 pub fn parse_add(input: &str) -> Result<McpDecl, String> {
@@ -172,6 +182,12 @@ impl McpPane {
 
     fn servers(&self) -> &[McpStatus] {
         self.listing.as_ref().map_or(&[], |l| &l.servers)
+    }
+
+    /// Problems of `.mcp` for this pair: entries the engine skipped
+    /// (bad name, missing command or URL), with where and why.
+    pub fn issues(&self) -> &[String] {
+        self.listing.as_ref().map_or(&[], |l| &l.issues)
     }
 
     fn load(&mut self, cx: &mut Ctx) {
@@ -313,11 +329,16 @@ impl Pane for McpPane {
             .iter()
             .filter(|s| matches!(s.state, McpState::Failed { .. }))
             .count();
+        let mut parts = vec![n.to_string()];
         if failed > 0 {
-            format!("MCP ({n}, {failed} failed)")
-        } else {
-            format!("MCP ({n})")
+            parts.push(format!("{failed} failed"));
         }
+        match self.issues().len() {
+            0 => {}
+            1 => parts.push("1 .mcp problem".into()),
+            k => parts.push(format!("{k} .mcp problems")),
+        }
+        format!("MCP ({})", parts.join(", "))
     }
 
     fn init(&mut self, cx: &mut Ctx) {
@@ -389,7 +410,17 @@ impl Pane for McpPane {
                 ),
                 None => {}
             },
-            "start" | "stop" | "restart" => self.server_action(verb, cx),
+            "stop" => match self.selected() {
+                Some(s) if matches!(s.state, McpState::Ready { .. } | McpState::Starting) => {
+                    self.server_action(verb, cx)
+                }
+                Some(s) => cx.toast(
+                    Level::Info,
+                    format!("`{}` is not running ({})", s.name, s.state.name()),
+                ),
+                None => {}
+            },
+            "start" | "restart" => self.server_action(verb, cx),
             "add" => cx.effect(Effect::Prompt {
                 pane: ID,
                 title: "Add MCP server: NAME COMMAND ARGS… or NAME URL".into(),
@@ -422,6 +453,20 @@ impl Pane for McpPane {
                     self.loading = false;
                     match r {
                         Ok((l, tools)) => {
+                            // Skipped entries must not go unnoticed: say
+                            // so once each time the set of problems changes.
+                            if !l.issues.is_empty() && l.issues != self.issues() {
+                                let n = l.issues.len();
+                                let first = short_issue(&l.issues[0], cx);
+                                let msg = if n == 1 {
+                                    format!(".mcp: {first}")
+                                } else {
+                                    format!(
+                                        ".mcp: {n} problems (MCP pane lists them); first: {first}"
+                                    )
+                                };
+                                cx.toast(Level::Warn, msg);
+                            }
                             self.listing = Some(l.clone());
                             self.tools = tools.clone();
                             self.error = None;
@@ -616,7 +661,9 @@ impl Pane for McpPane {
             cx.agent.as_str()
         };
         // The note gives way to the title on narrow panes.
-        let note = if area.width >= 44 {
+        let note = if area.width >= 56 {
+            format!("agent {agent} · session {}", cx.session)
+        } else if area.width >= 44 {
             format!("{agent} / {}", cx.session)
         } else {
             String::new()
@@ -641,6 +688,19 @@ impl Pane for McpPane {
                 "no match"
             };
             placeholder(f, body, msg, t.muted);
+            // Why declared servers may be missing.
+            let w = body.width as usize;
+            for (i, issue) in self
+                .issues()
+                .iter()
+                .enumerate()
+                .take(body.height as usize / 2)
+            {
+                let issue = short_issue(issue, cx);
+                let line = text::truncate(&text::display(&format!("⚠ {issue}")), w).into_owned();
+                f.buffer_mut()
+                    .set_string(body.x, body.y + i as u16, line, t.warn);
+            }
             return;
         }
         // Servers on top (at most half when there is room for details).
@@ -708,6 +768,9 @@ impl Pane for McpPane {
         };
         let sep = "─".repeat(w);
         put(f, &mut y, &sep, t.border);
+        for issue in self.issues() {
+            put(f, &mut y, &format!("⚠ {}", short_issue(issue, cx)), t.warn);
+        }
         if let Some(p) = &sel.process {
             put(f, &mut y, &format!("process {p}"), t.muted);
         }
@@ -729,7 +792,13 @@ impl Pane for McpPane {
                 }
             }
         }
-        if let Some(e) = self.last_error.get(&sel.name) {
+        let failed_reason = match &sel.state {
+            McpState::Failed { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        };
+        if let Some(e) = self.last_error.get(&sel.name)
+            && failed_reason.is_none_or(|r| !e.contains(r))
+        {
             put(f, &mut y, &format!("last error: {e}"), t.error);
         }
         let tools = self.tools.get(&sel.name);

@@ -82,6 +82,9 @@ pub struct Ctx {
     pub session: String,
     /// The agent (selects the skills partition; `""` = default).
     pub agent: String,
+    /// The user id workspaces are created for (`--user`; `""` is the
+    /// default user), not the display name of the header.
+    pub user_id: String,
     /// `--read-only`: no destructive action is offered.
     pub read_only: bool,
     /// Styles.
@@ -96,6 +99,11 @@ pub struct Ctx {
     pub clock: Clock,
     /// Session ids known from the last listing (palette completion).
     pub sessions: Vec<String>,
+    /// Workspace ids of the current profile from the last listing
+    /// (palette completion, `:ws` suggestions).
+    pub workspace_ids: Vec<String>,
+    /// Profile names (palette completion).
+    pub profiles: Vec<String>,
     /// The workspace manager of the selected profile (`None` when the
     /// app runs without one, as in most tests): the Workspaces pane and
     /// `:ws` use it.
@@ -105,6 +113,9 @@ pub struct Ctx {
     /// A workspace to switch the app to once the current effects are
     /// applied (set with [`Ctx::switch_workspace`]).
     pub(crate) pending_ws: Option<Arc<Workspace>>,
+    /// Managers replaced by [`Ctx::switch_manager`], for the app to shut
+    /// down once the current effects are applied.
+    pub(crate) replaced_managers: Vec<WorkspaceManager>,
     pub(crate) effects: Vec<Effect>,
     pub(crate) inflight: Arc<AtomicUsize>,
 }
@@ -119,6 +130,16 @@ impl Ctx {
     /// open, `:ws <id>`); done after the current effects.
     pub fn switch_workspace(&mut self, ws: Arc<Workspace>) {
         self.pending_ws = Some(ws);
+    }
+
+    /// Makes `manager` the current one (`:profile`). The app shuts the
+    /// previous one down after the current effects: at once, or, when the
+    /// open workspace is one of its, as soon as the app leaves that
+    /// workspace (its other workspaces are closed at once).
+    pub fn switch_manager(&mut self, manager: WorkspaceManager) {
+        if let Some(old) = self.manager.replace(manager) {
+            self.replaced_managers.push(old);
+        }
     }
 
     /// Queues a toast.

@@ -1,11 +1,12 @@
 //! The `:` command palette with completion.
 //!
-//! Commands: `:session <id>`, `:theme <name>`, `:quit`, `:help`,
-//! `:agent [URL MODEL]` (the Agent pane, optionally with a model), and any
-//! action by name (`:files.delete`, `:logs.save`). `:ws <id>` and
-//! `:profile <name>` are parsed now and answered with a note until the
-//! workspace manager exists; a later helper replaces
-//! [`PaletteCommand::NeedsManager`] with real switching.
+//! Commands: `:session <id>` (an id the workspace does not have is
+//! refused with the close matches; `:session new <id>` starts a new
+//! session), `:ws <id>` and `:profile <name>` (through the workspace
+//! manager), `:theme <name>`, `:quit`, `:help`, `:agent [URL MODEL]` (the
+//! Agent pane, optionally with a model), and any action by name
+//! (`:files.delete`, `:logs.save`). Tab completes command words and their
+//! arguments: session ids, workspace ids, profiles and themes.
 
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -41,7 +42,11 @@ const fn a(name: &'static str, desc: &'static str, keys: &'static [&'static str]
 /// Words the palette knows besides action names: `(word, takes an
 /// argument, description)`.
 const COMMANDS: &[(&str, bool, &str)] = &[
-    ("session", true, "select a session"),
+    (
+        "session",
+        true,
+        "select a session (`:session new <id>` starts one)",
+    ),
     ("theme", true, "switch theme"),
     ("quit", false, "quit wsbench"),
     ("help", false, "show keys"),
@@ -50,8 +55,8 @@ const COMMANDS: &[(&str, bool, &str)] = &[
         false,
         "agent pane; `:agent URL MODEL` sets the model",
     ),
-    ("ws", true, "open a workspace (manager)"),
-    ("profile", true, "switch profile (manager)"),
+    ("ws", true, "open a workspace of the profile"),
+    ("profile", true, "switch profile"),
 ];
 
 /// What the user asked for.
@@ -61,16 +66,36 @@ pub enum PaletteCommand {
     Quit,
     /// Select a session.
     Session(String),
+    /// `session new <id>`: select a session that need not exist yet (its
+    /// first command creates it).
+    NewSession(String),
     /// Switch theme.
     Theme(String),
     /// Run an action by name.
     Action(String),
     /// `agent URL MODEL`: open the Agent pane with this model server.
     Agent(String),
-    /// `ws` / `profile`: needs the workspace manager.
+    /// `ws <id>` / `profile <name>` (the whole line): needs the workspace
+    /// manager.
     NeedsManager(String),
     /// Not a command.
     Unknown(String),
+}
+
+/// What the palette completes from; the app fills it when the palette
+/// opens and before each key (listings may land while it is open).
+#[derive(Debug, Clone, Default)]
+pub struct Completions {
+    /// Action names (`files.delete`).
+    pub actions: Vec<String>,
+    /// Theme names.
+    pub themes: Vec<String>,
+    /// Session ids of the open workspace.
+    pub sessions: Vec<String>,
+    /// Workspace ids of the current profile.
+    pub workspaces: Vec<String>,
+    /// Profile names.
+    pub profiles: Vec<String>,
 }
 
 /// State of the open palette.
@@ -80,8 +105,37 @@ pub struct PaletteOverlay {
     pub input: String,
     selected: usize,
     candidates: Vec<(String, String)>,
+    /// What it completes from.
+    pub pools: Completions,
     /// Set when Esc closed it.
     pub closed: bool,
+}
+
+/// Up to `max` of `pool` that look like `wanted` (a typo, a prefix, a
+/// part), best first: what an unknown id's error suggests. Empty when
+/// nothing is close.
+pub fn close_matches(wanted: &str, pool: &[String], max: usize) -> Vec<String> {
+    let w = wanted.to_lowercase();
+    let mut scored: Vec<(f32, &String)> = pool
+        .iter()
+        .filter_map(|c| {
+            let l = c.to_lowercase();
+            let score = if l.starts_with(&w) || w.starts_with(&l) {
+                2.0
+            } else if l.contains(&w) || w.contains(&l) {
+                1.5
+            } else {
+                similar::TextDiff::from_chars(w.as_str(), l.as_str()).ratio()
+            };
+            (score >= 0.6 && !l.is_empty()).then_some((score, c))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(max)
+        .map(|(_, c)| c.clone())
+        .collect()
 }
 
 /// Parses a palette line.
@@ -96,7 +150,10 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
         ("help", "") => PaletteCommand::Action("app.help".into()),
         ("agent", "") => PaletteCommand::Action("app.agent".into()),
         ("agent", setting) => PaletteCommand::Agent(setting.to_string()),
-        ("session" | "s", id) if !id.is_empty() => PaletteCommand::Session(id.to_string()),
+        ("session" | "s", arg) if !arg.is_empty() => match arg.split_once(char::is_whitespace) {
+            Some(("new", id)) => PaletteCommand::NewSession(id.trim().to_string()),
+            _ => PaletteCommand::Session(arg.to_string()),
+        },
         ("theme", name) if !name.is_empty() => PaletteCommand::Theme(name.to_string()),
         ("ws" | "profile", _) => PaletteCommand::NeedsManager(line.to_string()),
         (w, "") if actions.iter().any(|a| a == w) => PaletteCommand::Action(w.to_string()),
@@ -105,9 +162,12 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
 }
 
 impl PaletteOverlay {
-    /// An empty palette.
-    pub fn new() -> Self {
-        PaletteOverlay::default()
+    /// An empty palette completing from `pools`.
+    pub fn new(pools: Completions) -> Self {
+        PaletteOverlay {
+            pools,
+            ..PaletteOverlay::default()
+        }
     }
 
     /// Pasted text (already one line).
@@ -116,14 +176,17 @@ impl PaletteOverlay {
         self.selected = 0;
     }
 
-    fn refresh(&mut self, actions: &[String], themes: &[String], sessions: &[String]) {
+    fn refresh(&mut self) {
         let input = self.input.trim_start();
+        let p = &self.pools;
         let mut out: Vec<(String, String)> = Vec::new();
         if let Some((word, arg)) = input.split_once(' ') {
             let arg = arg.trim_start();
             let pool: &[String] = match word {
-                "session" | "s" => sessions,
-                "theme" => themes,
+                "session" | "s" => &p.sessions,
+                "theme" => &p.themes,
+                "ws" => &p.workspaces,
+                "profile" => &p.profiles,
                 _ => &[],
             };
             let mut hits: Vec<&String> = pool.iter().filter(|s| s.starts_with(arg)).collect();
@@ -141,7 +204,7 @@ impl PaletteOverlay {
                     out.push((w.to_string(), d.to_string()));
                 }
             }
-            for a in actions {
+            for a in &p.actions {
                 if a.starts_with(input) || (!input.is_empty() && a.contains(input)) {
                     out.push((a.clone(), String::new()));
                 }
@@ -154,14 +217,9 @@ impl PaletteOverlay {
     }
 
     /// A key; returns a command when Enter runs one. Sets `closed` on Esc.
-    pub fn on_key(
-        &mut self,
-        key: &KeyEvent,
-        actions: &[String],
-        themes: &[String],
-        sessions: &[String],
-    ) -> Option<PaletteCommand> {
-        self.refresh(actions, themes, sessions);
+    pub fn on_key(&mut self, key: &KeyEvent) -> Option<PaletteCommand> {
+        self.refresh();
+        let actions = self.pools.actions.clone();
         match key.code {
             KeyCode::Esc => {
                 self.closed = true;
@@ -174,12 +232,12 @@ impl PaletteOverlay {
                     && c.starts_with(input)
                     && c != input
                 {
-                    let picked = parse(c, actions);
+                    let picked = parse(c, &actions);
                     if !matches!(picked, PaletteCommand::Unknown(_)) {
                         return Some(picked);
                     }
                 }
-                Some(parse(&self.input, actions))
+                Some(parse(&self.input, &actions))
             }
             KeyCode::Tab | KeyCode::Right => {
                 if let Some((c, _)) = self.candidates.get(self.selected) {
@@ -190,7 +248,7 @@ impl PaletteOverlay {
                         c.clone()
                     };
                     self.selected = 0;
-                    self.refresh(actions, themes, sessions);
+                    self.refresh();
                 }
                 None
             }
@@ -212,7 +270,7 @@ impl PaletteOverlay {
                     self.closed = true;
                 }
                 self.selected = 0;
-                self.refresh(actions, themes, sessions);
+                self.refresh();
                 None
             }
             KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
@@ -222,7 +280,7 @@ impl PaletteOverlay {
             KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
                 self.input.push(c);
                 self.selected = 0;
-                self.refresh(actions, themes, sessions);
+                self.refresh();
                 None
             }
             _ => None,
@@ -232,14 +290,7 @@ impl PaletteOverlay {
     /// Draws the palette near the top of `area`.
     pub fn render(&mut self, f: &mut Frame<'_>, area: Rect, cx: &Ctx) {
         let t = &cx.theme;
-        let actions: Vec<String> = cx
-            .keymap
-            .all()
-            .iter()
-            .map(|b| b.spec.name.to_string())
-            .collect();
-        let themes = crate::tui::theme::Theme::available(None);
-        self.refresh(&actions, &themes, &cx.sessions);
+        self.refresh();
         let w = area.width.saturating_sub(4).clamp(10, 70);
         let list_h = (self.candidates.len() as u16).min(8);
         let h = (3 + list_h).min(area.height);
@@ -347,26 +398,68 @@ mod tests {
 
     #[test]
     fn tab_completes_commands_and_arguments() {
-        let acts: Vec<String> = vec![];
-        let themes = vec!["dark".to_string(), "light".to_string()];
-        let sessions = vec!["s-001".to_string(), "s-002".to_string()];
-        let mut p = PaletteOverlay::new();
+        let pools = Completions {
+            themes: vec!["dark".to_string(), "light".to_string()],
+            sessions: vec!["s-001".to_string(), "s-002".to_string()],
+            workspaces: vec!["ws-alpha".to_string(), "ws-beta".to_string()],
+            profiles: vec!["local".to_string(), "docker".to_string()],
+            ..Completions::default()
+        };
+        let mut p = PaletteOverlay::new(pools.clone());
         for c in "ses".chars() {
-            p.on_key(&k(KeyCode::Char(c)), &acts, &themes, &sessions);
+            p.on_key(&k(KeyCode::Char(c)));
         }
-        p.on_key(&k(KeyCode::Tab), &acts, &themes, &sessions);
+        p.on_key(&k(KeyCode::Tab));
         assert_eq!(p.input, "session ");
-        p.on_key(&k(KeyCode::Down), &acts, &themes, &sessions);
-        p.on_key(&k(KeyCode::Tab), &acts, &themes, &sessions);
+        p.on_key(&k(KeyCode::Down));
+        p.on_key(&k(KeyCode::Tab));
         assert_eq!(p.input, "session s-002");
-        let cmd = p.on_key(&k(KeyCode::Enter), &acts, &themes, &sessions);
+        let cmd = p.on_key(&k(KeyCode::Enter));
         assert_eq!(cmd, Some(PaletteCommand::Session("s-002".into())));
-        let mut p = PaletteOverlay::new();
+        let mut p = PaletteOverlay::new(pools.clone());
         for c in "theme l".chars() {
-            p.on_key(&k(KeyCode::Char(c)), &acts, &themes, &sessions);
+            p.on_key(&k(KeyCode::Char(c)));
         }
         // Enter on a partial argument picks the highlighted completion.
-        let cmd = p.on_key(&k(KeyCode::Enter), &acts, &themes, &sessions);
+        let cmd = p.on_key(&k(KeyCode::Enter));
         assert_eq!(cmd, Some(PaletteCommand::Theme("light".into())));
+        // Workspace ids and profiles complete too.
+        let mut p = PaletteOverlay::new(pools.clone());
+        for c in "ws b".chars() {
+            p.on_key(&k(KeyCode::Char(c)));
+        }
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "ws ws-beta");
+        let mut p = PaletteOverlay::new(pools);
+        for c in "profile d".chars() {
+            p.on_key(&k(KeyCode::Char(c)));
+        }
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "profile docker");
+    }
+
+    #[test]
+    fn session_new_is_its_own_command() {
+        assert_eq!(
+            parse("session new s-9", &[]),
+            PaletteCommand::NewSession("s-9".into())
+        );
+        // A session may be called `new`.
+        assert_eq!(
+            parse("session new", &[]),
+            PaletteCommand::Session("new".into())
+        );
+    }
+
+    #[test]
+    fn close_matches_rank_typos_and_parts() {
+        let pool: Vec<String> = ["s-001", "s-002", "demo-bugfix-1", "other"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(close_matches("s-01", &pool, 3), ["s-001", "s-002"]);
+        assert_eq!(close_matches("bugfix", &pool, 3), ["demo-bugfix-1"]);
+        assert!(close_matches("zzzzzz", &pool, 3).is_empty());
+        assert_eq!(close_matches("s-00", &pool, 1), ["s-001"]);
     }
 }

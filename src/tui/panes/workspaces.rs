@@ -1,8 +1,9 @@
 //! Workspaces of the selected profile, from the workspace manager
 //! (contract §8): id, profile / backend, state, user / agent, age, idle
 //! time / TTL left and labels. Enter opens one (the whole app switches to
-//! it), `c` closes (suspends) one, `D` destroys one after asking, `R`
-//! retries a failed one; failures show their reason.
+//! it), `n` creates one (after asking) and opens it, `c` closes
+//! (suspends) one, `D` destroys one after asking, `R` retries a failed
+//! one; failures show their reason.
 //!
 //! Every manager call runs on a task ([`Ctx::spawn`]): listing a cloud
 //! provider may take seconds and must never stall the render loop.
@@ -31,12 +32,17 @@ pub const ID: &str = "workspaces";
 /// Keys of the pane.
 pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("workspaces";
     act("workspaces.open", ID, "open", &["enter"], false, true),
+    act("workspaces.new", ID, "new workspace", &["n"], true, true),
     act("workspaces.close", ID, "close", &["c"], false, true),
     act("workspaces.destroy", ID, "destroy", &["D", "delete"], true, true),
     act("workspaces.retry", ID, "retry failed", &["R"], false, true),
     act("workspaces.refresh", ID, "refresh", &["r"], false, false),
     act("workspaces.filter", ID, "filter", &["/"], false, true),
 );
+
+/// Tag of the "create a new workspace?" dialog (not a workspace id:
+/// ids cannot contain a space).
+const NEW_TAG: &str = "new workspace";
 
 /// Ticks (about a second each) between background refreshes, so ages and
 /// TTLs move without hammering a slow provider.
@@ -289,6 +295,25 @@ impl Pane for WorkspacesPane {
         }
         match verb {
             "open" | "close" | "destroy" | "retry" => self.act_on_selected(verb, cx),
+            "new" => match &cx.manager {
+                Some(m) => {
+                    let msg = format!(
+                        "Create a new workspace in profile {} for agent {:?}, session {:?}?",
+                        m.profile(),
+                        cx.agent,
+                        cx.session
+                    );
+                    cx.effect(crate::tui::action::Effect::Confirm {
+                        pane: ID,
+                        message: msg,
+                        tag: NEW_TAG.into(),
+                    });
+                }
+                None => cx.toast(
+                    Level::Warn,
+                    "no workspace manager: this TUI was opened on a single directory",
+                ),
+            },
             "refresh" => self.load(cx),
             "filter" => self.filter.begin(),
             _ => return false,
@@ -305,6 +330,7 @@ impl Pane for WorkspacesPane {
                         Ok(rows) => {
                             self.rows = rows.clone();
                             self.error = None;
+                            cx.workspace_ids = self.ids();
                         }
                         Err(e) => self.error = Some(e.clone()),
                     }
@@ -323,7 +349,15 @@ impl Pane for WorkspacesPane {
                         }
                         Err(e) => {
                             self.failures.insert(id.clone(), e.clone());
-                            cx.toast(Level::Error, format!("opening {id} failed: {e}"));
+                            let ids = self.ids();
+                            let mut msg = format!("opening {id} failed: {e}");
+                            if !ids.contains(id) && id != NEW_TAG {
+                                let near = crate::tui::panes::palette::close_matches(id, &ids, 3);
+                                if !near.is_empty() {
+                                    msg.push_str(&format!(" — did you mean {}?", near.join(", ")));
+                                }
+                            }
+                            cx.toast(Level::Error, msg);
                             self.load(cx);
                         }
                     }
@@ -337,10 +371,11 @@ impl Pane for WorkspacesPane {
                 }
                 Some(Msg::Profile(name, r)) => match r {
                     Ok(m) => {
-                        cx.manager = Some(m.clone());
+                        cx.switch_manager(m.clone());
                         cx.header.profile = name.clone();
                         self.failures.clear();
                         self.rows.clear();
+                        cx.workspace_ids.clear();
                         self.refilter();
                         cx.toast(Level::Info, format!("profile {name}"));
                         self.load(cx);
@@ -353,6 +388,18 @@ impl Pane for WorkspacesPane {
                 if matches!(env.event, Event::Workspace { .. }) {
                     self.load(cx);
                 }
+            }
+            PaneEvent::Confirmed(tag) if tag == NEW_TAG => {
+                let Some(m) = cx.manager.clone() else { return };
+                let (user, agent, session) =
+                    (cx.user_id.clone(), cx.agent.clone(), cx.session.clone());
+                self.opening = Some("new workspace".into());
+                cx.spawn(ID, async move {
+                    match m.create(&user, &agent, &session).await {
+                        Ok(ws) => Msg::Opened(ws.id().to_string(), Ok(ws)),
+                        Err(e) => Msg::Opened("new workspace".into(), Err(e.to_string())),
+                    }
+                });
             }
             PaneEvent::Confirmed(id) => {
                 let Some(m) = cx.manager.clone() else { return };
@@ -405,20 +452,54 @@ impl Pane for WorkspacesPane {
             placeholder(f, list, &format!("error: {e}"), t.error);
             return;
         }
+        // The open workspace may not be this profile's (`--workdir`, or
+        // after `:profile`): say so rather than leave it unexplained.
+        let current = cx.ws.id().to_string();
+        let outside = (!self.loading && !self.rows.iter().any(|r| r.id == current)).then(|| {
+            let p = cx.manager.as_ref().map_or("", |m| m.profile());
+            let short = &current[..current.len().min(12)];
+            format!("the open workspace {short} is not one of profile {p}'s")
+        });
         if self.shown.is_empty() {
             self.inner = list;
             let msg = if self.loading {
                 "loading…"
+            } else if self.filter.active() && !self.rows.is_empty() {
+                "no match"
             } else {
-                "no workspaces"
+                "no workspaces in this profile: n creates one"
             };
             placeholder(f, list, msg, t.muted);
+            if let Some(note) = &outside
+                && list.height >= 3
+            {
+                let w = list.width as usize;
+                let line = text::truncate(&text::display(note), w).into_owned();
+                let x = list.x + (w.saturating_sub(text::width(&line)) / 2) as u16;
+                let y = list.y + list.height.saturating_sub(1) / 2 + 1;
+                f.buffer_mut().set_string(x, y, line, t.muted);
+            }
             return;
         }
         let w = list.width as usize;
         // Columns by priority: what fits is shown.
         let wide = w >= 96;
         let mid = w >= 56;
+        // Whole ids where there is room (`:ws <id>` needs them), at
+        // least 14 columns so the others line up.
+        let longest = self
+            .shown
+            .iter()
+            .map(|&i| text::width(&self.rows[i].id))
+            .max()
+            .unwrap_or(0);
+        let idw = if wide {
+            longest.clamp(14, w.saturating_sub(82).max(14))
+        } else if mid {
+            longest.clamp(14, w.saturating_sub(33).max(14))
+        } else {
+            14
+        };
         // The selected row's failure reason gets its own line.
         let reason = self
             .selected()
@@ -431,15 +512,23 @@ impl Pane for WorkspacesPane {
             f.buffer_mut().set_string(list.x, y, line, t.error);
             list.height -= 1;
         }
+        if let Some(note) = &outside
+            && list.height >= 4
+        {
+            let y = list.y + list.height - 1;
+            let line = text::truncate(&text::display(&format!("○ {note}")), w).into_owned();
+            f.buffer_mut().set_string(list.x, y, line, t.muted);
+            list.height -= 1;
+        }
         if list.height >= 3 {
             let head = if wide {
                 format!(
-                    "  {:<14} {:<14} {:<12} {:<18} {:>5} {:>11} LABELS",
+                    "  {:<idw$} {:<14} {:<12} {:<18} {:>5} {:>11} LABELS",
                     "ID", "PROFILE/BE", "STATE", "USER/AGENT", "AGE", "IDLE/TTL"
                 )
             } else if mid {
                 format!(
-                    "  {:<14} {:<12} {:>5} {:>11}",
+                    "  {:<idw$} {:<12} {:>5} {:>11}",
                     "ID", "STATE", "AGE", "IDLE/TTL"
                 )
             } else {
@@ -451,7 +540,6 @@ impl Pane for WorkspacesPane {
             list.height -= 1;
         }
         self.inner = list;
-        let current = cx.ws.id().to_string();
         let rows: Vec<(String, Option<String>)> = self
             .shown
             .iter()
@@ -478,7 +566,7 @@ impl Pane for WorkspacesPane {
                     "ready" | "leased" | "running" => t.success,
                     _ => t.warn,
                 };
-                let id = text::fit(&text::display(&r.id), 14);
+                let id = text::fit(&text::display(&r.id), idw);
                 let idle = format!("{}/{}", secs(r.idle_secs), secs(r.ttl_left_secs));
                 let state_cell = text::fit(&text::display(state), 12);
                 let mut spans = vec![
@@ -490,7 +578,7 @@ impl Pane for WorkspacesPane {
                     let pb = format!("{}/{}", r.profile, r.backend);
                     let ua = format!(
                         "{}/{}",
-                        r.user.as_deref().unwrap_or("-"),
+                        r.user.as_deref().filter(|u| !u.is_empty()).unwrap_or("-"),
                         r.agent.as_deref().filter(|a| !a.is_empty()).unwrap_or("-")
                     );
                     spans.push(Span::styled(
@@ -506,7 +594,7 @@ impl Pane for WorkspacesPane {
                         format!("{:>5} {:>11} ", secs(r.age_secs), idle),
                         t.muted,
                     ));
-                    let used = 2 + 14 + 1 + 15 + 13 + 19 + 18;
+                    let used = 2 + idw + 1 + 15 + 13 + 19 + 18;
                     let labels = text::display(&user_labels(r)).into_owned();
                     spans.push(Span::styled(
                         text::truncate(&labels, w.saturating_sub(used)).into_owned(),
@@ -519,7 +607,7 @@ impl Pane for WorkspacesPane {
                         t.muted,
                     ));
                 } else {
-                    let rest = w.saturating_sub(17).max(1);
+                    let rest = w.saturating_sub(idw + 3).max(1);
                     spans.push(Span::styled(
                         text::truncate(&text::display(state), rest).into_owned(),
                         sstyle,

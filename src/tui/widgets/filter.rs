@@ -79,6 +79,11 @@ impl Filter {
                 self.set(&t);
                 FilterOutcome::Changed
             }
+            // Keys that work in every text field (help, quit, focus) are
+            // not the filter's to swallow.
+            KeyCode::F(_) | KeyCode::Tab | KeyCode::BackTab | KeyCode::Char(_) => {
+                FilterOutcome::Ignored
+            }
             _ => FilterOutcome::Changed,
         }
     }
@@ -155,6 +160,34 @@ mod tests {
         assert_eq!(f.key(&k(KeyCode::Esc)), FilterOutcome::Done);
         assert!(!f.active());
         assert_eq!(f.key(&k(KeyCode::Char('x'))), FilterOutcome::Ignored);
+    }
+
+    #[test]
+    fn help_quit_and_focus_keys_pass_through_while_editing() {
+        let mut f = Filter::default();
+        f.begin();
+        f.key(&k(KeyCode::Char('a')));
+        for key in [
+            k(KeyCode::F(1)),
+            k(KeyCode::Tab),
+            KeyEvent::new_with_kind(
+                KeyCode::Char('q'),
+                KeyModifiers::CONTROL,
+                KeyEventKind::Press,
+            ),
+        ] {
+            assert_eq!(f.key(&key), FilterOutcome::Ignored, "{key:?}");
+        }
+        assert!(f.editing);
+        assert_eq!(f.label(), "/a▏");
+        // Ctrl-U still clears the field.
+        let ctrl_u = KeyEvent::new_with_kind(
+            KeyCode::Char('u'),
+            KeyModifiers::CONTROL,
+            KeyEventKind::Press,
+        );
+        assert_eq!(f.key(&ctrl_u), FilterOutcome::Changed);
+        assert_eq!(f.label(), "/▏");
     }
 
     #[test]

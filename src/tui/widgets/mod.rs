@@ -1,8 +1,9 @@
 //! Building blocks the panes share: safe text, ANSI output parsing,
-//! bounded buffers, list scrolling and `/` filters.
+//! bounded buffers, list scrolling, `/` filters and one-line fields.
 
 pub mod ansi;
 pub mod filter;
+pub mod line;
 pub mod list;
 pub mod ring;
 pub mod text;

@@ -1,0 +1,275 @@
+//! Ways out and ways in: `:session` with an unknown id, F1 and Ctrl-Q
+//! from every text field and dialog, Esc out of the prompt, Ctrl-C in the
+//! prompt (kill after asking, or clear the line; never quit), and the
+//! Agent pane in help, footer and palette.
+
+mod tui_support;
+
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::Event;
+use tui_support::*;
+use wsbench::tui::panes::command::CommandPane;
+use wsbench::tui::panes::logs::LogsPane;
+
+fn command(hs: &mut Harness) -> &mut CommandPane {
+    hs.app
+        .pane_mut("command")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<CommandPane>()
+        .unwrap()
+}
+
+/// Every message the Logs pane got (toasts are logged in full there).
+fn logged(hs: &mut Harness) -> Vec<String> {
+    hs.app
+        .pane_mut("logs")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<LogsPane>()
+        .unwrap()
+        .lines()
+        .map(|l| l.message.clone())
+        .collect()
+}
+
+fn footer(screen: &str) -> String {
+    screen
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A key without settling (settling would wait for a running command).
+fn press(hs: &mut Harness, k: &str) {
+    hs.app.on_input(Event::Key(key(k)));
+}
+
+async fn palette(hs: &mut Harness, line: &str) {
+    hs.keys(":").await;
+    hs.type_text(line).await;
+    hs.keys("enter").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_session_is_refused_with_close_matches() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc").await;
+    assert_eq!(hs.app.cx.session, "s-001");
+
+    palette(&mut hs, "session s-02").await;
+    assert_eq!(hs.app.cx.session, "s-001", "a typo must not switch");
+    let screen = hs.draw().await;
+    assert!(screen.contains("no session `s-02`"), "{screen}");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("no session `s-02`: did you mean s-002, s-001? (")),
+        "{log:#?}"
+    );
+
+    palette(&mut hs, "session zzzzzzzz").await;
+    assert_eq!(hs.app.cx.session, "s-001");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("no session `zzzzzzzz` in this workspace")
+                && l.contains(":session new zzzzzzzz")),
+        "{log:#?}"
+    );
+
+    // A listed session switches; `:session new` starts one; a bad id is
+    // refused with the reason.
+    palette(&mut hs, "session s-002").await;
+    assert_eq!(hs.app.cx.session, "s-002");
+    palette(&mut hs, "session new fresh-1").await;
+    assert_eq!(hs.app.cx.session, "fresh-1");
+    palette(&mut hs, "session new ../up").await;
+    assert_eq!(hs.app.cx.session, "fresh-1");
+    let screen = hs.draw().await;
+    assert!(screen.contains("session id"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn esc_leaves_the_prompt_and_the_footer_says_so() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // The prompt has the keyboard at start: `?` and `q` are text there.
+    let f = footer(&hs.draw().await);
+    assert!(f.contains("esc leave prompt"), "{f}");
+    assert!(f.contains("F1 help") && f.contains("ctrl-q quit"), "{f}");
+    hs.type_text("q?").await;
+    assert!(!hs.app.quit);
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert_eq!(command(&mut hs).prompt_lines(), ["q?"]);
+    // F1 opens help from inside the prompt, and closes it again.
+    hs.keys("f1").await;
+    assert_eq!(hs.app.overlay_kind(), Some("help"));
+    let screen = hs.draw().await;
+    assert!(screen.contains("Command prompt (typing)"), "{screen}");
+    hs.keys("f1").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert_eq!(
+        command(&mut hs).prompt_lines(),
+        ["q?"],
+        "help kept the line"
+    );
+    // Esc leaves the prompt; then `?` is help and `q` quits.
+    hs.keys("esc").await;
+    let f = footer(&hs.draw().await);
+    assert!(f.contains("i/enter type a command"), "{f}");
+    hs.keys("?").await;
+    assert_eq!(hs.app.overlay_kind(), Some("help"));
+    hs.keys("esc q").await;
+    assert!(hs.app.quit);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f1_and_ctrl_q_work_in_filters_and_dialogs() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // A list filter being typed.
+    hs.keys("esc 1 /").await;
+    hs.type_text("s-").await;
+    hs.keys("f1").await;
+    assert_eq!(hs.app.overlay_kind(), Some("help"));
+    hs.keys("esc").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    // The palette: F1 shows help over it, closing help brings it back
+    // with what was typed.
+    hs.keys("esc :").await;
+    hs.type_text("the").await;
+    let f = footer(&hs.draw().await);
+    assert!(f.contains("F1 help"), "{f}");
+    hs.keys("f1").await;
+    assert_eq!(hs.app.overlay_kind(), Some("help"));
+    hs.keys("esc").await;
+    assert_eq!(hs.app.overlay_kind(), Some("palette"));
+    let screen = hs.draw().await;
+    assert!(screen.contains(":the"), "{screen}");
+    hs.keys("esc").await;
+    // A text dialog: its footer names its own keys, not y/n.
+    hs.keys("2 u").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let f = footer(&hs.draw().await);
+    assert!(f.contains("enter ok") && f.contains("esc cancel"), "{f}");
+    assert!(!f.contains("y/enter"), "{f}");
+    // Ctrl-Q quits from inside it.
+    hs.keys("ctrl-q").await;
+    assert!(hs.app.quit);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_offers_to_kill_the_command_or_clears_the_line_and_never_quits() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // Nothing running: Ctrl-C clears the line, like a shell.
+    hs.type_text("echo half-typed").await;
+    hs.keys("ctrl-c").await;
+    assert_eq!(command(&mut hs).prompt_lines(), [""]);
+    assert!(!hs.app.quit);
+    assert_eq!(hs.app.overlay_kind(), None);
+
+    hs.type_text("sleep 30").await;
+    press(&mut hs, "enter");
+    let t0 = Instant::now();
+    while !command(&mut hs).is_running() {
+        hs.app.drain();
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Running: Ctrl-C asks first, naming the command; no leaves it.
+    press(&mut hs, "ctrl-c");
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.term.draw(|f| hs.app.render(f)).unwrap();
+    let screen = screen(hs.term.backend());
+    assert!(screen.contains("Kill `sleep 30`"), "{screen}");
+    press(&mut hs, "n");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hs.app.drain();
+    assert!(command(&mut hs).is_running(), "declining must not kill");
+    // Yes kills it.
+    press(&mut hs, "ctrl-c");
+    press(&mut hs, "y");
+    let t1 = Instant::now();
+    while command(&mut hs).is_running() {
+        hs.app.drain();
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "the command survived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!hs.app.quit);
+    let out: Vec<String> = command(&mut hs)
+        .output()
+        .iter()
+        .map(|l| l.line.text.clone())
+        .collect();
+    assert!(out.iter().any(|l| l.contains("killed")), "{out:#?}");
+
+    // Outside a text field with nothing bound to it, Ctrl-C says what
+    // quits instead of doing nothing.
+    hs.keys("esc 1 ctrl-c").await;
+    assert!(!hs.app.quit);
+    let screen = hs.draw().await;
+    assert!(screen.contains("q/ctrl-q quits wsbench"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_pane_is_in_help_footer_and_palette() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 1").await;
+    let f = footer(&hs.draw().await);
+    assert!(f.contains("A Agent pane"), "{f}");
+    hs.keys("?").await;
+    let screen = hs.draw().await;
+    // The help's Everywhere section comes second: scroll to find it.
+    let mut seen = screen.contains("app.agent");
+    for _ in 0..20 {
+        if seen {
+            break;
+        }
+        hs.keys("pgdn").await;
+        seen = hs.draw().await.contains("app.agent");
+    }
+    assert!(seen, "help lists app.agent");
+    hs.keys("esc :").await;
+    hs.type_text("ag").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("agent pane"), "{screen}");
+    hs.keys("enter").await;
+    assert_eq!(hs.app.modal(), Some("agent"));
+    let f = footer(&hs.draw().await);
+    assert!(f.contains("run demo") && !f.contains("Agent pane"), "{f}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_dialogs_edit_in_the_middle() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "x\n").unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // Rename offers the current name: prefix it without retyping it.
+    hs.keys("esc 2 G R").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    hs.keys("home").await;
+    hs.type_text("old-").await;
+    hs.keys("end").await;
+    hs.type_text(".bak").await;
+    hs.keys("enter").await;
+    assert!(
+        dir.path().join("old-note.txt.bak").exists(),
+        "{:?}",
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>()
+    );
+}
