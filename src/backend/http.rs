@@ -330,7 +330,10 @@ impl ServiceClient {
             (404, On404::SandboxGone) => BackendError::Unavailable(format!(
                 "{} reports the sandbox gone (404{}: {message})",
                 self.service,
-                code.as_ref().map(|c| format!(" {c}")).unwrap_or_default()
+                code.as_ref()
+                    .filter(|c| c.as_str() != "404")
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default()
             )),
             (404, On404::Path(p)) => BackendError::NotFound(p),
             (401 | 403, _) => BackendError::Remote {
@@ -594,6 +597,25 @@ mod tests {
             On404::SandboxGone,
         );
         assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+        let e = c.status_error(
+            StatusCode::NOT_FOUND,
+            br#"{"code":404,"message":"sandbox not found"}"#,
+            On404::SandboxGone,
+        );
+        assert_eq!(
+            e.to_string(),
+            "sandbox unavailable: e2b reports the sandbox gone (404: sandbox not found)"
+        );
+        // A code that is not the status is shown beside it.
+        let e = c.status_error(
+            StatusCode::UNAUTHORIZED,
+            br#"{"statusCode":401,"message":"Invalid credentials","code":"UNAUTHORIZED"}"#,
+            On404::Remote,
+        );
+        assert_eq!(
+            e.to_string(),
+            "e2b error 401 UNAUTHORIZED: Invalid credentials (set E2B_API_KEY)"
+        );
         let e = c.status_error(StatusCode::NOT_FOUND, b"", On404::Path("/a".into()));
         assert!(e.is_not_found());
     }
