@@ -7,6 +7,8 @@
 //! (the same sandbox resumed, its files kept), `destroy`; a wrong key (401)
 //! and a sandbox that vanished behind wsbench's back (404).
 
+#[path = "support/cloud.rs"]
+mod cloud;
 #[path = "support/fake_daytona.rs"]
 mod fake_daytona;
 #[path = "support/fake_e2b.rs"]
@@ -51,121 +53,94 @@ trait Service {
     fn sandbox_path(id: &str) -> String;
 }
 
-impl Service for fake_e2b::FakeE2b {
-    const NAME: &'static str = "e2b";
-    const KEY_VAR: &'static str = "E2B_API_KEY";
-    const KEY: &'static str = fake_e2b::KEY;
-    const RUNNING: &'static str = "running";
-    const SUSPENDED: &'static str = "paused";
+/// Implements [`Service`] for one fake: what differs is its names, the
+/// state words of its API, the map its workspace label lives in, its
+/// options and the control-plane path of one sandbox.
+macro_rules! service {
+    (
+        $fake:ty,name: $name:literal,key_var: $var:literal,key: $key:expr,
+        running: $running:literal,suspended: $suspended:literal,labels: $labels:ident,
+        path: $path:literal,options: | $f:ident | $options:expr
+    ) => {
+        impl Service for $fake {
+            const NAME: &'static str = $name;
+            const KEY_VAR: &'static str = $var;
+            const KEY: &'static str = $key;
+            const RUNNING: &'static str = $running;
+            const SUSPENDED: &'static str = $suspended;
 
-    fn options(&self) -> String {
-        format!("api_url = \"{0}\"\nenvd_url = \"{0}\"\n", self.url())
-    }
+            fn options(&self) -> String {
+                let $f = self;
+                $options
+            }
 
-    fn sandboxes(&self) -> Vec<(String, &'static str, String)> {
-        let all = self.state.sandboxes.lock().unwrap();
-        all.iter()
-            .map(|(id, s)| (id.clone(), s.state, label(&s.metadata)))
-            .collect()
-    }
+            fn sandboxes(&self) -> Vec<(String, &'static str, String)> {
+                let all = self.state.sandboxes.lock().unwrap();
+                let label = |m: &std::collections::BTreeMap<String, String>| {
+                    let key = wsbench::backend::labels::WORKSPACE_ID;
+                    m.get(key).cloned().unwrap_or_default()
+                };
+                all.iter()
+                    .map(|(id, s)| (id.clone(), s.state, label(&s.$labels)))
+                    .collect()
+            }
 
-    fn vanish(&self, id: &str) {
-        self.state.sandboxes.lock().unwrap().remove(id);
-    }
+            fn vanish(&self, id: &str) {
+                if let Some(sb) = self.state.sandboxes.lock().unwrap().remove(id) {
+                    sb.boxed.kill_all();
+                }
+            }
 
-    fn faults(&self) -> &Faults {
-        &self.state.faults
-    }
+            fn faults(&self) -> &Faults {
+                &self.state.faults
+            }
 
-    fn boxed(&self, id: &str) -> Arc<FakeBox> {
-        self.state.sandboxes.lock().unwrap()[id].boxed.clone()
-    }
+            fn boxed(&self, id: &str) -> Arc<FakeBox> {
+                self.state.sandboxes.lock().unwrap()[id].boxed.clone()
+            }
 
-    fn sandbox_path(id: &str) -> String {
-        format!("/sandboxes/{id}")
-    }
-}
-
-impl Service for fake_daytona::FakeDaytona {
-    const NAME: &'static str = "daytona";
-    const KEY_VAR: &'static str = "DAYTONA_API_KEY";
-    const KEY: &'static str = fake_daytona::KEY;
-    const RUNNING: &'static str = "started";
-    const SUSPENDED: &'static str = "stopped";
-
-    fn options(&self) -> String {
-        format!(
-            "api_url = \"{}\"\nstate_timeout_secs = 20\n",
-            self.api_url()
-        )
-    }
-
-    fn sandboxes(&self) -> Vec<(String, &'static str, String)> {
-        let all = self.state.sandboxes.lock().unwrap();
-        all.iter()
-            .map(|(id, s)| (id.clone(), s.state, label(&s.labels)))
-            .collect()
-    }
-
-    fn vanish(&self, id: &str) {
-        if let Some(sb) = self.state.sandboxes.lock().unwrap().remove(id) {
-            sb.boxed.kill_all();
+            fn sandbox_path(id: &str) -> String {
+                format!($path, id = id)
+            }
         }
-    }
-
-    fn faults(&self) -> &Faults {
-        &self.state.faults
-    }
-
-    fn boxed(&self, id: &str) -> Arc<FakeBox> {
-        self.state.sandboxes.lock().unwrap()[id].boxed.clone()
-    }
-
-    fn sandbox_path(id: &str) -> String {
-        format!("/api/sandbox/{id}")
-    }
+    };
 }
 
-impl Service for fake_opensandbox::FakeOpenSandbox {
-    const NAME: &'static str = "opensandbox";
-    const KEY_VAR: &'static str = "OPEN_SANDBOX_API_KEY";
-    const KEY: &'static str = fake_opensandbox::KEY;
-    const RUNNING: &'static str = "Running";
-    const SUSPENDED: &'static str = "Paused";
+service!(
+    fake_e2b::FakeE2b,
+    name: "e2b",
+    key_var: "E2B_API_KEY",
+    key: fake_e2b::KEY,
+    running: "running",
+    suspended: "paused",
+    labels: metadata,
+    path: "/sandboxes/{id}",
+    options: |f| format!("api_url = \"{0}\"\nenvd_url = \"{0}\"\n", f.url())
+);
 
-    fn options(&self) -> String {
-        format!("api_url = \"{}\"\n", self.api_url())
-    }
+service!(
+    fake_daytona::FakeDaytona,
+    name: "daytona",
+    key_var: "DAYTONA_API_KEY",
+    key: fake_daytona::KEY,
+    running: "started",
+    suspended: "stopped",
+    labels: labels,
+    path: "/api/sandbox/{id}",
+    options: |f| format!("api_url = \"{}\"\nstate_timeout_secs = 20\n", f.api_url())
+);
 
-    fn sandboxes(&self) -> Vec<(String, &'static str, String)> {
-        let all = self.state.sandboxes.lock().unwrap();
-        all.iter()
-            .map(|(id, s)| (id.clone(), s.state, label(&s.metadata)))
-            .collect()
-    }
-
-    fn vanish(&self, id: &str) {
-        self.state.sandboxes.lock().unwrap().remove(id);
-    }
-
-    fn faults(&self) -> &Faults {
-        &self.state.faults
-    }
-
-    fn boxed(&self, id: &str) -> Arc<FakeBox> {
-        self.state.sandboxes.lock().unwrap()[id].boxed.clone()
-    }
-
-    fn sandbox_path(id: &str) -> String {
-        format!("/v1/sandboxes/{id}")
-    }
-}
-
-fn label(m: &std::collections::BTreeMap<String, String>) -> String {
-    m.get(wsbench::backend::labels::WORKSPACE_ID)
-        .cloned()
-        .unwrap_or_default()
-}
+service!(
+    fake_opensandbox::FakeOpenSandbox,
+    name: "opensandbox",
+    key_var: "OPEN_SANDBOX_API_KEY",
+    key: fake_opensandbox::KEY,
+    running: "Running",
+    suspended: "Paused",
+    labels: metadata,
+    path: "/v1/sandboxes/{id}",
+    options: |f| format!("api_url = \"{}\"\n", f.api_url())
+);
 
 /// Every variable that could point a run elsewhere or leak a real key.
 const CLEARED: &[&str] = &[
@@ -321,14 +296,6 @@ fn one_line_error(o: &Output) -> String {
     // Shown with --nocapture, to read what a user reads.
     eprintln!("{}", lines[0]);
     lines[0].to_string()
-}
-
-fn bwrap_ready() -> bool {
-    if fake_sandbox::bwrap_available() {
-        return true;
-    }
-    support::skip_or_fail("bubblewrap (bwrap) is required for the fake cloud sandboxes");
-    false
 }
 
 /// create → exec / tool Bash → list → close → list → open (another
@@ -520,42 +487,42 @@ async fn failures<S: Service>(s: &S) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2b_lifecycle() {
-    if bwrap_ready() {
+    if cloud::fakes_ready() {
         lifecycle(&fake_e2b::FakeE2b::start().await).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2b_failures() {
-    if bwrap_ready() {
+    if cloud::fakes_ready() {
         failures(&fake_e2b::FakeE2b::start().await).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daytona_lifecycle() {
-    if bwrap_ready() {
+    if cloud::fakes_ready() {
         lifecycle(&fake_daytona::FakeDaytona::start().await).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daytona_failures() {
-    if bwrap_ready() {
+    if cloud::fakes_ready() {
         failures(&fake_daytona::FakeDaytona::start().await).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opensandbox_lifecycle() {
-    if bwrap_ready() {
+    if cloud::fakes_ready() {
         lifecycle(&fake_opensandbox::FakeOpenSandbox::start().await).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opensandbox_failures() {
-    if bwrap_ready() {
+    if cloud::fakes_ready() {
         failures(&fake_opensandbox::FakeOpenSandbox::start().await).await;
     }
 }

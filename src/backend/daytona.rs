@@ -470,9 +470,7 @@ impl Provisioner for DaytonaProvisioner {
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let mut labels = self.opts.labels.clone();
-        labels.extend(spec.labels.clone());
-        labels.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+        let labels = remote::labels_for(&self.opts.labels, spec);
         let mut body = json!({"labels": labels, "public": false});
         if !self.opts.env.is_empty() {
             body["env"] = json!(self.opts.env);

@@ -317,10 +317,7 @@ impl Provisioner for E2bProvisioner {
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let mut metadata = self.opts.metadata.clone();
-        metadata.extend(spec.labels.clone());
-        // Last, so nothing a user passes can retarget the reattach key.
-        metadata.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+        let metadata = remote::labels_for(&self.opts.metadata, spec);
         let mut body = json!({
             "templateID": self.opts.template,
             "timeout": self.opts.timeout_secs,

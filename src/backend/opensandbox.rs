@@ -444,9 +444,7 @@ impl Provisioner for OpenSandboxProvisioner {
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let mut metadata = self.opts.metadata.clone();
-        metadata.extend(spec.labels.clone());
-        metadata.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+        let metadata = remote::labels_for(&self.opts.metadata, spec);
         let mut body = json!({
             "image": {"uri": self.opts.image},
             "entrypoint": self.opts.entrypoint,

@@ -8,7 +8,7 @@
 //! the provisioner glue every service needs the same way (which sandbox
 //! holds which workspace, picking the newest, listing, deleting).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use super::ServiceClient;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, Sandbox, SandboxInfo, SpawnRequest, StreamKind, Watch, labels,
-    path as bpath,
+    FileStat, OutputSink, Process, ProvisionSpec, Sandbox, SandboxInfo, SpawnRequest, StreamKind,
+    Watch, labels, path as bpath,
 };
 
 /// Limit for one upload, whatever the unary request limit is.
@@ -299,6 +299,19 @@ impl Known {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.0.lock().expect("known sandboxes lock")
     }
+}
+
+/// The labels (metadata) of a new sandbox: the profile's `extra`, then
+/// the spec's, then the workspace id, last, so nothing a user passes can
+/// retarget the reattach key (contract §11 point 27).
+pub fn labels_for(
+    extra: &BTreeMap<String, String>,
+    spec: &ProvisionSpec,
+) -> BTreeMap<String, String> {
+    let mut out = extra.clone();
+    out.extend(spec.labels.clone());
+    out.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+    out
 }
 
 /// The sandboxes in `listed` that belong to a workspace (those without
