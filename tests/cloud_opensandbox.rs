@@ -407,3 +407,17 @@ async fn failed_create_cleans_up_failed_attach_keeps_data() {
     cloud::failed_create_cleans_up_failed_attach_keeps_data(&p, f.faults(), || f.ids(), "/ping")
         .await;
 }
+
+/// `timeout_secs = 0` (TOML has no null): a sandbox with no expiry.
+#[tokio::test]
+async fn zero_timeout_means_no_expiry() {
+    let Some((f, _)) = setup().await else { return };
+    let p = OpenSandboxProvisioner::new(OpenSandboxOptions {
+        timeout_secs: Some(0),
+        ..opts(&f)
+    })
+    .unwrap();
+    p.create(&spec("ws-forever")).await.unwrap();
+    let id = f.ids()[0].clone();
+    assert_eq!(f.state.sandboxes.lock().unwrap()[&id].expires_at, None);
+}

@@ -65,7 +65,7 @@ pub struct OpenSandboxOptions {
     pub image: String,
     /// Entry process (required by the server with an image).
     pub entrypoint: Vec<String>,
-    /// Provider expiry in seconds (≥ 60), or `None` for none.
+    /// Provider expiry in seconds (≥ 60); `0` or `None`: no expiry.
     pub timeout_secs: Option<u64>,
     /// `resourceLimits`, e.g. `{"cpu": "1", "memory": "2Gi"}`.
     pub resource_limits: BTreeMap<String, String>,
@@ -448,7 +448,8 @@ impl Provisioner for OpenSandboxProvisioner {
         let mut body = json!({
             "image": {"uri": self.opts.image},
             "entrypoint": self.opts.entrypoint,
-            "timeout": self.opts.timeout_secs,
+            // 0 (or none): no expiry, sent as null.
+            "timeout": self.opts.timeout_secs.filter(|t| *t > 0),
             "metadata": metadata,
         });
         if !self.opts.resource_limits.is_empty() {
