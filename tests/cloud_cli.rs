@@ -275,10 +275,12 @@ fn grep_tree(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
         let p = e.path();
         match e.file_type() {
             Ok(t) if t.is_dir() => hits.extend(grep_tree(&p, needle)),
-            Ok(t) if t.is_file() => {
-                if std::fs::read(&p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) {
-                    hits.push(p);
-                }
+            Ok(t)
+                if t.is_file()
+                    && std::fs::read(&p)
+                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) =>
+            {
+                hits.push(p);
             }
             _ => {}
         }

@@ -832,8 +832,12 @@ mod tests {
             .map(|i| i.backend_id)
             .collect();
         assert_eq!(ws, ["s2", "s4", "s3"]);
-        let found = all.into_iter().enumerate().map(|(n, i)| (n, i));
-        assert_eq!(newest("X", "w1", found).unwrap().backend_id, "s4");
+        assert_eq!(
+            newest("X", "w1", all.into_iter().enumerate())
+                .unwrap()
+                .backend_id,
+            "s4"
+        );
         assert!(newest("X", "w9", [(1, info(Some("w1"), "s"))]).is_none());
     }
 
