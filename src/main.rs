@@ -47,7 +47,7 @@ fn main() {
     let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", wsbench::cli::error_line(&e));
             1
         }
     };

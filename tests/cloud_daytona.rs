@@ -3,24 +3,23 @@
 //! followed log (C15, C17, C18, C19), `/process/execute` with an explicit
 //! timeout, files, faults, and a workspace with the built-in tools.
 
+#[path = "support/cloud.rs"]
+mod cloud;
 #[path = "support/fake_daytona.rs"]
 mod fake_daytona;
 #[path = "support/fake_sandbox.rs"]
 mod fake_sandbox;
+mod support;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use fake_daytona::{FakeDaytona, HOME, KEY};
 use serde_json::json;
 use wsbench::backend::daytona::{DaytonaExecMode, DaytonaOptions, DaytonaProvisioner};
-use wsbench::backend::http::remote::exec_capture;
-use wsbench::backend::{
-    BackendError, ExecOutcome, ExecRequest, FileKind, ProvisionSpec, Provisioner, Sandbox,
-    SandboxState, labels,
-};
+use wsbench::backend::{BackendError, ExecRequest, FileKind, Provisioner, SandboxState, labels};
+
+use cloud::{sh, spec};
 
 fn opts(f: &FakeDaytona) -> DaytonaOptions {
     DaytonaOptions {
@@ -33,39 +32,8 @@ fn opts(f: &FakeDaytona) -> DaytonaOptions {
     }
 }
 
-fn spec(id: &str) -> ProvisionSpec {
-    ProvisionSpec {
-        workspace_id: id.into(),
-        labels: BTreeMap::new(),
-    }
-}
-
-async fn sh(sb: &dyn Sandbox, line: &str) -> (ExecOutcome, String, String) {
-    let (o, out, err) = exec_capture(
-        sb,
-        vec!["/bin/sh".into(), "-c".into(), line.into()],
-        Duration::from_secs(20),
-    )
-    .await
-    .unwrap();
-    (
-        o,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
-}
-
 async fn setup() -> Option<(FakeDaytona, DaytonaProvisioner)> {
-    if !fake_sandbox::bwrap_available() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("bubblewrap (bwrap) is required for the fake sandboxes");
-        }
-        println!("SKIPPED: bubblewrap (bwrap) is not available");
-        return None;
-    }
-    let f = FakeDaytona::start().await;
-    let p = DaytonaProvisioner::new(opts(&f)).unwrap();
-    Some((f, p))
+    cloud::setup(FakeDaytona::start(), |f| DaytonaProvisioner::new(opts(f))).await
 }
 
 #[tokio::test]
@@ -255,31 +223,7 @@ async fn c15_c19_timeout_kills_the_command() {
     let id = f.ids()[0].clone();
     assert!(f.boxed(&id).running().is_empty());
     // Through the Bash tool, the workspace default applies.
-    let limits = wsbench::engine::tools::ToolLimits {
-        bash_default_timeout_ms: 2000,
-        ..Default::default()
-    };
-    let ws = wsbench::engine::Workspace::open(
-        sb.clone(),
-        wsbench::engine::WorkspaceConfig {
-            limits,
-            ..Default::default()
-        },
-        wsbench::engine::EventBus::default(),
-    )
-    .await
-    .unwrap();
-    let t0 = Instant::now();
-    let r = ws
-        .call_tool(wsbench::engine::ToolCall {
-            tool: "Bash".into(),
-            session: "s".into(),
-            args: json!({"command": "sleep 100"}),
-            ..Default::default()
-        })
-        .await;
-    assert!(r.text().contains("timed out after 2000ms"), "{}", r.text());
-    assert!(t0.elapsed() < Duration::from_secs(8));
+    cloud::bash_default_timeout_applies(sb.clone(), 2000).await;
 }
 
 /// `/process/execute` mode: an explicit timeout every time (never the
@@ -482,66 +426,7 @@ async fn list_pages_with_cursor() {
 #[tokio::test]
 async fn workspace_tools_run_on_daytona() {
     let Some((_f, p)) = setup().await else { return };
-    let sb: Arc<dyn Sandbox> = p.create(&spec("ws-tools")).await.unwrap();
-    let ws = wsbench::engine::Workspace::open(
-        sb.clone(),
-        Default::default(),
-        wsbench::engine::EventBus::default(),
-    )
-    .await
-    .unwrap();
-    let call = |tool: &str, args: serde_json::Value| {
-        let ws = ws.clone();
-        let tool = tool.to_string();
-        async move {
-            ws.call_tool(wsbench::engine::ToolCall {
-                tool,
-                session: "s".into(),
-                args,
-                ..Default::default()
-            })
-            .await
-        }
-    };
-    let file = format!("{HOME}/src/a.txt");
-    let r = call(
-        "Write",
-        json!({"file_path": file, "content": "alpha\nbeta\n"}),
-    )
-    .await;
-    assert!(r.is_success(), "{}", r.text());
-    let r = call(
-        "Edit",
-        json!({"file_path": file, "old_string": "beta", "new_string": "gamma"}),
-    )
-    .await;
-    assert!(r.is_success(), "{}", r.text());
-    let r = call("Read", json!({"file_path": file})).await;
-    assert!(r.text().contains("gamma"), "{}", r.text());
-    let r = call("Bash", json!({"command": "cat src/a.txt; echo warn >&2"})).await;
-    assert!(
-        r.text().contains("gamma") && r.text().contains("warn"),
-        "{}",
-        r.text()
-    );
-    if std::process::Command::new("rg")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
-        let r = call("Glob", json!({"pattern": "**/*.txt"})).await;
-        assert!(r.text().contains("a.txt"), "{}", r.text());
-        let r = call(
-            "Grep",
-            json!({"pattern": "gam+a", "output_mode": "content"}),
-        )
-        .await;
-        assert!(r.text().contains("gamma"), "{}", r.text());
-    } else if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("rg is required under CI");
-    } else {
-        println!("SKIPPED: rg is not installed (Glob/Grep part)");
-    }
+    cloud::builtin_tools_work(p.create(&spec("ws-tools")).await.unwrap()).await;
 }
 
 /// Contract §11 point 16: a sandbox made by a failed `create` is deleted
@@ -549,16 +434,7 @@ async fn workspace_tools_run_on_daytona() {
 #[tokio::test]
 async fn failed_create_cleans_up_failed_attach_keeps_data() {
     let Some((f, p)) = setup().await else { return };
-    *f.faults().gone_after.lock().unwrap() = Some(("/user-home-dir".into(), 0));
-    assert!(p.create(&spec("ws-bad")).await.is_err());
-    assert!(f.ids().is_empty(), "the new sandbox was not left behind");
-    *f.faults().gone_after.lock().unwrap() = None;
-    let sb = p.create(&spec("ws-keep")).await.unwrap();
-    sb.write("data.txt", b"precious").await.unwrap();
-    let info = p.find("ws-keep").await.unwrap().unwrap();
-    *f.faults().gone_after.lock().unwrap() = Some(("/user-home-dir".into(), 0));
-    assert!(p.attach(&info).await.is_err());
-    *f.faults().gone_after.lock().unwrap() = None;
-    assert_eq!(f.ids().len(), 1, "a reattach failure never deletes");
-    assert_eq!(sb.read("data.txt", None).await.unwrap(), b"precious");
+    let ids = || f.ids();
+    cloud::failed_create_cleans_up_failed_attach_keeps_data(&p, f.faults(), ids, "/user-home-dir")
+        .await;
 }

@@ -2,13 +2,15 @@
 //! 127.0.0.1: lifecycle, exec (C15, C17, C18, C19), files, faults, and a
 //! workspace with the built-in tools on top.
 
+#[path = "support/cloud.rs"]
+mod cloud;
 #[path = "support/fake_e2b.rs"]
 mod fake_e2b;
 #[path = "support/fake_sandbox.rs"]
 mod fake_sandbox;
+mod support;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,9 +19,10 @@ use serde_json::json;
 use wsbench::backend::e2b::{E2bOptions, E2bProvisioner};
 use wsbench::backend::http::remote::exec_capture;
 use wsbench::backend::{
-    BackendError, ExecOutcome, ExecRequest, FileKind, ProvisionSpec, Provisioner, Sandbox,
-    SandboxState, SpawnRequest, labels,
+    BackendError, ExecRequest, FileKind, Provisioner, SandboxState, SpawnRequest, labels,
 };
+
+use cloud::{sh, spec};
 
 fn opts(f: &FakeE2b) -> E2bOptions {
     E2bOptions {
@@ -32,39 +35,8 @@ fn opts(f: &FakeE2b) -> E2bOptions {
     }
 }
 
-fn spec(id: &str) -> ProvisionSpec {
-    ProvisionSpec {
-        workspace_id: id.into(),
-        labels: BTreeMap::new(),
-    }
-}
-
-async fn sh(sb: &dyn Sandbox, line: &str) -> (ExecOutcome, String, String) {
-    sh_t(sb, line, Duration::from_secs(20)).await
-}
-
-async fn sh_t(sb: &dyn Sandbox, line: &str, t: Duration) -> (ExecOutcome, String, String) {
-    let (o, out, err) = exec_capture(sb, vec!["/bin/sh".into(), "-c".into(), line.into()], t)
-        .await
-        .unwrap();
-    (
-        o,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
-}
-
 async fn setup() -> Option<(FakeE2b, E2bProvisioner)> {
-    if !fake_sandbox::bwrap_available() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("bubblewrap (bwrap) is required for the fake sandboxes");
-        }
-        println!("SKIPPED: bubblewrap (bwrap) is not available");
-        return None;
-    }
-    let f = FakeE2b::start().await;
-    let p = E2bProvisioner::new(opts(&f)).unwrap();
-    Some((f, p))
+    cloud::setup(FakeE2b::start(), |f| E2bProvisioner::new(opts(f))).await
 }
 
 #[tokio::test]
@@ -318,32 +290,7 @@ async fn c19_no_hidden_transport_deadline() {
         .unwrap();
     assert!(!h.contains_key("connect-timeout-ms"));
 
-    let limits = wsbench::engine::tools::ToolLimits {
-        bash_default_timeout_ms: 3000,
-        ..Default::default()
-    };
-    let ws = wsbench::engine::Workspace::open(
-        sb.clone(),
-        wsbench::engine::WorkspaceConfig {
-            limits,
-            ..Default::default()
-        },
-        wsbench::engine::EventBus::default(),
-    )
-    .await
-    .unwrap();
-    let t0 = Instant::now();
-    let r = ws
-        .call_tool(wsbench::engine::ToolCall {
-            tool: "Bash".into(),
-            session: "s".into(),
-            args: json!({"command": "sleep 100"}),
-            ..Default::default()
-        })
-        .await;
-    let took = t0.elapsed();
-    assert!(r.text().contains("timed out after 3000ms"), "{}", r.text());
-    assert!(took < Duration::from_secs(8), "{took:?}");
+    let ws = cloud::bash_default_timeout_applies(sb.clone(), 3000).await;
     let starts = f.state.starts.lock().unwrap().clone();
     let (_, h) = starts
         .iter()
@@ -354,14 +301,12 @@ async fn c19_no_hidden_transport_deadline() {
     assert!(ms >= 3000 && ms != 60000, "{ms}");
     // An explicit per-call timeout overrides the default.
     let t0 = Instant::now();
-    let r = ws
-        .call_tool(wsbench::engine::ToolCall {
-            tool: "Bash".into(),
-            session: "s".into(),
-            args: json!({"command": "sleep 100", "timeout": 1000}),
-            ..Default::default()
-        })
-        .await;
+    let r = support::call(
+        &ws,
+        "Bash",
+        json!({"command": "sleep 100", "timeout": 1000}),
+    )
+    .await;
     assert!(r.text().contains("timed out after 1000ms"), "{}", r.text());
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
@@ -616,68 +561,7 @@ async fn spawned_process_has_pipes() {
 #[tokio::test]
 async fn workspace_tools_run_on_e2b() {
     let Some((_f, p)) = setup().await else { return };
-    let sb: Arc<dyn Sandbox> = p.create(&spec("ws-tools")).await.unwrap();
-    let ws = wsbench::engine::Workspace::open(
-        sb.clone(),
-        Default::default(),
-        wsbench::engine::EventBus::default(),
-    )
-    .await
-    .unwrap();
-    let call = |tool: &str, args: serde_json::Value| {
-        let ws = ws.clone();
-        let tool = tool.to_string();
-        async move {
-            ws.call_tool(wsbench::engine::ToolCall {
-                tool,
-                session: "s".into(),
-                args,
-                ..Default::default()
-            })
-            .await
-        }
-    };
-    let wd = sb.workdir().to_string();
-    let r = call(
-        "Write",
-        json!({"file_path": format!("{wd}/src/a.txt"), "content": "alpha\nbeta\n"}),
-    )
-    .await;
-    assert!(r.is_success(), "{}", r.text());
-    let r = call("Read", json!({"file_path": format!("{wd}/src/a.txt")})).await;
-    assert!(r.text().contains("beta"), "{}", r.text());
-    let r = call("Edit", json!({"file_path": format!("{wd}/src/a.txt"), "old_string": "beta", "new_string": "gamma"})).await;
-    assert!(r.is_success(), "{}", r.text());
-    assert_eq!(sb.read("src/a.txt", None).await.unwrap(), b"alpha\ngamma\n");
-    let r = call("Bash", json!({"command": "cat src/a.txt && echo oops >&2"})).await;
-    assert!(
-        r.text().contains("gamma") && r.text().contains("oops"),
-        "{}",
-        r.text()
-    );
-    if which_rg() {
-        let r = call("Glob", json!({"pattern": "**/*.txt"})).await;
-        assert!(r.text().contains("a.txt"), "{}", r.text());
-        let r = call(
-            "Grep",
-            json!({"pattern": "gam+a", "output_mode": "content"}),
-        )
-        .await;
-        assert!(r.text().contains("gamma"), "{}", r.text());
-    } else {
-        println!("SKIPPED: rg is not installed (Glob/Grep part)");
-    }
-}
-
-fn which_rg() -> bool {
-    let ok = std::process::Command::new("rg")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !ok && std::env::var("CI").as_deref() == Ok("true") {
-        panic!("rg is required under CI");
-    }
-    ok
+    cloud::builtin_tools_work(p.create(&spec("ws-tools")).await.unwrap()).await;
 }
 
 /// Contract §11 point 16: a sandbox made by a failed `create` is killed
@@ -685,16 +569,6 @@ fn which_rg() -> bool {
 #[tokio::test]
 async fn failed_create_cleans_up_failed_attach_keeps_data() {
     let Some((f, p)) = setup().await else { return };
-    *f.faults().gone_after.lock().unwrap() = Some(("/health".into(), 0));
-    assert!(p.create(&spec("ws-bad")).await.is_err());
-    assert!(f.ids().is_empty(), "the new sandbox was not left behind");
-    *f.faults().gone_after.lock().unwrap() = None;
-    let sb = p.create(&spec("ws-keep")).await.unwrap();
-    sb.write("data.txt", b"precious").await.unwrap();
-    let info = p.find("ws-keep").await.unwrap().unwrap();
-    *f.faults().gone_after.lock().unwrap() = Some(("/health".into(), 0));
-    assert!(p.attach(&info).await.is_err());
-    *f.faults().gone_after.lock().unwrap() = None;
-    assert_eq!(f.ids().len(), 1, "a reattach failure never kills");
-    assert_eq!(sb.read("data.txt", None).await.unwrap(), b"precious");
+    cloud::failed_create_cleans_up_failed_attach_keeps_data(&p, f.faults(), || f.ids(), "/health")
+        .await;
 }

@@ -16,25 +16,22 @@
 //! output means the toolbox could not start the command (C17); it is
 //! reported as [`BackendError::Spawn`], never as the command's status.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::AsyncRead;
 
-use super::http::remote::MARKER_VAR;
-use super::http::{self, HttpPolicy, On404, Retry, ServiceClient, remote};
+use super::http::remote::{self, Known, MARKER_VAR, RemoteSandbox, StateCheck, UPLOAD_TIMEOUT};
+use super::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, OutputChunk, OutputSink, Process, ProvisionSpec, Provisioner,
-    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest, StreamKind, Watch,
-    labels, path as bpath,
+    FileKind, FileStat, OutputChunk, OutputSink, ProvisionSpec, Provisioner,
+    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, StreamKind, labels, path as bpath,
 };
 
 const SERVICE: &str = "daytona";
@@ -45,8 +42,6 @@ const SERVICE: &str = "daytona";
 const SDK_VERSION: &str = "0.226.1";
 /// Limit on waiting for the exit code after the log stream ended.
 const EXIT_CODE_WAIT: Duration = Duration::from_secs(30);
-/// Limit for one upload, whatever the unary request limit is.
-const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How commands are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -144,24 +139,10 @@ impl std::fmt::Debug for DaytonaOptions {
     }
 }
 
-fn env_or(v: &Option<String>, var: &str) -> Option<String> {
-    v.clone()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var(var).ok().filter(|s| !s.is_empty()))
-}
-
 impl DaytonaOptions {
     fn api_url(&self) -> String {
-        env_or(&self.api_url, "DAYTONA_API_URL")
+        http::option_or_env(&self.api_url, "DAYTONA_API_URL")
             .unwrap_or_else(|| "https://app.daytona.io/api".into())
-    }
-
-    fn policy(&self) -> HttpPolicy {
-        HttpPolicy {
-            request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
-            max_retries: self.max_retries,
-            ..HttpPolicy::default()
-        }
     }
 }
 
@@ -191,6 +172,24 @@ struct SandboxDto {
 impl SandboxDto {
     fn state(&self) -> &str {
         self.state.as_deref().unwrap_or("unknown")
+    }
+
+    fn reason(&self) -> String {
+        self.error_reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    }
+
+    /// Where the sandbox stands on its way to one of `want`.
+    fn check(&self, want: &[&str]) -> StateCheck {
+        match self.state() {
+            s if want.contains(&s) => StateCheck::Reached,
+            s @ ("error" | "build_failed" | "destroyed" | "destroying") => {
+                StateCheck::Failed(format!("{s}{}", self.reason()))
+            }
+            s => StateCheck::Waiting(s.to_string()),
+        }
     }
 
     fn info(&self) -> SandboxInfo {
@@ -253,7 +252,7 @@ const FIND_STATES: [&str; 13] = [
 pub struct DaytonaProvisioner {
     opts: DaytonaOptions,
     api: ServiceClient,
-    known: Mutex<HashMap<String, String>>,
+    known: Known,
 }
 
 impl std::fmt::Debug for DaytonaProvisioner {
@@ -269,30 +268,28 @@ impl DaytonaProvisioner {
     ///
     /// Errors: no API key in the options or `DAYTONA_API_KEY`.
     pub fn new(opts: DaytonaOptions) -> BackendResult<Self> {
-        let key = http::api_key(SERVICE, opts.api_key.as_deref(), "DAYTONA_API_KEY")?;
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            "authorization",
-            http::secret_header(&format!("Bearer {key}"))?,
-        );
-        let (n, v) = http::header("x-daytona-source", "wsbench")?;
-        headers.insert(n, v);
-        let (n, v) = http::header("x-daytona-sdk-version", SDK_VERSION)?;
-        headers.insert(n, v);
-        if let Some(org) = env_or(&opts.organization_id, "DAYTONA_ORGANIZATION_ID") {
-            let (n, v) = http::header("x-daytona-organization-id", &org)?;
-            headers.insert(n, v);
-        }
-        let api = ServiceClient::new(
+        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
+        let org = http::option_or_env(&opts.organization_id, "DAYTONA_ORGANIZATION_ID");
+        let (api, _) = ServiceClient::with_api_key(
             SERVICE,
-            headers,
-            opts.policy(),
-            "check DAYTONA_API_KEY or `api_key` in the profile",
+            opts.api_key.as_deref(),
+            "DAYTONA_API_KEY",
+            policy,
+            |key| {
+                let mut plain = vec![
+                    ("x-daytona-source", "wsbench"),
+                    ("x-daytona-sdk-version", SDK_VERSION),
+                ];
+                if let Some(org) = &org {
+                    plain.push(("x-daytona-organization-id", org));
+                }
+                http::auth_headers(("authorization", &format!("Bearer {key}")), &plain)
+            },
         )?;
         Ok(DaytonaProvisioner {
             opts,
             api,
-            known: Mutex::new(HashMap::new()),
+            known: Known::default(),
         })
     }
 
@@ -343,13 +340,8 @@ impl DaytonaProvisioner {
                         .map(str::to_string),
                 ),
             };
-            let items: Vec<SandboxDto> =
-                serde_json::from_value(items).map_err(|e| BackendError::Remote {
-                    service: SERVICE,
-                    status: None,
-                    code: Some("bad_response".into()),
-                    message: format!("sandbox list: {e}"),
-                })?;
+            let items: Vec<SandboxDto> = serde_json::from_value(items)
+                .map_err(|e| self.api.bad_response(format!("sandbox list: {e}")))?;
             let empty = items.is_empty();
             out.extend(items);
             match next {
@@ -377,43 +369,15 @@ impl DaytonaProvisioner {
 
     /// Polls until the state is one of `want`; fails on error states.
     async fn wait_for(&self, id: &str, want: &[&str]) -> BackendResult<SandboxDto> {
-        let deadline = Instant::now() + Duration::from_secs(self.opts.state_timeout_secs);
-        let mut delay = Duration::from_millis(100);
-        loop {
-            let dto = self.get(id).await?;
-            if want.contains(&dto.state()) {
-                return Ok(dto);
-            }
-            if matches!(
-                dto.state(),
-                "error" | "build_failed" | "destroyed" | "destroying"
-            ) {
-                return Err(BackendError::Unavailable(format!(
-                    "daytona sandbox {id} is {}{} while waiting for {}",
-                    dto.state(),
-                    dto.error_reason
-                        .as_ref()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default(),
-                    want.join("/")
-                )));
-            }
-            if Instant::now() >= deadline {
-                return Err(BackendError::Remote {
-                    service: SERVICE,
-                    status: None,
-                    code: Some("state_timeout".into()),
-                    message: format!(
-                        "sandbox {id} still {} after {}s (waiting for {})",
-                        dto.state(),
-                        self.opts.state_timeout_secs,
-                        want.join("/")
-                    ),
-                });
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(2));
-        }
+        remote::wait_for_state(
+            SERVICE,
+            id,
+            &want.join("/"),
+            Duration::from_secs(self.opts.state_timeout_secs),
+            || self.get(id),
+            |dto: &SandboxDto| dto.check(want),
+        )
+        .await
     }
 
     /// Brings a sandbox to `started` from whatever state it is in
@@ -457,19 +421,7 @@ impl DaytonaProvisioner {
                 Some(u) => u,
                 None => {
                     let url = self.url(&format!("/sandbox/{}/toolbox-proxy-url", dto.id));
-                    let v: Value = self
-                        .api
-                        .json(Retry::Idempotent, On404::SandboxGone, |c| c.get(&url))
-                        .await?;
-                    v.get("url")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .ok_or_else(|| BackendError::Remote {
-                            service: SERVICE,
-                            status: None,
-                            code: Some("bad_response".into()),
-                            message: "toolbox-proxy-url answer without `url`".into(),
-                        })?
+                    self.api.get_field(&url, "url").await?
                 }
             },
         };
@@ -496,31 +448,8 @@ impl DaytonaProvisioner {
     }
 
     async fn sandbox_id(&self, workspace_id: &str) -> BackendResult<String> {
-        if let Some(id) = self.known.lock().expect("known lock").get(workspace_id) {
-            return Ok(id.clone());
-        }
-        match self.find(workspace_id).await? {
-            Some(i) => Ok(i.backend_id),
-            None => Err(BackendError::Unavailable(format!(
-                "no Daytona sandbox for workspace {workspace_id}"
-            ))),
-        }
-    }
-
-    fn remember(&self, workspace_id: &str, id: &str) {
-        if !workspace_id.is_empty() {
-            self.known
-                .lock()
-                .expect("known lock")
-                .insert(workspace_id.to_string(), id.to_string());
-        }
-    }
-
-    fn forget_on_gone<T>(&self, workspace_id: &str, r: BackendResult<T>) -> BackendResult<T> {
-        if matches!(r, Err(BackendError::Unavailable(_))) {
-            self.known.lock().expect("known lock").remove(workspace_id);
-        }
-        r
+        let find = self.find(workspace_id);
+        self.known.sandbox_id("Daytona", workspace_id, find).await
     }
 }
 
@@ -541,9 +470,7 @@ impl Provisioner for DaytonaProvisioner {
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let mut labels = self.opts.labels.clone();
-        labels.extend(spec.labels.clone());
-        labels.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+        let labels = remote::labels_for(&self.opts.labels, spec);
         let mut body = json!({"labels": labels, "public": false});
         if !self.opts.env.is_empty() {
             body["env"] = json!(self.opts.env);
@@ -554,7 +481,7 @@ impl Provisioner for DaytonaProvisioner {
         if let Some(s) = &self.opts.snapshot {
             body["snapshot"] = json!(s);
         }
-        if let Some(t) = env_or(&self.opts.target, "DAYTONA_TARGET") {
+        if let Some(t) = http::option_or_env(&self.opts.target, "DAYTONA_TARGET") {
             body["target"] = json!(t);
         }
         if let Some(i) = self.opts.auto_stop_interval {
@@ -567,7 +494,7 @@ impl Provisioner for DaytonaProvisioner {
                 c.post(&url).json(&body)
             })
             .await?;
-        self.remember(&spec.workspace_id, &dto.id);
+        self.known.remember(&spec.workspace_id, &dto.id);
         let id = dto.id.clone();
         let opened = async {
             let dto = if dto.state() == "started" {
@@ -583,34 +510,19 @@ impl Provisioner for DaytonaProvisioner {
             Err(e) => {
                 // A sandbox made just now holds no user data: remove it
                 // rather than leak it (contract §11 point 16).
-                let url = self.url(&format!("/sandbox/{id}"));
-                let _ = self
-                    .api
-                    .send(Retry::Idempotent, false, |c| c.delete(&url))
-                    .await;
-                self.known
-                    .lock()
-                    .expect("known lock")
-                    .remove(&spec.workspace_id);
+                let _ = self.api.delete(&self.url(&format!("/sandbox/{id}"))).await;
+                self.known.forget(&spec.workspace_id);
                 Err(e)
             }
         }
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        let mut found: Vec<(String, SandboxInfo)> = self
+        let listed = self
             .list_raw(Some((labels::WORKSPACE_ID, workspace_id)))
-            .await?
-            .into_iter()
-            .filter(|d| {
-                d.labels
-                    .as_ref()
-                    .and_then(|l| l.get(labels::WORKSPACE_ID))
-                    .is_some_and(|w| w == workspace_id)
-            })
-            // Unusable ones (error without recovery, destroyed) are left
-            // out, as the reference does.
-            .filter(|d| !matches!(d.info().state, SandboxState::Failed(_)))
+            .await?;
+        let found = listed
+            .iter()
             .map(|d| {
                 let key = d
                     .last_activity_at
@@ -620,21 +532,15 @@ impl Provisioner for DaytonaProvisioner {
                     .unwrap_or_else(|| d.id.clone());
                 (key, d.info())
             })
-            .collect();
-        if found.len() > 1 {
-            tracing::warn!(
-                workspace_id,
-                count = found.len(),
-                "several Daytona sandboxes carry this workspace id; using the newest"
-            );
-        }
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(found.pop().map(|(_, i)| i))
+            // Unusable ones (error without recovery, destroyed) are left
+            // out, as the reference does.
+            .filter(|(_, i)| !matches!(i.state, SandboxState::Failed(_)));
+        Ok(remote::newest("Daytona", workspace_id, found))
     }
 
     async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
         let dto = self.ensure_started(&info.backend_id).await?;
-        self.remember(&info.workspace_id, &dto.id);
+        self.known.remember(&info.workspace_id, &dto.id);
         Ok(self.open(dto).await?)
     }
 
@@ -659,60 +565,28 @@ impl Provisioner for DaytonaProvisioner {
                 .map(|_| ())
         }
         .await;
-        self.forget_on_gone(workspace_id, r)
+        self.known.forget_on_gone(workspace_id, r)
     }
 
     async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
         let id = self.sandbox_id(workspace_id).await?;
         let r = self.ensure_started(&id).await.map(|_| ());
-        self.forget_on_gone(workspace_id, r)
+        self.known.forget_on_gone(workspace_id, r)
     }
 
     async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
-        let mut ids: Vec<String> = self
+        let listed = self
             .list_raw(Some((labels::WORKSPACE_ID, workspace_id)))
-            .await?
-            .into_iter()
-            .filter(|d| {
-                d.labels
-                    .as_ref()
-                    .and_then(|l| l.get(labels::WORKSPACE_ID))
-                    .is_some_and(|w| w == workspace_id)
-            })
-            .map(|d| d.id)
-            .collect();
-        if let Some(id) = self.known.lock().expect("known lock").remove(workspace_id)
-            && !ids.contains(&id)
-        {
-            ids.push(id);
-        }
-        for id in ids {
-            let url = self.url(&format!("/sandbox/{id}"));
-            let resp = self
-                .api
-                .send(Retry::Idempotent, false, |c| c.delete(&url))
-                .await?;
-            if resp.status().as_u16() != 404 {
-                self.api.check(resp, On404::Remote).await?;
-            }
-        }
-        Ok(())
+            .await?;
+        let ids = self
+            .known
+            .all_ids(workspace_id, listed.iter().map(SandboxDto::info));
+        remote::delete_each(&self.api, ids, |id| self.url(&format!("/sandbox/{id}"))).await
     }
 
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
-        let mut out: Vec<SandboxInfo> = self
-            .list_raw(None)
-            .await?
-            .iter()
-            .filter(|d| {
-                d.labels
-                    .as_ref()
-                    .is_some_and(|l| l.contains_key(labels::WORKSPACE_ID))
-            })
-            .map(SandboxDto::info)
-            .collect();
-        out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
-        Ok(out)
+        let listed = self.list_raw(None).await?;
+        Ok(remote::workspaces(listed.iter().map(SandboxDto::info)))
     }
 }
 
@@ -842,20 +716,7 @@ impl DaytonaSandbox {
     }
 
     async fn dir(&self, path: &str) -> BackendResult<String> {
-        let url = self.url(path);
-        let v: Value = self
-            .tb
-            .json(Retry::Idempotent, On404::SandboxGone, |c| c.get(&url))
-            .await?;
-        v.get("dir")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| BackendError::Remote {
-                service: SERVICE,
-                status: None,
-                code: Some("bad_response".into()),
-                message: format!("{path} answer without `dir`: {v}"),
-            })
+        self.tb.get_field(&self.url(path), "dir").await
     }
 
     fn file_error(&self, status: u16, body: &[u8], path: &str) -> BackendError {
@@ -1026,25 +887,13 @@ impl DaytonaSandbox {
             .get("cmdId")
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| BackendError::Remote {
-                service: SERVICE,
-                status: None,
-                code: Some("bad_response".into()),
-                message: format!("session exec answer without cmdId: {v}"),
+            .ok_or_else(|| {
+                self.tb
+                    .bad_response(format!("session exec answer without cmdId: {v}"))
             })?;
         let mut delivered = Delivered::default();
-        let timeout = async {
-            match req.timeout {
-                Some(t) => tokio::time::sleep_until((started + t).into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancel = async {
-            match &req.cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let timeout = remote::sleep_until(req.timeout.map(|t| started + t));
+        let cancel = remote::cancelled(req.cancel.as_ref());
         let follow = self.follow_logs(sid, &cmd, &sink, &mut delivered);
         let (mut timed_out, mut cancelled) = (false, false);
         let followed = tokio::select! {
@@ -1251,12 +1100,7 @@ impl DaytonaSandbox {
                 .json(&body)
                 .timeout(limit + Duration::from_secs(30))
         });
-        let cancel = async {
-            match &req.cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let cancel = remote::cancelled(req.cancel.as_ref());
         let resp = tokio::select! {
             r = call => r?,
             _ = cancel => {
@@ -1309,31 +1153,19 @@ impl DaytonaSandbox {
         })
     }
 
-    async fn upload(&self, path: &str, data: Bytes) -> BackendResult<()> {
-        let url = self.url("/files/upload-v2");
-        let len = data.len() as u64;
+    /// `GET <toolbox>/<endpoint>?path=`, its error status mapped onto a
+    /// file error.
+    async fn get_file(&self, endpoint: &str, path: &str) -> BackendResult<reqwest::Response> {
+        let url = self.url(endpoint);
         let resp = self
             .tb
-            .send(Retry::Idempotent, true, |c| {
-                let part = reqwest::multipart::Part::stream_with_length(
-                    reqwest::Body::from(data.clone()),
-                    len,
-                )
-                .file_name(path.to_string())
-                .mime_str("application/octet-stream")
-                .expect("static mime");
-                c.post(&url)
-                    .query(&[("path", path)])
-                    .multipart(reqwest::multipart::Form::new().part("file", part))
-                    .timeout(UPLOAD_TIMEOUT)
+            .send(Retry::Idempotent, false, |c| {
+                c.get(&url).query(&[("path", path)])
             })
             .await?;
-        let status = resp.status().as_u16();
-        if resp.status().is_success() {
-            return Ok(());
-        }
-        let body = resp.bytes().await.unwrap_or_default();
-        Err(self.file_error(status, &body, path))
+        self.tb
+            .check_with(resp, |status, body| self.file_error(status, body, path))
+            .await
     }
 }
 
@@ -1402,10 +1234,8 @@ fn rwx_bits(s: &str) -> Option<u32> {
 }
 
 #[async_trait]
-impl Sandbox for DaytonaSandbox {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Daytona
-    }
+impl RemoteSandbox for DaytonaSandbox {
+    const KIND: BackendKind = BackendKind::Daytona;
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -1425,140 +1255,56 @@ impl Sandbox for DaytonaSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
-        if req.stdin.as_ref().is_some_and(|s| !s.is_empty()) {
-            return Err(BackendError::Unsupported {
-                backend: BackendKind::Daytona,
-                what: "stdin for commands",
-            });
-        }
         match self.mode {
             DaytonaExecMode::Session => self.exec_session(req, sink).await,
             DaytonaExecMode::Execute => self.exec_execute(req, sink).await,
         }
     }
 
-    async fn spawn(&self, _req: SpawnRequest) -> BackendResult<Process> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::Daytona,
-            what: "long-lived processes",
-        })
-    }
-
-    async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        let p = self.resolve(path);
-        let url = self.url("/files/download");
-        let resp = self
-            .tb
-            .send(Retry::Idempotent, false, |c| {
-                c.get(&url).query(&[("path", &p)])
-            })
-            .await?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(self.file_error(status, &body, &p));
-        }
+    async fn download(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+        let resp = self.get_file("/files/download", path).await?;
         let bytes = resp
             .bytes()
             .await
             .map_err(|e| self.tb.transport_error(&e))?;
-        Ok(match range {
-            None => bytes.to_vec(),
-            Some(r) => {
-                let start = (r.offset as usize).min(bytes.len());
-                let end = start.saturating_add(r.len as usize).min(bytes.len());
-                bytes[start..end].to_vec()
-            }
-        })
+        Ok(remote::slice_range(&bytes, range))
     }
 
-    async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
-        let p = self.resolve(path);
-        self.upload(&p, Bytes::copy_from_slice(data)).await
-    }
-
-    async fn write_stream(
-        &self,
-        path: &str,
-        reader: Box<dyn AsyncRead + Send + Unpin>,
-    ) -> BackendResult<u64> {
-        let p = self.resolve(path);
-        let data = remote::read_all(reader, &p).await?;
-        let n = data.len() as u64;
-        self.upload(&p, data).await?;
-        Ok(n)
-    }
-
-    async fn append(&self, _path: &str, _data: &[u8]) -> BackendResult<()> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::Daytona,
-            what: "append",
-        })
-    }
-
-    async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
-        remote::shell_create_new(self, &self.resolve(path), data).await
-    }
-
-    async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
-        let p = self.resolve(path);
-        let url = self.url("/files");
+    async fn upload(&self, path: &str, data: Bytes) -> BackendResult<()> {
+        let url = self.url("/files/upload-v2");
+        let len = data.len() as u64;
         let resp = self
             .tb
-            .send(Retry::Idempotent, false, |c| {
-                c.get(&url).query(&[("path", &p)])
+            .send(Retry::Idempotent, true, |c| {
+                let part = reqwest::multipart::Part::stream_with_length(
+                    reqwest::Body::from(data.clone()),
+                    len,
+                )
+                .file_name(path.to_string())
+                .mime_str("application/octet-stream")
+                .expect("static mime");
+                c.post(&url)
+                    .query(&[("path", path)])
+                    .multipart(reqwest::multipart::Form::new().part("file", part))
+                    .timeout(UPLOAD_TIMEOUT)
             })
             .await?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(self.file_error(status, &body, &p));
-        }
+        self.tb
+            .check_with(resp, |status, body| self.file_error(status, body, path))
+            .await
+            .map(|_| ())
+    }
+
+    async fn list_dir(&self, path: &str) -> BackendResult<Vec<FileStat>> {
+        let resp = self.get_file("/files", path).await?;
         let items: Vec<Value> = self.tb.decode(resp).await?;
-        let mut out: Vec<FileStat> = items.iter().map(file_stat).collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        Ok(items.iter().map(file_stat).collect())
     }
 
-    async fn stat(&self, path: &str) -> BackendResult<FileStat> {
-        let p = self.resolve(path);
-        let url = self.url("/files/info");
-        let resp = self
-            .tb
-            .send(Retry::Idempotent, false, |c| {
-                c.get(&url).query(&[("path", &p)])
-            })
-            .await?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(self.file_error(status, &body, &p));
-        }
+    async fn stat_path(&self, path: &str) -> BackendResult<FileStat> {
+        let resp = self.get_file("/files/info", path).await?;
         let v: Value = self.tb.decode(resp).await?;
-        let mut st = file_stat(&v);
-        if st.name.is_empty() {
-            st.name = p.rsplit('/').next().unwrap_or("/").to_string();
-        }
-        Ok(st)
-    }
-
-    async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
-        remote::shell_remove(self, &self.resolve(path), recursive).await
-    }
-
-    async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
-        remote::shell_rename(self, &self.resolve(from), &self.resolve(to)).await
-    }
-
-    async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
-        remote::shell_mkdir(self, &self.resolve(path), parents).await
-    }
-
-    async fn watch(&self, _path: &str) -> BackendResult<Watch> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::Daytona,
-            what: "watch",
-        })
+        Ok(file_stat(&v))
     }
 }
 

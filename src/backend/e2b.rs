@@ -12,10 +12,10 @@
 //! stderr stay separate raw bytes; the provider's expiry is renewed by
 //! [`Provisioner::keep_alive`] (contract §11 point 15).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -29,12 +29,13 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
-use super::http::{self, HttpPolicy, On404, Retry, ServiceClient, remote};
+use super::http::remote::{self, KILL_GRACE, Known, RemoteSandbox, UPLOAD_TIMEOUT};
+use super::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
     FileKind, FileStat, OutputChunk, OutputSink, Process, ProcessControl, ProvisionSpec,
     Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest,
-    StreamKind, Watch, labels, path as bpath,
+    StreamKind, labels, path as bpath,
 };
 
 const SERVICE: &str = "e2b";
@@ -43,11 +44,6 @@ pub const ENVD_PORT: u16 = 49983;
 /// Extra time on the Connect deadline beyond the command's own timeout, so
 /// the transport never ends a command before wsbench's own kill does.
 const DEADLINE_SLACK: Duration = Duration::from_secs(30);
-/// How long to wait for the end event after a kill.
-const KILL_GRACE: Duration = Duration::from_secs(5);
-/// Limit for one upload (a multipart body cannot be re-sent, so it gets
-/// one generous try).
-const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// E2B profile options (contract §7.4 constructor, plus URLs for tests).
 ///
@@ -134,27 +130,12 @@ impl std::fmt::Debug for E2bOptions {
 
 impl E2bOptions {
     fn domain(&self) -> String {
-        self.domain
-            .clone()
-            .filter(|d| !d.is_empty())
-            .or_else(|| std::env::var("E2B_DOMAIN").ok().filter(|d| !d.is_empty()))
-            .unwrap_or_else(|| "e2b.app".into())
+        http::option_or_env(&self.domain, "E2B_DOMAIN").unwrap_or_else(|| "e2b.app".into())
     }
 
     fn api_url(&self) -> String {
-        self.api_url
-            .clone()
-            .filter(|u| !u.is_empty())
-            .or_else(|| std::env::var("E2B_API_URL").ok().filter(|u| !u.is_empty()))
+        http::option_or_env(&self.api_url, "E2B_API_URL")
             .unwrap_or_else(|| format!("https://api.{}", self.domain()))
-    }
-
-    fn policy(&self) -> HttpPolicy {
-        HttpPolicy {
-            request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
-            max_retries: self.max_retries,
-            ..HttpPolicy::default()
-        }
     }
 }
 
@@ -212,8 +193,7 @@ impl ListedDto {
 pub struct E2bProvisioner {
     opts: E2bOptions,
     api: ServiceClient,
-    /// Workspace id → sandbox id, for calls that need no listing.
-    known: Mutex<HashMap<String, String>>,
+    known: Known,
 }
 
 impl std::fmt::Debug for E2bProvisioner {
@@ -229,19 +209,18 @@ impl E2bProvisioner {
     ///
     /// Errors: no API key in the options or `E2B_API_KEY`.
     pub fn new(opts: E2bOptions) -> BackendResult<Self> {
-        let key = http::api_key(SERVICE, opts.api_key.as_deref(), "E2B_API_KEY")?;
-        let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", http::secret_header(&key)?);
-        let api = ServiceClient::new(
+        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
+        let (api, _) = ServiceClient::with_api_key(
             SERVICE,
-            headers,
-            opts.policy(),
-            "check E2B_API_KEY or `api_key` in the profile",
+            opts.api_key.as_deref(),
+            "E2B_API_KEY",
+            policy,
+            |key| http::auth_headers(("x-api-key", key), &[]),
         )?;
         Ok(E2bProvisioner {
             opts,
             api,
-            known: Mutex::new(HashMap::new()),
+            known: Known::default(),
         })
     }
 
@@ -293,15 +272,9 @@ impl E2bProvisioner {
         Ok(out)
     }
 
-    async fn sandbox_id(&self, workspace_id: &str) -> BackendResult<Option<String>> {
-        if let Some(id) = self.known.lock().expect("known lock").get(workspace_id) {
-            return Ok(Some(id.clone()));
-        }
-        Ok(self.find(workspace_id).await?.map(|i| i.backend_id))
-    }
-
-    fn forget(&self, workspace_id: &str) {
-        self.known.lock().expect("known lock").remove(workspace_id);
+    async fn sandbox_id(&self, workspace_id: &str) -> BackendResult<String> {
+        let find = self.find(workspace_id);
+        self.known.sandbox_id("E2B", workspace_id, find).await
     }
 
     /// `POST /sandboxes/{id}/connect`: resumes a paused sandbox and pushes
@@ -318,7 +291,11 @@ impl E2bProvisioner {
 
     async fn open_sandbox(&self, dto: SandboxDto) -> BackendResult<Arc<E2bSandbox>> {
         let sb = Arc::new(E2bSandbox::new(&self.opts, &self.api, dto)?);
-        sb.wait_ready(Duration::from_secs(self.opts.ready_timeout_secs))
+        // 502 from the proxy: envd not routable yet (per the SDK).
+        let limit = Duration::from_secs(self.opts.ready_timeout_secs);
+        let what = format!("envd of e2b sandbox {}", sb.id);
+        sb.envd
+            .wait_ready(&sb.url("/health"), Instant::now() + limit, &what, true)
             .await?;
         remote::shell_mkdir(sb.as_ref(), &self.opts.workdir, true).await?;
         Ok(sb)
@@ -340,10 +317,7 @@ impl Provisioner for E2bProvisioner {
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let mut metadata = self.opts.metadata.clone();
-        metadata.extend(spec.labels.clone());
-        // Last, so nothing a user passes can retarget the reattach key.
-        metadata.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+        let metadata = remote::labels_for(&self.opts.metadata, spec);
         let mut body = json!({
             "templateID": self.opts.template,
             "timeout": self.opts.timeout_secs,
@@ -363,20 +337,16 @@ impl Provisioner for E2bProvisioner {
         let id = dto.sandbox_id.clone();
         match self.open_sandbox(dto).await {
             Ok(sb) => {
-                self.known
-                    .lock()
-                    .expect("known lock")
-                    .insert(spec.workspace_id.clone(), id);
+                self.known.remember(&spec.workspace_id, &id);
                 Ok(sb)
             }
             Err(e) => {
                 // A sandbox made just now holds no user data: kill it
                 // rather than leak it. A reattached one is never killed
                 // on failure (contract §11 point 16).
-                let url = self.url(&format!("/sandboxes/{id}"));
                 let _ = self
                     .api
-                    .send(Retry::Idempotent, false, |c| c.delete(&url))
+                    .delete(&self.url(&format!("/sandboxes/{id}")))
                     .await;
                 Err(e)
             }
@@ -384,24 +354,14 @@ impl Provisioner for E2bProvisioner {
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        let mut found: Vec<SandboxInfo> = self
+        let listed = self
             .list_raw(&[(labels::WORKSPACE_ID, workspace_id)])
-            .await?
-            .iter()
-            .map(ListedDto::info)
-            // The service filters already; checking again guards against a
-            // server that ignores the filter.
-            .filter(|i| i.workspace_id == workspace_id)
-            .collect();
-        if found.len() > 1 {
-            tracing::warn!(
-                workspace_id,
-                count = found.len(),
-                "several E2B sandboxes carry this workspace id; using the newest"
-            );
-        }
-        found.sort_by_key(|i| i.created_at);
-        Ok(found.pop())
+            .await?;
+        let found = listed.iter().map(|d| {
+            let i = d.info();
+            (i.created_at, i)
+        });
+        Ok(remote::newest("E2B", workspace_id, found))
     }
 
     async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
@@ -411,21 +371,12 @@ impl Provisioner for E2bProvisioner {
                 Duration::from_secs(self.opts.timeout_secs),
             )
             .await?;
-        if !info.workspace_id.is_empty() {
-            self.known
-                .lock()
-                .expect("known lock")
-                .insert(info.workspace_id.clone(), dto.sandbox_id.clone());
-        }
+        self.known.remember(&info.workspace_id, &dto.sandbox_id);
         Ok(self.open_sandbox(dto).await?)
     }
 
     async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
-        let Some(id) = self.sandbox_id(workspace_id).await? else {
-            return Err(BackendError::Unavailable(format!(
-                "no E2B sandbox for workspace {workspace_id}"
-            )));
-        };
+        let id = self.sandbox_id(workspace_id).await?;
         let url = self.url(&format!("/sandboxes/{id}/pause"));
         let resp = self
             .api
@@ -435,94 +386,37 @@ impl Provisioner for E2bProvisioner {
         if resp.status().as_u16() == 409 {
             return Ok(());
         }
-        if resp.status().as_u16() == 404 {
-            self.forget(workspace_id);
-        }
-        self.api.check(resp, On404::SandboxGone).await.map(|_| ())
+        let r = self.api.check(resp, On404::SandboxGone).await.map(|_| ());
+        self.known.forget_on_gone(workspace_id, r)
     }
 
     async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
-        let Some(id) = self.sandbox_id(workspace_id).await? else {
-            return Err(BackendError::Unavailable(format!(
-                "no E2B sandbox for workspace {workspace_id}"
-            )));
-        };
-        match self
-            .connect(&id, Duration::from_secs(self.opts.timeout_secs))
-            .await
-        {
-            Err(e @ BackendError::Unavailable(_)) => {
-                self.forget(workspace_id);
-                Err(e)
-            }
-            r => r.map(|_| ()),
-        }
+        let id = self.sandbox_id(workspace_id).await?;
+        let ttl = Duration::from_secs(self.opts.timeout_secs);
+        let r = self.connect(&id, ttl).await.map(|_| ());
+        self.known.forget_on_gone(workspace_id, r)
     }
 
     async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
-        let ids: Vec<String> = self
+        let listed = self
             .list_raw(&[(labels::WORKSPACE_ID, workspace_id)])
-            .await?
-            .into_iter()
-            .filter(|d| {
-                d.metadata
-                    .as_ref()
-                    .and_then(|m| m.get(labels::WORKSPACE_ID))
-                    .is_some_and(|w| w == workspace_id)
-            })
-            .map(|d| d.sandbox_id)
-            .chain(
-                self.known
-                    .lock()
-                    .expect("known lock")
-                    .get(workspace_id)
-                    .cloned(),
-            )
-            .collect();
-        self.forget(workspace_id);
-        for id in ids {
-            let url = self.url(&format!("/sandboxes/{id}"));
-            let resp = self
-                .api
-                .send(Retry::Idempotent, false, |c| c.delete(&url))
-                .await?;
-            if resp.status().as_u16() != 404 {
-                self.api.check(resp, On404::Remote).await?;
-            }
-        }
-        Ok(())
+            .await?;
+        let ids = self
+            .known
+            .all_ids(workspace_id, listed.iter().map(ListedDto::info));
+        remote::delete_each(&self.api, ids, |id| self.url(&format!("/sandboxes/{id}"))).await
     }
 
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
-        let mut out: Vec<SandboxInfo> = self
-            .list_raw(&[])
-            .await?
-            .iter()
-            .filter(|d| {
-                d.metadata
-                    .as_ref()
-                    .is_some_and(|m| m.contains_key(labels::WORKSPACE_ID))
-            })
-            .map(ListedDto::info)
-            .collect();
-        out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
-        Ok(out)
+        let listed = self.list_raw(&[]).await?;
+        Ok(remote::workspaces(listed.iter().map(ListedDto::info)))
     }
 
     async fn keep_alive(&self, workspace_id: &str, ttl: Duration) -> BackendResult<()> {
-        let Some(id) = self.sandbox_id(workspace_id).await? else {
-            return Err(BackendError::Unavailable(format!(
-                "no E2B sandbox for workspace {workspace_id}"
-            )));
-        };
+        let id = self.sandbox_id(workspace_id).await?;
         // connect only ever extends the expiry (openapi.yml ConnectSandbox).
-        match self.connect(&id, ttl).await {
-            Err(e @ BackendError::Unavailable(_)) => {
-                self.forget(workspace_id);
-                Err(e)
-            }
-            r => r.map(|_| ()),
-        }
+        let r = self.connect(&id, ttl).await.map(|_| ());
+        self.known.forget_on_gone(workspace_id, r)
     }
 }
 
@@ -600,44 +494,6 @@ impl E2bSandbox {
 
     fn resolve(&self, path: &str) -> String {
         bpath::join(&self.workdir, path)
-    }
-
-    /// Polls envd `GET /health` until it answers 204 (502 = not routable
-    /// yet, per the SDK).
-    async fn wait_ready(&self, limit: Duration) -> BackendResult<()> {
-        let deadline = Instant::now() + limit;
-        let url = self.url("/health");
-        let mut delay = Duration::from_millis(100);
-        loop {
-            let res = self
-                .envd
-                .raw()
-                .get(&url)
-                .headers(self.envd.headers().clone())
-                .timeout(Duration::from_secs(5))
-                .send()
-                .await;
-            let last = match res {
-                Ok(r) if r.status().is_success() => return Ok(()),
-                Ok(r) if r.status().as_u16() == 404 => {
-                    return Err(BackendError::Unavailable(format!(
-                        "e2b sandbox {} is gone (envd health 404)",
-                        self.id
-                    )));
-                }
-                Ok(r) => format!("status {}", r.status()),
-                Err(e) => http::error_chain(&e),
-            };
-            if Instant::now() >= deadline {
-                return Err(BackendError::Unavailable(format!(
-                    "envd of e2b sandbox {} not ready after {}s ({last})",
-                    self.id,
-                    limit.as_secs()
-                )));
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(1));
-        }
     }
 
     /// Unary Connect call with the JSON codec.
@@ -792,31 +648,36 @@ impl E2bSandbox {
             )
             .await?;
         let entry = v.get("entry").cloned().unwrap_or(Value::Null);
-        serde_json::from_value(entry).map_err(|e| BackendError::Remote {
-            service: SERVICE,
-            status: None,
-            code: Some("bad_response".into()),
-            message: format!("Stat answer for {path}: {e}"),
+        serde_json::from_value(entry).map_err(|e| {
+            self.envd
+                .bad_response(format!("Stat answer for {path}: {e}"))
         })
     }
 
-    async fn upload(&self, path: &str, part: reqwest::multipart::Part) -> BackendResult<()> {
+    async fn upload_part(&self, path: &str, part: reqwest::multipart::Part) -> BackendResult<()> {
         let url = self.url("/files");
         let q = self.query_path(path);
         // A multipart body can be sent once only: no retries here.
         let form = reqwest::multipart::Form::new().part("file", part);
         let req = self.envd.raw().post(&url).query(&q).multipart(form);
+        // A multipart stream cannot be re-sent, so it gets one generous try.
         let resp = self.envd.send_once(req, Some(UPLOAD_TIMEOUT)).await?;
-        if resp.status().is_success() {
-            return Ok(());
-        }
-        let status = resp.status().as_u16();
-        let body = resp.bytes().await.unwrap_or_default();
-        let (_, message) = http::parse_error_body(&body);
+        self.envd
+            .check_with(resp, |status, body| {
+                self.file_error(status, body, path, On404::SandboxGone)
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// An error answer of `/files` about `path`: envd's 400 for a
+    /// directory, else as [`E2bSandbox::connect_error`].
+    fn file_error(&self, status: u16, body: &[u8], path: &str, on404: On404) -> BackendError {
+        let (_, message) = http::parse_error_body(body);
         if status == 400 && message.contains("directory") {
-            return Err(BackendError::IsADirectory(path.to_string()));
+            return BackendError::IsADirectory(path.to_string());
         }
-        Err(self.connect_error(status, &body, On404::SandboxGone))
+        self.connect_error(status, body, on404)
     }
 }
 
@@ -1088,10 +949,8 @@ fn stream_cut(pid: Option<u32>) -> BackendError {
 }
 
 #[async_trait]
-impl Sandbox for E2bSandbox {
-    fn kind(&self) -> BackendKind {
-        BackendKind::E2b
-    }
+impl RemoteSandbox for E2bSandbox {
+    const KIND: BackendKind = BackendKind::E2b;
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -1122,18 +981,8 @@ impl Sandbox for E2bSandbox {
             )
             .await?;
         let mut events = EventStream::new(resp, self.idle);
-        let timeout = async {
-            match req.timeout {
-                Some(t) => tokio::time::sleep_until((started + t).into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancel = async {
-            match &req.cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let timeout = remote::sleep_until(req.timeout.map(|t| started + t));
+        let cancel = remote::cancelled(req.cancel.as_ref());
         tokio::pin!(timeout, cancel);
         let mut pid: Option<u32> = None;
         let mut killed: Option<Instant> = None;
@@ -1141,12 +990,7 @@ impl Sandbox for E2bSandbox {
         let mut end: Option<(i32, bool, String, Option<String>)> = None;
         let mut stdin = req.stdin.clone();
         loop {
-            let grace = async {
-                match killed {
-                    Some(t) => tokio::time::sleep_until((t + KILL_GRACE).into()).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let grace = remote::sleep_until(killed.map(|t| t + KILL_GRACE));
             let ev = tokio::select! {
                 ev = events.next() => ev,
                 _ = &mut timeout, if killed.is_none() => {
@@ -1274,52 +1118,41 @@ impl Sandbox for E2bSandbox {
         })
     }
 
-    async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        let p = self.resolve(path);
+    async fn download(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+        let p = path.to_string();
         let url = self.url("/files");
         let q = self.query_path(&p);
         let resp = self
             .envd
             .send(Retry::Idempotent, false, |c| c.get(&url).query(&q))
             .await?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            let (_, message) = http::parse_error_body(&body);
-            if status == 400 && message.contains("directory") {
-                return Err(BackendError::IsADirectory(p));
-            }
-            return Err(self.connect_error(status, &body, On404::Path(p)));
-        }
+        let resp = self
+            .envd
+            .check_with(resp, |status, body| {
+                self.file_error(status, body, &p, On404::Path(p.clone()))
+            })
+            .await?;
         let bytes = resp
             .bytes()
             .await
             .map_err(|e| self.envd.transport_error(&e))?;
-        Ok(match range {
-            None => bytes.to_vec(),
-            Some(r) => {
-                let start = (r.offset as usize).min(bytes.len());
-                let end = start.saturating_add(r.len as usize).min(bytes.len());
-                bytes[start..end].to_vec()
-            }
-        })
+        Ok(remote::slice_range(&bytes, range))
     }
 
-    async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
-        let p = self.resolve(path);
-        let part = reqwest::multipart::Part::bytes(data.to_vec())
-            .file_name(p.clone())
+    async fn upload(&self, path: &str, data: Bytes) -> BackendResult<()> {
+        let part = reqwest::multipart::Part::bytes(Vec::from(data))
+            .file_name(path.to_string())
             .mime_str("application/octet-stream")
             .expect("static mime");
-        self.upload(&p, part).await
+        self.upload_part(path, part).await
     }
 
-    async fn write_stream(
+    async fn upload_stream(
         &self,
         path: &str,
         reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> BackendResult<u64> {
-        let p = self.resolve(path);
+        let p = path.to_string();
         let count = Arc::new(AtomicU64::new(0));
         let counted = CountingReader {
             inner: reader,
@@ -1330,23 +1163,12 @@ impl Sandbox for E2bSandbox {
             .file_name(p.clone())
             .mime_str("application/octet-stream")
             .expect("static mime");
-        self.upload(&p, part).await?;
+        self.upload_part(&p, part).await?;
         Ok(count.load(Ordering::Relaxed))
     }
 
-    async fn append(&self, _path: &str, _data: &[u8]) -> BackendResult<()> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::E2b,
-            what: "append",
-        })
-    }
-
-    async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
-        remote::shell_create_new(self, &self.resolve(path), data).await
-    }
-
-    async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
-        let p = self.resolve(path);
+    async fn list_dir(&self, path: &str) -> BackendResult<Vec<FileStat>> {
+        let p = path.to_string();
         let v = self
             .unary(
                 "/filesystem.Filesystem/ListDir",
@@ -1357,19 +1179,15 @@ impl Sandbox for E2bSandbox {
         let entries: Vec<EntryDto> = serde_json::from_value(
             v.get("entries").cloned().unwrap_or(json!([])),
         )
-        .map_err(|e| BackendError::Remote {
-            service: SERVICE,
-            status: None,
-            code: Some("bad_response".into()),
-            message: format!("ListDir answer for {p}: {e}"),
+        .map_err(|e| {
+            self.envd
+                .bad_response(format!("ListDir answer for {p}: {e}"))
         })?;
-        let mut out: Vec<FileStat> = entries.iter().map(EntryDto::stat).collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        Ok(entries.iter().map(EntryDto::stat).collect())
     }
 
-    async fn stat(&self, path: &str) -> BackendResult<FileStat> {
-        let p = self.resolve(path);
+    async fn stat_path(&self, path: &str) -> BackendResult<FileStat> {
+        let p = path.to_string();
         let entry = self.stat_entry(&p).await?;
         let mut st = entry.stat();
         if st.kind == FileKind::Symlink
@@ -1383,25 +1201,6 @@ impl Sandbox for E2bSandbox {
             }
         }
         Ok(st)
-    }
-
-    async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
-        remote::shell_remove(self, &self.resolve(path), recursive).await
-    }
-
-    async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
-        remote::shell_rename(self, &self.resolve(from), &self.resolve(to)).await
-    }
-
-    async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
-        remote::shell_mkdir(self, &self.resolve(path), parents).await
-    }
-
-    async fn watch(&self, _path: &str) -> BackendResult<Watch> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::E2b,
-            what: "watch",
-        })
     }
 }
 

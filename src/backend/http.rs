@@ -14,7 +14,7 @@
 pub mod remote;
 
 use std::sync::Once;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Client, RequestBuilder, Response, StatusCode};
@@ -47,6 +47,18 @@ impl Default for HttpPolicy {
             max_retries: 4,
             base_delay: Duration::from_millis(250),
             max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl HttpPolicy {
+    /// The default policy with a profile's `request_timeout_secs` (at
+    /// least 1) and `max_retries`.
+    pub fn with_limits(request_timeout_secs: u64, max_retries: u32) -> Self {
+        HttpPolicy {
+            request_timeout: Duration::from_secs(request_timeout_secs.max(1)),
+            max_retries,
+            ..HttpPolicy::default()
         }
     }
 }
@@ -118,16 +130,33 @@ pub fn secret_header(value: &str) -> BackendResult<HeaderValue> {
     Ok(v)
 }
 
-/// Builds a plain header pair.
-///
-/// Errors: the name or value is not valid in a header.
-pub fn header(name: &str, value: &str) -> BackendResult<(HeaderName, HeaderValue)> {
-    let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| BackendError::Remote {
+fn header_name(name: &str) -> BackendResult<HeaderName> {
+    HeaderName::from_bytes(name.as_bytes()).map_err(|_| BackendError::Remote {
         service: "http",
         status: None,
         code: Some("invalid_header".into()),
         message: format!("invalid header name `{name}`"),
-    })?;
+    })
+}
+
+/// Auth headers: `secret` (never printed) and the `plain` pairs.
+///
+/// Errors: a name or value that cannot be sent in a header.
+pub fn auth_headers(secret: (&str, &str), plain: &[(&str, &str)]) -> BackendResult<HeaderMap> {
+    let mut headers = HeaderMap::new();
+    headers.insert(header_name(secret.0)?, secret_header(secret.1)?);
+    for (n, v) in plain {
+        let (n, v) = header(n, v)?;
+        headers.insert(n, v);
+    }
+    Ok(headers)
+}
+
+/// Builds a plain header pair.
+///
+/// Errors: the name or value is not valid in a header.
+pub fn header(name: &str, value: &str) -> BackendResult<(HeaderName, HeaderValue)> {
+    let n = header_name(name)?;
     let v = HeaderValue::from_str(value).map_err(|_| BackendError::Remote {
         service: "http",
         status: None,
@@ -167,6 +196,30 @@ impl ServiceClient {
             policy,
             auth_hint: auth_hint.into(),
         })
+    }
+
+    /// A client for `service` authenticated by the API key from the
+    /// profile (`explicit`) or the environment variable `key_var`:
+    /// `headers` turns the key into the auth headers. Returns the key too,
+    /// for a service whose proxy wants it again.
+    ///
+    /// Errors: no key in either place; a key that cannot be a header; the
+    /// TLS stack cannot be set up.
+    pub fn with_api_key(
+        service: &'static str,
+        explicit: Option<&str>,
+        key_var: &str,
+        policy: HttpPolicy,
+        headers: impl FnOnce(&str) -> BackendResult<HeaderMap>,
+    ) -> BackendResult<(Self, String)> {
+        let key = api_key(service, explicit, key_var)?;
+        let client = ServiceClient::new(
+            service,
+            headers(&key)?,
+            policy,
+            format!("check {key_var} or `api_key` in the profile"),
+        )?;
+        Ok((client, key))
     }
 
     /// The same client (sharing connections) with other headers, for a
@@ -289,6 +342,88 @@ impl ServiceClient {
         self.decode(resp).await
     }
 
+    /// `DELETE url` (retried like any idempotent call): `Ok(true)` when
+    /// deleted, `Ok(false)` when the service answers 404 (already gone).
+    ///
+    /// Errors: any other error status, or no answer.
+    pub async fn delete(&self, url: &str) -> BackendResult<bool> {
+        let resp = self
+            .send(Retry::Idempotent, false, |c| c.delete(url))
+            .await?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(false);
+        }
+        self.check(resp, On404::Remote).await.map(|_| true)
+    }
+
+    /// An answer that does not have the shape the spec gives it.
+    pub fn bad_response(&self, message: impl Into<String>) -> BackendError {
+        BackendError::Remote {
+            service: self.service,
+            status: None,
+            code: Some("bad_response".into()),
+            message: message.into(),
+        }
+    }
+
+    /// Polls `GET url` (5 s per try; back-off from 100 ms to 1 s) until it
+    /// answers 2xx: a daemon in a sandbox that is still starting.
+    ///
+    /// Errors: [`BackendError::Unavailable`] naming `what` with the last
+    /// answer once `deadline` passes; at once on a 404 when `gone_on_404`
+    /// (the service's proxy knows no such sandbox).
+    pub async fn wait_ready(
+        &self,
+        url: &str,
+        deadline: Instant,
+        what: &str,
+        gone_on_404: bool,
+    ) -> BackendResult<()> {
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let res = self
+                .client
+                .get(url)
+                .headers(self.headers.clone())
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await;
+            let last = match res {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) if gone_on_404 && r.status() == StatusCode::NOT_FOUND => {
+                    return Err(BackendError::Unavailable(format!(
+                        "{what}: the sandbox is gone (404)"
+                    )));
+                }
+                Ok(r) => format!("status {}", r.status()),
+                Err(e) => error_chain(&e),
+            };
+            if Instant::now() >= deadline {
+                return Err(BackendError::Unavailable(format!(
+                    "{what} not ready after {}s ({last})",
+                    started.elapsed().as_secs()
+                )));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// `GET url` (a sandbox's own resource: 404 means it is gone) and the
+    /// string `field` of the JSON answer.
+    ///
+    /// Errors: as for [`ServiceClient::json`]; an answer without the field.
+    pub async fn get_field(&self, url: &str, field: &str) -> BackendResult<String> {
+        let v: Value = self
+            .json(Retry::Idempotent, On404::SandboxGone, |c| c.get(url))
+            .await?;
+        v.get(field)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| self.bad_response(format!("{url} answered without `{field}`: {v}")))
+    }
+
     /// Decodes a JSON body, naming the service when it does not parse.
     pub async fn decode<T: DeserializeOwned>(&self, resp: Response) -> BackendResult<T> {
         let status = resp.status().as_u16();
@@ -307,12 +442,24 @@ impl ServiceClient {
     /// Passes a 2xx response through; turns any other into an error with
     /// the service's code and message.
     pub async fn check(&self, resp: Response, on404: On404) -> BackendResult<Response> {
+        let status = resp.status();
+        self.check_with(resp, |_, body| self.status_error(status, body, on404))
+            .await
+    }
+
+    /// Passes a 2xx response through; hands any other status and its body
+    /// to `err` (for answers about a path, which map onto file errors).
+    pub async fn check_with(
+        &self,
+        resp: Response,
+        err: impl FnOnce(u16, &[u8]) -> BackendError,
+    ) -> BackendResult<Response> {
         if resp.status().is_success() {
             return Ok(resp);
         }
-        let status = resp.status();
+        let status = resp.status().as_u16();
         let body = resp.bytes().await.unwrap_or_default();
-        Err(self.status_error(status, &body, on404))
+        Err(err(status, &body))
     }
 
     /// Maps an error status and body to a [`BackendError`].
@@ -330,7 +477,10 @@ impl ServiceClient {
             (404, On404::SandboxGone) => BackendError::Unavailable(format!(
                 "{} reports the sandbox gone (404{}: {message})",
                 self.service,
-                code.as_ref().map(|c| format!(" {c}")).unwrap_or_default()
+                code.as_ref()
+                    .filter(|c| c.as_str() != "404")
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default()
             )),
             (404, On404::Path(p)) => BackendError::NotFound(p),
             (401 | 403, _) => BackendError::Remote {
@@ -494,6 +644,15 @@ pub fn api_key(service: &'static str, explicit: Option<&str>, env: &str) -> Back
     }
 }
 
+/// A profile option that falls back to the environment variable `var`;
+/// empty values count as unset.
+pub fn option_or_env(value: &Option<String>, var: &str) -> Option<String> {
+    value
+        .clone()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var(var).ok().filter(|s| !s.is_empty()))
+}
+
 /// Joins a base URL and a path without doubling or dropping the slash.
 pub fn join_url(base: &str, path: &str) -> String {
     format!(
@@ -594,6 +753,25 @@ mod tests {
             On404::SandboxGone,
         );
         assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+        let e = c.status_error(
+            StatusCode::NOT_FOUND,
+            br#"{"code":404,"message":"sandbox not found"}"#,
+            On404::SandboxGone,
+        );
+        assert_eq!(
+            e.to_string(),
+            "sandbox unavailable: e2b reports the sandbox gone (404: sandbox not found)"
+        );
+        // A code that is not the status is shown beside it.
+        let e = c.status_error(
+            StatusCode::UNAUTHORIZED,
+            br#"{"statusCode":401,"message":"Invalid credentials","code":"UNAUTHORIZED"}"#,
+            On404::Remote,
+        );
+        assert_eq!(
+            e.to_string(),
+            "e2b error 401 UNAUTHORIZED: Invalid credentials (set E2B_API_KEY)"
+        );
         let e = c.status_error(StatusCode::NOT_FOUND, b"", On404::Path("/a".into()));
         assert!(e.is_not_found());
     }

@@ -151,8 +151,10 @@ pub enum BackendError {
         /// What was asked for.
         what: &'static str,
     },
-    /// A remote service answered with an error.
-    #[error("{service} error{}: {message}", code.as_ref().map(|c| format!(" {c}")).unwrap_or_default())]
+    /// A remote service answered with an error: shown as
+    /// `<service> error <status> <code>: <message>`, each part only when
+    /// known (the code is left out when it repeats the status).
+    #[error("{service} error{}: {message}", remote_tag(*status, code.as_deref()))]
     Remote {
         /// Service name (`e2b`, `daytona`, `docker`, ...).
         service: &'static str,
@@ -175,6 +177,18 @@ pub enum BackendError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// ` 401 UNAUTHORIZED`, ` 404`, ` timeout` or `` for a remote error.
+fn remote_tag(status: Option<u16>, code: Option<&str>) -> String {
+    let status = status.map(|s| s.to_string());
+    let code = code.filter(|c| !c.is_empty() && Some(*c) != status.as_deref());
+    status
+        .iter()
+        .map(String::as_str)
+        .chain(code)
+        .map(|p| format!(" {p}"))
+        .collect()
 }
 
 impl BackendError {

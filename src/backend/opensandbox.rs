@@ -17,9 +17,9 @@
 //! reported as `timed_out`; the expiry is renewed by
 //! [`Provisioner::keep_alive`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -28,14 +28,13 @@ use futures::StreamExt;
 use reqwest::header::{ACCEPT, HeaderMap, RANGE};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::AsyncRead;
 
-use super::http::{self, HttpPolicy, On404, Retry, ServiceClient, remote};
+use super::http::remote::{self, KILL_GRACE, Known, RemoteSandbox, StateCheck, UPLOAD_TIMEOUT};
+use super::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, OutputChunk, OutputSink, Process, ProvisionSpec, Provisioner,
-    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest, StreamKind, Watch,
-    labels, path as bpath,
+    FileKind, FileStat, OutputChunk, OutputSink, ProvisionSpec, Provisioner,
+    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, StreamKind, labels, path as bpath,
 };
 
 const SERVICE: &str = "opensandbox";
@@ -44,10 +43,6 @@ pub const EXECD_PORT: u16 = 44772;
 /// Extra time given to execd's own timeout, so wsbench's interrupt comes
 /// first and execd's kill is only a backstop.
 const SERVER_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
-/// How long to wait for the stream to end after an interrupt.
-const KILL_GRACE: Duration = Duration::from_secs(5);
-/// Limit for one upload, whatever the unary request limit is.
-const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// OpenSandbox profile options (contract §7.7 constructor, plus URLs).
 ///
@@ -70,7 +65,7 @@ pub struct OpenSandboxOptions {
     pub image: String,
     /// Entry process (required by the server with an image).
     pub entrypoint: Vec<String>,
-    /// Provider expiry in seconds (≥ 60), or `None` for none.
+    /// Provider expiry in seconds (≥ 60); `0` or `None`: no expiry.
     pub timeout_secs: Option<u64>,
     /// `resourceLimits`, e.g. `{"cpu": "1", "memory": "2Gi"}`.
     pub resource_limits: BTreeMap<String, String>,
@@ -148,15 +143,7 @@ impl OpenSandboxOptions {
         if let Some(u) = self.api_url.clone().filter(|u| !u.is_empty()) {
             return u;
         }
-        let domain = self
-            .domain
-            .clone()
-            .filter(|d| !d.is_empty())
-            .or_else(|| {
-                std::env::var("OPEN_SANDBOX_DOMAIN")
-                    .ok()
-                    .filter(|d| !d.is_empty())
-            })
+        let domain = http::option_or_env(&self.domain, "OPEN_SANDBOX_DOMAIN")
             .unwrap_or_else(|| "localhost:8080".into());
         let base = if domain.starts_with("http://") || domain.starts_with("https://") {
             domain
@@ -164,14 +151,6 @@ impl OpenSandboxOptions {
             format!("{}://{domain}", self.protocol)
         };
         http::join_url(&base, "/v1")
-    }
-
-    fn policy(&self) -> HttpPolicy {
-        HttpPolicy {
-            request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
-            max_retries: self.max_retries,
-            ..HttpPolicy::default()
-        }
     }
 }
 
@@ -247,7 +226,7 @@ pub struct OpenSandboxProvisioner {
     opts: OpenSandboxOptions,
     api: ServiceClient,
     key: String,
-    known: Mutex<HashMap<String, String>>,
+    known: Known,
 }
 
 impl std::fmt::Debug for OpenSandboxProvisioner {
@@ -266,20 +245,19 @@ impl OpenSandboxProvisioner {
     ///
     /// Errors: no API key in the options or `OPEN_SANDBOX_API_KEY`.
     pub fn new(opts: OpenSandboxOptions) -> BackendResult<Self> {
-        let key = http::api_key(SERVICE, opts.api_key.as_deref(), "OPEN_SANDBOX_API_KEY")?;
-        let mut headers = HeaderMap::new();
-        headers.insert("open-sandbox-api-key", http::secret_header(&key)?);
-        let api = ServiceClient::new(
+        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
+        let (api, key) = ServiceClient::with_api_key(
             SERVICE,
-            headers,
-            opts.policy(),
-            "check OPEN_SANDBOX_API_KEY or `api_key` in the profile",
+            opts.api_key.as_deref(),
+            "OPEN_SANDBOX_API_KEY",
+            policy,
+            |key| http::auth_headers(("open-sandbox-api-key", key), &[]),
         )?;
         Ok(OpenSandboxProvisioner {
             opts,
             api,
             key,
-            known: Mutex::new(HashMap::new()),
+            known: Known::default(),
         })
     }
 
@@ -313,15 +291,9 @@ impl OpenSandboxProvisioner {
                     c.get(&url).query(&q)
                 })
                 .await?;
-            let items: Vec<SandboxDto> = serde_json::from_value(
-                v.get("items").cloned().unwrap_or(json!([])),
-            )
-            .map_err(|e| BackendError::Remote {
-                service: SERVICE,
-                status: None,
-                code: Some("bad_response".into()),
-                message: format!("sandbox list: {e}"),
-            })?;
+            let items: Vec<SandboxDto> =
+                serde_json::from_value(v.get("items").cloned().unwrap_or(json!([])))
+                    .map_err(|e| self.api.bad_response(format!("sandbox list: {e}")))?;
             let more = v
                 .pointer("/pagination/hasNextPage")
                 .and_then(Value::as_bool)
@@ -345,33 +317,20 @@ impl OpenSandboxProvisioner {
 
     /// Polls until the sandbox is in `want`; fails on a terminal state.
     async fn wait_state(&self, id: &str, want: &str) -> BackendResult<()> {
-        let deadline = Instant::now() + Duration::from_secs(self.opts.state_timeout_secs);
-        let mut delay = Duration::from_millis(100);
-        loop {
-            let dto = self.get(id).await?;
-            let st = dto.state_name().to_string();
-            if st == want {
-                return Ok(());
-            }
-            if matches!(st.as_str(), "Failed" | "Terminated" | "Stopping") {
-                return Err(BackendError::Unavailable(format!(
-                    "opensandbox sandbox {id} is {st} while waiting for {want}"
-                )));
-            }
-            if Instant::now() >= deadline {
-                return Err(BackendError::Remote {
-                    service: SERVICE,
-                    status: None,
-                    code: Some("state_timeout".into()),
-                    message: format!(
-                        "sandbox {id} still {st} after {}s (waiting for {want})",
-                        self.opts.state_timeout_secs
-                    ),
-                });
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(2));
-        }
+        remote::wait_for_state(
+            SERVICE,
+            id,
+            want,
+            Duration::from_secs(self.opts.state_timeout_secs),
+            || self.get(id),
+            |dto: &SandboxDto| match dto.state_name() {
+                s if s == want => StateCheck::Reached,
+                s @ ("Failed" | "Terminated" | "Stopping") => StateCheck::Failed(s.to_string()),
+                s => StateCheck::Waiting(s.to_string()),
+            },
+        )
+        .await
+        .map(|_| ())
     }
 
     /// `POST /sandboxes/{id}/{verb}` (pause, resume): 202, or 409 when
@@ -402,31 +361,10 @@ impl OpenSandboxProvisioner {
     }
 
     async fn sandbox_id(&self, workspace_id: &str) -> BackendResult<String> {
-        if let Some(id) = self.known.lock().expect("known lock").get(workspace_id) {
-            return Ok(id.clone());
-        }
-        match self.find(workspace_id).await? {
-            Some(i) => Ok(i.backend_id),
-            None => Err(BackendError::Unavailable(format!(
-                "no OpenSandbox sandbox for workspace {workspace_id}"
-            ))),
-        }
-    }
-
-    fn remember(&self, workspace_id: &str, id: &str) {
-        if !workspace_id.is_empty() {
-            self.known
-                .lock()
-                .expect("known lock")
-                .insert(workspace_id.to_string(), id.to_string());
-        }
-    }
-
-    fn forget_on_gone<T>(&self, workspace_id: &str, r: BackendResult<T>) -> BackendResult<T> {
-        if matches!(r, Err(BackendError::Unavailable(_))) {
-            self.known.lock().expect("known lock").remove(workspace_id);
-        }
-        r
+        let find = self.find(workspace_id);
+        self.known
+            .sandbox_id("OpenSandbox", workspace_id, find)
+            .await
     }
 
     /// Looks up execd's endpoint (retrying until it is published), then
@@ -450,15 +388,10 @@ impl OpenSandboxProvisioner {
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         };
-        let endpoint =
-            ep.get("endpoint")
-                .and_then(Value::as_str)
-                .ok_or_else(|| BackendError::Remote {
-                    service: SERVICE,
-                    status: None,
-                    code: Some("bad_response".into()),
-                    message: format!("endpoint answer without `endpoint`: {ep}"),
-                })?;
+        let endpoint = ep.get("endpoint").and_then(Value::as_str).ok_or_else(|| {
+            self.api
+                .bad_response(format!("endpoint answer without `endpoint`: {ep}"))
+        })?;
         // Endpoints come without a scheme.
         let base = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
             endpoint.to_string()
@@ -487,7 +420,10 @@ impl OpenSandboxProvisioner {
             env: self.opts.env.clone(),
             idle: Duration::from_secs(self.opts.stream_idle_secs.max(1)),
         });
-        sb.wait_ping(deadline).await?;
+        let what = format!("execd of opensandbox sandbox {id}");
+        sb.execd
+            .wait_ready(&sb.url("/ping"), deadline, &what, false)
+            .await?;
         remote::shell_mkdir(sb.as_ref(), &sb.workdir, true).await?;
         Ok(sb)
     }
@@ -508,13 +444,12 @@ impl Provisioner for OpenSandboxProvisioner {
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let mut metadata = self.opts.metadata.clone();
-        metadata.extend(spec.labels.clone());
-        metadata.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
+        let metadata = remote::labels_for(&self.opts.metadata, spec);
         let mut body = json!({
             "image": {"uri": self.opts.image},
             "entrypoint": self.opts.entrypoint,
-            "timeout": self.opts.timeout_secs,
+            // 0 (or none): no expiry, sent as null.
+            "timeout": self.opts.timeout_secs.filter(|t| *t > 0),
             "metadata": metadata,
         });
         if !self.opts.resource_limits.is_empty() {
@@ -530,7 +465,7 @@ impl Provisioner for OpenSandboxProvisioner {
                 c.post(&url).json(&body)
             })
             .await?;
-        self.remember(&spec.workspace_id, &dto.id);
+        self.known.remember(&spec.workspace_id, &dto.id);
         let opened = async {
             if dto.state_name() != "Running" {
                 self.wait_state(&dto.id, "Running").await?;
@@ -543,37 +478,25 @@ impl Provisioner for OpenSandboxProvisioner {
             Err(e) => {
                 // A sandbox made just now holds no user data: delete it
                 // rather than leak it (contract §11 point 16).
-                let url = self.url(&format!("/sandboxes/{}", dto.id));
                 let _ = self
                     .api
-                    .send(Retry::Idempotent, false, |c| c.delete(&url))
+                    .delete(&self.url(&format!("/sandboxes/{}", dto.id)))
                     .await;
-                self.known
-                    .lock()
-                    .expect("known lock")
-                    .remove(&spec.workspace_id);
+                self.known.forget(&spec.workspace_id);
                 Err(e)
             }
         }
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        let mut found: Vec<SandboxInfo> = self
+        let listed = self
             .list_raw(&[(labels::WORKSPACE_ID, workspace_id)])
-            .await?
-            .iter()
-            .map(SandboxDto::info)
-            .filter(|i| i.workspace_id == workspace_id)
-            .collect();
-        if found.len() > 1 {
-            tracing::warn!(
-                workspace_id,
-                count = found.len(),
-                "several OpenSandbox sandboxes carry this workspace id; using the newest"
-            );
-        }
-        found.sort_by_key(|i| i.created_at);
-        Ok(found.pop())
+            .await?;
+        let found = listed.iter().map(|d| {
+            let i = d.info();
+            (i.created_at, i)
+        });
+        Ok(remote::newest("OpenSandbox", workspace_id, found))
     }
 
     async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
@@ -594,67 +517,35 @@ impl Provisioner for OpenSandboxProvisioner {
                 )));
             }
         }
-        self.remember(&info.workspace_id, &id);
+        self.known.remember(&info.workspace_id, &id);
         Ok(self.connect(&id).await?)
     }
 
     async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
         let id = self.sandbox_id(workspace_id).await?;
         let r = self.transition(&id, "pause", "Paused").await;
-        self.forget_on_gone(workspace_id, r)
+        self.known.forget_on_gone(workspace_id, r)
     }
 
     async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
         let id = self.sandbox_id(workspace_id).await?;
         let r = self.transition(&id, "resume", "Running").await;
-        self.forget_on_gone(workspace_id, r)
+        self.known.forget_on_gone(workspace_id, r)
     }
 
     async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
-        let mut ids: Vec<String> = self
+        let listed = self
             .list_raw(&[(labels::WORKSPACE_ID, workspace_id)])
-            .await?
-            .into_iter()
-            .filter(|d| {
-                d.metadata
-                    .as_ref()
-                    .and_then(|m| m.get(labels::WORKSPACE_ID))
-                    .is_some_and(|w| w == workspace_id)
-            })
-            .map(|d| d.id)
-            .collect();
-        if let Some(id) = self.known.lock().expect("known lock").remove(workspace_id)
-            && !ids.contains(&id)
-        {
-            ids.push(id);
-        }
-        for id in ids {
-            let url = self.url(&format!("/sandboxes/{id}"));
-            let resp = self
-                .api
-                .send(Retry::Idempotent, false, |c| c.delete(&url))
-                .await?;
-            if resp.status().as_u16() != 404 {
-                self.api.check(resp, On404::Remote).await?;
-            }
-        }
-        Ok(())
+            .await?;
+        let ids = self
+            .known
+            .all_ids(workspace_id, listed.iter().map(SandboxDto::info));
+        remote::delete_each(&self.api, ids, |id| self.url(&format!("/sandboxes/{id}"))).await
     }
 
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
-        let mut out: Vec<SandboxInfo> = self
-            .list_raw(&[])
-            .await?
-            .iter()
-            .filter(|d| {
-                d.metadata
-                    .as_ref()
-                    .is_some_and(|m| m.contains_key(labels::WORKSPACE_ID))
-            })
-            .map(SandboxDto::info)
-            .collect();
-        out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
-        Ok(out)
+        let listed = self.list_raw(&[]).await?;
+        Ok(remote::workspaces(listed.iter().map(SandboxDto::info)))
     }
 
     async fn keep_alive(&self, workspace_id: &str, ttl: Duration) -> BackendResult<()> {
@@ -669,7 +560,7 @@ impl Provisioner for OpenSandboxProvisioner {
             })
             .await
             .map(|_| ());
-        self.forget_on_gone(workspace_id, r)
+        self.known.forget_on_gone(workspace_id, r)
     }
 }
 
@@ -816,32 +707,6 @@ impl OpenSandboxSandbox {
         bpath::join(&self.workdir, path)
     }
 
-    async fn wait_ping(&self, deadline: Instant) -> BackendResult<()> {
-        let url = self.url("/ping");
-        loop {
-            let res = self
-                .execd
-                .raw()
-                .get(&url)
-                .headers(self.execd.headers().clone())
-                .timeout(Duration::from_secs(5))
-                .send()
-                .await;
-            let last = match res {
-                Ok(r) if r.status().is_success() => return Ok(()),
-                Ok(r) => format!("status {}", r.status()),
-                Err(e) => http::error_chain(&e),
-            };
-            if Instant::now() >= deadline {
-                return Err(BackendError::Unavailable(format!(
-                    "execd of opensandbox sandbox {} not ready ({last})",
-                    self.id
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
     /// Interrupts command `id` (`DELETE /command?id=`).
     async fn interrupt(&self, id: &str) {
         let url = self.url("/command");
@@ -863,6 +728,18 @@ impl OpenSandboxSandbox {
             self.interrupt(id).await;
         }
         remote::kill_marked(self, marker).await;
+    }
+
+    /// Passes a 2xx answer about `path` through; maps any other with
+    /// [`OpenSandboxSandbox::file_error`].
+    async fn check_file(
+        &self,
+        resp: reqwest::Response,
+        path: &str,
+    ) -> BackendResult<reqwest::Response> {
+        self.execd
+            .check_with(resp, |status, body| self.file_error(status, body, path))
+            .await
     }
 
     fn file_error(&self, status: u16, body: &[u8], path: &str) -> BackendError {
@@ -887,44 +764,6 @@ impl OpenSandboxSandbox {
         }
     }
 
-    async fn upload(&self, path: &str, data: Bytes) -> BackendResult<()> {
-        let url = self.url("/files/upload");
-        // execd reads `mode` as octal digits: 644 means 0o644
-        // (MINIMAL-SURFACE.md §3.4; the reference sent 420 = 0o644).
-        let meta = serde_json::to_vec(&json!({"path": path, "mode": 644})).expect("json");
-        let len = data.len();
-        let build = |c: &reqwest::Client| {
-            // Both parts must be *file* parts (with a filename), or execd
-            // answers "metadata file is missing".
-            let form = reqwest::multipart::Form::new()
-                .part(
-                    "metadata",
-                    reqwest::multipart::Part::bytes(meta.clone())
-                        .file_name("metadata")
-                        .mime_str("application/json")
-                        .expect("static mime"),
-                )
-                .part(
-                    "file",
-                    reqwest::multipart::Part::stream_with_length(
-                        reqwest::Body::from(data.clone()),
-                        len as u64,
-                    )
-                    .file_name(path.to_string())
-                    .mime_str("application/octet-stream")
-                    .expect("static mime"),
-                );
-            c.post(&url).multipart(form).timeout(UPLOAD_TIMEOUT)
-        };
-        let resp = self.execd.send(Retry::Idempotent, true, build).await?;
-        let status = resp.status().as_u16();
-        if resp.status().is_success() {
-            return Ok(());
-        }
-        let body = resp.bytes().await.unwrap_or_default();
-        Err(self.file_error(status, &body, path))
-    }
-
     async fn info(&self, path: &str) -> BackendResult<Value> {
         let url = self.url("/files/info");
         let resp = self
@@ -933,11 +772,7 @@ impl OpenSandboxSandbox {
                 c.get(&url).query(&[("path", path)])
             })
             .await?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(self.file_error(status, &body, path));
-        }
+        let resp = self.check_file(resp, path).await?;
         let v: Value = self.execd.decode(resp).await?;
         v.get(path)
             .cloned()
@@ -986,10 +821,8 @@ fn file_stat(v: &Value) -> FileStat {
 }
 
 #[async_trait]
-impl Sandbox for OpenSandboxSandbox {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Opensandbox
-    }
+impl RemoteSandbox for OpenSandboxSandbox {
+    const KIND: BackendKind = BackendKind::Opensandbox;
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -1009,12 +842,6 @@ impl Sandbox for OpenSandboxSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
-        if req.stdin.as_ref().is_some_and(|s| !s.is_empty()) {
-            return Err(BackendError::Unsupported {
-                backend: BackendKind::Opensandbox,
-                what: "stdin for commands",
-            });
-        }
         let started = Instant::now();
         // C18: the user's line goes to execd's shell verbatim.
         let line = remote::command_line(&req.argv)?;
@@ -1052,18 +879,8 @@ impl Sandbox for OpenSandboxSandbox {
         let mut stream: Pin<Box<dyn futures::Stream<Item = reqwest::Result<Bytes>> + Send>> =
             Box::pin(resp.bytes_stream());
         let mut sse = SseReader::default();
-        let timeout = async {
-            match req.timeout {
-                Some(t) => tokio::time::sleep_until((started + t).into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancel = async {
-            match &req.cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let timeout = remote::sleep_until(req.timeout.map(|t| started + t));
+        let cancel = remote::cancelled(req.cancel.as_ref());
         tokio::pin!(timeout, cancel);
         let mut cmd_id: Option<String> = None;
         let mut ending: Option<Ending> = None;
@@ -1125,12 +942,7 @@ impl Sandbox for OpenSandboxSandbox {
                 }
                 break;
             }
-            let grace = async {
-                match stopped {
-                    Some(t) => tokio::time::sleep_until((t + KILL_GRACE).into()).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let grace = remote::sleep_until(stopped.map(|t| t + KILL_GRACE));
             tokio::select! {
                 chunk = tokio::time::timeout(self.idle, stream.next()) => match chunk {
                     Err(_) => {
@@ -1191,20 +1003,13 @@ impl Sandbox for OpenSandboxSandbox {
         })
     }
 
-    async fn spawn(&self, _req: SpawnRequest) -> BackendResult<Process> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::Opensandbox,
-            what: "long-lived processes",
-        })
-    }
-
-    async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        let p = self.resolve(path);
+    async fn download(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+        let p = path.to_string();
         if let Some(r) = range
             && r.len == 0
         {
             // A zero-length Range header is invalid; check existence only.
-            self.stat(&p).await?;
+            self.info(&p).await?;
             return Ok(Vec::new());
         }
         let url = self.url("/files/download");
@@ -1225,55 +1030,50 @@ impl Sandbox for OpenSandboxSandbox {
         if status == 416 {
             return Ok(Vec::new());
         }
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(self.file_error(status, &body, &p));
-        }
+        let resp = self.check_file(resp, &p).await?;
         let bytes = resp
             .bytes()
             .await
             .map_err(|e| self.execd.transport_error(&e))?;
-        Ok(match range {
-            // 200 means the server ignored the range: cut it here.
-            Some(r) if status == 200 => {
-                let start = (r.offset as usize).min(bytes.len());
-                let end = start.saturating_add(r.len as usize).min(bytes.len());
-                bytes[start..end].to_vec()
-            }
-            _ => bytes.to_vec(),
-        })
+        // 200 means the server ignored the range: cut it here.
+        Ok(remote::slice_range(&bytes, range.filter(|_| status == 200)))
     }
 
-    async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
-        let p = self.resolve(path);
-        self.upload(&p, Bytes::copy_from_slice(data)).await
+    async fn upload(&self, path: &str, data: Bytes) -> BackendResult<()> {
+        let url = self.url("/files/upload");
+        // execd reads `mode` as octal digits: 644 means 0o644
+        // (MINIMAL-SURFACE.md §3.4; the reference sent 420 = 0o644).
+        let meta = serde_json::to_vec(&json!({"path": path, "mode": 644})).expect("json");
+        let len = data.len();
+        let build = |c: &reqwest::Client| {
+            // Both parts must be *file* parts (with a filename), or execd
+            // answers "metadata file is missing".
+            let form = reqwest::multipart::Form::new()
+                .part(
+                    "metadata",
+                    reqwest::multipart::Part::bytes(meta.clone())
+                        .file_name("metadata")
+                        .mime_str("application/json")
+                        .expect("static mime"),
+                )
+                .part(
+                    "file",
+                    reqwest::multipart::Part::stream_with_length(
+                        reqwest::Body::from(data.clone()),
+                        len as u64,
+                    )
+                    .file_name(path.to_string())
+                    .mime_str("application/octet-stream")
+                    .expect("static mime"),
+                );
+            c.post(&url).multipart(form).timeout(UPLOAD_TIMEOUT)
+        };
+        let resp = self.execd.send(Retry::Idempotent, true, build).await?;
+        self.check_file(resp, path).await.map(|_| ())
     }
 
-    async fn write_stream(
-        &self,
-        path: &str,
-        reader: Box<dyn AsyncRead + Send + Unpin>,
-    ) -> BackendResult<u64> {
-        let p = self.resolve(path);
-        let data = remote::read_all(reader, &p).await?;
-        let n = data.len() as u64;
-        self.upload(&p, data).await?;
-        Ok(n)
-    }
-
-    async fn append(&self, _path: &str, _data: &[u8]) -> BackendResult<()> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::Opensandbox,
-            what: "append",
-        })
-    }
-
-    async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
-        remote::shell_create_new(self, &self.resolve(path), data).await
-    }
-
-    async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
-        let p = self.resolve(path);
+    async fn list_dir(&self, path: &str) -> BackendResult<Vec<FileStat>> {
+        let p = path.to_string();
         let url = self.url("/directories/list");
         let resp = self
             .execd
@@ -1281,52 +1081,21 @@ impl Sandbox for OpenSandboxSandbox {
                 c.get(&url).query(&[("path", p.as_str()), ("depth", "1")])
             })
             .await?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let body = resp.bytes().await.unwrap_or_default();
-            return Err(self.file_error(status, &body, &p));
-        }
+        let resp = self.check_file(resp, &p).await?;
         let items: Vec<Value> = self.execd.decode(resp).await?;
         let me = bpath::normalize(&p);
-        let mut out: Vec<FileStat> = items
+        Ok(items
             .iter()
             .filter(|v| {
                 let ep = v.get("path").and_then(Value::as_str).unwrap_or("");
                 bpath::normalize(ep) != me
             })
             .map(file_stat)
-            .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+            .collect())
     }
 
-    async fn stat(&self, path: &str) -> BackendResult<FileStat> {
-        let p = self.resolve(path);
-        let v = self.info(&p).await?;
-        let mut st = file_stat(&v);
-        if st.name.is_empty() {
-            st.name = p.rsplit('/').next().unwrap_or("/").to_string();
-        }
-        Ok(st)
-    }
-
-    async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
-        remote::shell_remove(self, &self.resolve(path), recursive).await
-    }
-
-    async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
-        remote::shell_rename(self, &self.resolve(from), &self.resolve(to)).await
-    }
-
-    async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
-        remote::shell_mkdir(self, &self.resolve(path), parents).await
-    }
-
-    async fn watch(&self, _path: &str) -> BackendResult<Watch> {
-        Err(BackendError::Unsupported {
-            backend: BackendKind::Opensandbox,
-            what: "watch",
-        })
+    async fn stat_path(&self, path: &str) -> BackendResult<FileStat> {
+        Ok(file_stat(&self.info(path).await?))
     }
 }
 

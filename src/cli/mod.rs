@@ -299,6 +299,25 @@ fn load_config(path: &std::path::Path) -> anyhow::Result<Config> {
     }
 }
 
+/// The message of a failed command as one line: the error and its causes
+/// joined with `: `, each text once. Errors that print their source in
+/// their own message (the manager's) would otherwise show it twice, as
+/// `{:#}` does.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// Runs the CLI; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     if let Some(Command::Completions { shell }) = &cli.command {
@@ -322,5 +341,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Agent(a)) => agent::run_agent(&ctx, a).await,
         Some(Command::Info) => info::run(&ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_line_shows_each_cause_once() {
+        let backend = crate::backend::BackendError::Unavailable("gone".into());
+        let e = anyhow::Error::from(crate::manager::ManagerError::Backend {
+            op: "close",
+            id: "w1".into(),
+            source: std::sync::Arc::new(backend),
+        })
+        .context("closing");
+        assert_eq!(
+            super::error_line(&e),
+            "closing: close of workspace w1 failed: sandbox unavailable: gone"
+        );
     }
 }

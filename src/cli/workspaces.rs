@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::{Ctx, output};
 use crate::backend::labels as blabels;
-use crate::manager::{WorkspaceInfo, WorkspaceManager, labels as mlabels};
+use crate::manager::{ManagerError, WorkspaceInfo, WorkspaceManager, labels as mlabels};
 
 /// `workspaces` sub-commands.
 #[derive(Debug, Subcommand)]
@@ -80,12 +80,12 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
     let mut errors: Vec<(String, String)> = Vec::new();
     for name in &names {
         let listed = match ctx.manager_for(name) {
-            Ok(m) => m.list().await.map_err(anyhow::Error::from),
+            Ok(m) => m.list().await.map_err(list_error),
             Err(e) => Err(e),
         };
         match listed {
             Ok(ws) => all.extend(ws),
-            Err(e) if a.all_profiles => errors.push((name.clone(), format!("{e:#}"))),
+            Err(e) if a.all_profiles => errors.push((name.clone(), super::error_line(&e))),
             Err(e) => return Err(e.context(format!("listing profile `{name}`"))),
         }
     }
@@ -113,6 +113,18 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if errors.is_empty() { 0 } else { 1 })
+}
+
+/// A listing failure without the manager's "list of workspace  failed"
+/// wording (a listing is about no one workspace): the backend's own error,
+/// which names the service, status and code.
+fn list_error(e: ManagerError) -> anyhow::Error {
+    match e {
+        ManagerError::Backend {
+            op: "list", source, ..
+        } => anyhow::Error::new(source),
+        e => e.into(),
+    }
 }
 
 fn row(w: &WorkspaceInfo) -> Vec<String> {

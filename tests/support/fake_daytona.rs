@@ -23,12 +23,12 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{get, post};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder};
+use crate::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder, Sandboxes};
 
 /// API key the fake accepts.
 pub const KEY: &str = "dtn-test-key";
@@ -65,7 +65,7 @@ pub struct Session {
 
 /// Shared fake state.
 pub struct State_ {
-    pub sandboxes: Mutex<BTreeMap<String, Sb>>,
+    pub sandboxes: Sandboxes<Sb>,
     pub sessions: Mutex<HashMap<String, Session>>,
     pub faults: Arc<Faults>,
     pub rec: Arc<Recorder>,
@@ -95,13 +95,14 @@ pub struct FakeDaytona {
 impl FakeDaytona {
     /// Starts a fake on 127.0.0.1:0.
     pub async fn start() -> Self {
-        let faults = Arc::new(Faults::default());
-        let rec = Arc::new(Recorder::default());
+        let layer = Layer::new(
+            |status, code, msg| json!({"statusCode": status, "message": msg, "error": code, "code": code}),
+        );
         let state = Arc::new(State_ {
-            sandboxes: Mutex::new(BTreeMap::new()),
+            sandboxes: Sandboxes::default(),
             sessions: Mutex::new(HashMap::new()),
-            faults: faults.clone(),
-            rec: rec.clone(),
+            faults: layer.faults.clone(),
+            rec: layer.rec.clone(),
             executes: Mutex::new(Vec::new()),
             session_execs: Mutex::new(Vec::new()),
             deleted_sessions: Mutex::new(Vec::new()),
@@ -111,13 +112,6 @@ impl FakeDaytona {
             next: AtomicU64::new(1),
             addr: Mutex::new(None),
         });
-        let layer = Layer {
-            faults,
-            rec,
-            body: Arc::new(
-                |status, code, msg| json!({"statusCode": status, "message": msg, "error": code, "code": code}),
-            ),
-        };
         let toolbox = Router::new()
             .route("/work-dir", get(work_dir))
             .route("/user-home-dir", get(work_dir))
@@ -141,14 +135,8 @@ impl FakeDaytona {
             .route("/api/sandbox/{id}/stop", post(stop))
             .route("/api/sandbox/{id}/recover", post(recover))
             .route("/api/sandbox/{id}/toolbox-proxy-url", get(proxy_url))
-            .nest("/toolbox/{id}", toolbox)
-            .fallback(any(|| async { StatusCode::NOT_FOUND }))
-            .with_state(state.clone())
-            .layer(axum::middleware::from_fn_with_state(
-                layer,
-                fake_sandbox::fault_layer,
-            ));
-        let addr = fake_sandbox::serve(router).await;
+            .nest("/toolbox/{id}", toolbox);
+        let addr = fake_sandbox::serve_faulty(router, state.clone(), layer).await;
         *state.addr.lock().unwrap() = Some(addr);
         FakeDaytona { addr, state }
     }
@@ -170,23 +158,12 @@ impl FakeDaytona {
 
     /// Ids of all sandboxes.
     pub fn ids(&self) -> Vec<String> {
-        self.state
-            .sandboxes
-            .lock()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect()
+        self.state.sandboxes.ids()
     }
 
     /// State of sandbox `id`.
     pub fn sandbox_state(&self, id: &str) -> Option<&'static str> {
-        self.state
-            .sandboxes
-            .lock()
-            .unwrap()
-            .get(id)
-            .map(|s| s.state)
+        self.state.sandboxes.with(id, |s| s.state)
     }
 
     /// Sets the state of sandbox `id` (error states for recover tests).

@@ -19,14 +19,14 @@ use axum::Router;
 use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, delete, get, post};
+use axum::routing::{delete, get, post};
 use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-use crate::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder};
+use crate::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder, Sandboxes};
 
 /// API key the fake accepts.
 pub const KEY: &str = "e2b-test-key";
@@ -55,7 +55,7 @@ pub struct Signal {
 
 /// Shared fake state.
 pub struct State_ {
-    pub sandboxes: Mutex<BTreeMap<String, Sb>>,
+    pub sandboxes: Sandboxes<Sb>,
     pub faults: Arc<Faults>,
     pub rec: Arc<Recorder>,
     pub signals: Mutex<Vec<Signal>>,
@@ -78,23 +78,17 @@ pub struct FakeE2b {
 impl FakeE2b {
     /// Starts a fake on 127.0.0.1:0.
     pub async fn start() -> Self {
-        let faults = Arc::new(Faults::default());
-        let rec = Arc::new(Recorder::default());
+        let layer = Layer::new(|status, _code, msg| json!({"code": status, "message": msg}));
         let state = Arc::new(State_ {
-            sandboxes: Mutex::new(BTreeMap::new()),
-            faults: faults.clone(),
-            rec: rec.clone(),
+            sandboxes: Sandboxes::default(),
+            faults: layer.faults.clone(),
+            rec: layer.rec.clone(),
             signals: Mutex::new(Vec::new()),
             starts: Mutex::new(Vec::new()),
             page_cap: AtomicUsize::new(100),
             keepalive_ms: AtomicU64::new(300),
             next: AtomicU64::new(1),
         });
-        let layer = Layer {
-            faults,
-            rec,
-            body: Arc::new(|status, _code, msg| json!({"code": status, "message": msg})),
-        };
         let router = Router::new()
             .route("/sandboxes", post(create))
             .route("/v2/sandboxes", get(list))
@@ -109,14 +103,8 @@ impl FakeE2b {
             .route("/process.Process/CloseStdin", post(close_stdin))
             .route("/process.Process/List", post(list_procs))
             .route("/filesystem.Filesystem/ListDir", post(list_dir))
-            .route("/filesystem.Filesystem/Stat", post(stat))
-            .fallback(any(|| async { StatusCode::NOT_FOUND }))
-            .with_state(state.clone())
-            .layer(axum::middleware::from_fn_with_state(
-                layer,
-                fake_sandbox::fault_layer,
-            ));
-        let addr = fake_sandbox::serve(router).await;
+            .route("/filesystem.Filesystem/Stat", post(stat));
+        let addr = fake_sandbox::serve_faulty(router, state.clone(), layer).await;
         FakeE2b { addr, state }
     }
 
@@ -142,23 +130,12 @@ impl FakeE2b {
 
     /// Ids of all sandboxes.
     pub fn ids(&self) -> Vec<String> {
-        self.state
-            .sandboxes
-            .lock()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect()
+        self.state.sandboxes.ids()
     }
 
     /// State of sandbox `id`.
     pub fn sandbox_state(&self, id: &str) -> Option<&'static str> {
-        self.state
-            .sandboxes
-            .lock()
-            .unwrap()
-            .get(id)
-            .map(|s| s.state)
+        self.state.sandboxes.with(id, |s| s.state)
     }
 
     /// Adds a sandbox made by someone else (for listing and paging tests).

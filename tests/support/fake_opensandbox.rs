@@ -22,12 +22,12 @@ use axum::Router;
 use axum::extract::{FromRequest, Path, Query, RawPathParams, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{get, post};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder};
+use crate::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder, Sandboxes};
 
 /// API key the fake accepts.
 pub const KEY: &str = "osb-test-key";
@@ -48,7 +48,7 @@ pub struct Sb {
 
 /// Shared fake state.
 pub struct State_ {
-    pub sandboxes: Mutex<BTreeMap<String, Sb>>,
+    pub sandboxes: Sandboxes<Sb>,
     pub faults: Arc<Faults>,
     pub rec: Arc<Recorder>,
     /// `POST /command` bodies.
@@ -78,12 +78,11 @@ pub struct FakeOpenSandbox {
 impl FakeOpenSandbox {
     /// Starts a fake on 127.0.0.1:0.
     pub async fn start() -> Self {
-        let faults = Arc::new(Faults::default());
-        let rec = Arc::new(Recorder::default());
+        let layer = Layer::new(|_, code, msg| json!({"code": code, "message": msg}));
         let state = Arc::new(State_ {
-            sandboxes: Mutex::new(BTreeMap::new()),
-            faults: faults.clone(),
-            rec: rec.clone(),
+            sandboxes: Sandboxes::default(),
+            faults: layer.faults.clone(),
+            rec: layer.rec.clone(),
             commands: Mutex::new(Vec::new()),
             interrupts: Mutex::new(Vec::new()),
             uploads: Mutex::new(Vec::new()),
@@ -93,11 +92,6 @@ impl FakeOpenSandbox {
             next: AtomicU64::new(1),
             addr: Mutex::new(None),
         });
-        let layer = Layer {
-            faults,
-            rec,
-            body: Arc::new(|_, code, msg| json!({"code": code, "message": msg})),
-        };
         let execd = Router::new()
             .route("/ping", get(ping))
             .route("/command", post(command).delete(interrupt))
@@ -113,14 +107,8 @@ impl FakeOpenSandbox {
             .route("/v1/sandboxes/{id}/renew-expiration", post(renew))
             .route("/v1/sandboxes/{id}/endpoints/{port}", get(endpoint))
             .nest("/v1/sandboxes/{id}/proxy/44772", execd.clone())
-            .merge(execd)
-            .fallback(any(|| async { StatusCode::NOT_FOUND }))
-            .with_state(state.clone())
-            .layer(axum::middleware::from_fn_with_state(
-                layer,
-                fake_sandbox::fault_layer,
-            ));
-        let addr = fake_sandbox::serve(router).await;
+            .merge(execd);
+        let addr = fake_sandbox::serve_faulty(router, state.clone(), layer).await;
         *state.addr.lock().unwrap() = Some(addr);
         FakeOpenSandbox { addr, state }
     }
@@ -142,23 +130,12 @@ impl FakeOpenSandbox {
 
     /// Ids of all sandboxes.
     pub fn ids(&self) -> Vec<String> {
-        self.state
-            .sandboxes
-            .lock()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect()
+        self.state.sandboxes.ids()
     }
 
     /// State of sandbox `id`.
     pub fn sandbox_state(&self, id: &str) -> Option<&'static str> {
-        self.state
-            .sandboxes
-            .lock()
-            .unwrap()
-            .get(id)
-            .map(|s| s.state)
+        self.state.sandboxes.with(id, |s| s.state)
     }
 
     /// The box of sandbox `id`.

@@ -424,6 +424,36 @@ impl Recorder {
 /// Builds a service's error body from (status, code, message).
 pub type ErrorBody = Arc<dyn Fn(u16, &str, &str) -> Value + Send + Sync>;
 
+/// The sandboxes a fake service knows, by id: a mutex-guarded map
+/// (reached through `Deref`) with the look-ups every fake offers.
+pub struct Sandboxes<S>(Mutex<BTreeMap<String, S>>);
+
+impl<S> Default for Sandboxes<S> {
+    fn default() -> Self {
+        Sandboxes(Mutex::new(BTreeMap::new()))
+    }
+}
+
+impl<S> std::ops::Deref for Sandboxes<S> {
+    type Target = Mutex<BTreeMap<String, S>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<S> Sandboxes<S> {
+    /// Ids of all sandboxes, sorted.
+    pub fn ids(&self) -> Vec<String> {
+        self.0.lock().unwrap().keys().cloned().collect()
+    }
+
+    /// `f` of sandbox `id`, if there is one.
+    pub fn with<T>(&self, id: &str, f: impl FnOnce(&S) -> T) -> Option<T> {
+        self.0.lock().unwrap().get(id).map(f)
+    }
+}
+
 /// Shared middleware state.
 #[derive(Clone)]
 pub struct Layer {
@@ -433,6 +463,17 @@ pub struct Layer {
     pub rec: Arc<Recorder>,
     /// The service's error body shape.
     pub body: ErrorBody,
+}
+
+impl Layer {
+    /// Fresh fault switches and recorder, with the service's error body.
+    pub fn new(body: impl Fn(u16, &str, &str) -> Value + Send + Sync + 'static) -> Self {
+        Layer {
+            faults: Arc::new(Faults::default()),
+            rec: Arc::new(Recorder::default()),
+            body: Arc::new(body),
+        }
+    }
 }
 
 /// Records the request and applies the fault switches.
@@ -515,6 +556,21 @@ pub fn headers_map(h: &HeaderMap) -> BTreeMap<String, String> {
             )
         })
         .collect()
+}
+
+/// Serves a fake service's `router` on 127.0.0.1:0 behind `layer`'s
+/// recorder and fault switches, with 404 for any other path; returns the
+/// bound address.
+pub async fn serve_faulty<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    state: S,
+    layer: Layer,
+) -> SocketAddr {
+    let router = router
+        .fallback(axum::routing::any(|| async { StatusCode::NOT_FOUND }))
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(layer, fault_layer));
+    serve(router).await
 }
 
 /// Serves `router` on 127.0.0.1:0; returns the bound address.
