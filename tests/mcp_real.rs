@@ -154,19 +154,37 @@ async fn everything_over_sse() {
 #[tokio::test]
 async fn http_server_that_is_down_fails_clearly() {
     let port = free_port();
-    let (_d, ws, _bus) = workspace(vec![McpDecl::http(
-        "down",
-        format!("http://127.0.0.1:{port}/mcp"),
-        true,
-    )])
+    let http = format!("http://127.0.0.1:{port}/mcp");
+    let sse = format!("http://127.0.0.1:{port}/sse");
+    let (_d, ws, _bus) = workspace(vec![
+        McpDecl::http("down", http.clone(), true),
+        McpDecl::http("down-sse", sse.clone(), true),
+    ])
     .await;
     ws.set_mcp_options(quick(5));
     let l = ws.list_mcps("a", "s").await.unwrap();
-    match &l.servers[0].state {
-        McpState::Failed { reason, .. } => {
-            assert!(reason.contains(&format!("127.0.0.1:{port}")), "{reason}")
+    for (server, url) in l.servers.iter().zip([&http, &sse]) {
+        match &server.state {
+            McpState::Failed { reason, .. } => {
+                // The root cause, once, after the URL, once; no rmcp
+                // internals.
+                assert!(
+                    reason.starts_with(&format!("cannot connect to {url}: ")),
+                    "{reason}"
+                );
+                assert!(reason.contains("Connection refused"), "{reason}");
+                assert_eq!(
+                    reason.matches(&format!("127.0.0.1:{port}")).count(),
+                    1,
+                    "{reason}"
+                );
+                assert!(
+                    !reason.contains("when send") && !reason.contains("Transport"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{}: {other:?}", server.name),
         }
-        other => panic!("{other:?}"),
     }
 }
 

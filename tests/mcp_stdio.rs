@@ -514,7 +514,10 @@ async fn add_remove_purge_are_persisted_in_dot_mcp() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(bad.contains("No such file or directory"), "{bad}");
+    assert!(
+        bad.contains("`/nonexistent/bin/server` does not exist"),
+        "{bad}"
+    );
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mcp_file).unwrap()).unwrap();
     assert_eq!(file["mcps"][AGENT][SESSION].as_array().unwrap().len(), 1);
@@ -640,4 +643,215 @@ async fn env_secrets_come_from_the_environment_not_from_dot_mcp() {
     );
     ws.close().await;
     assert_no_zombies().await;
+}
+
+/// A stdio server whose process tree is `sh` → `python3 fake.py
+/// --no-init <tag>`: it never answers initialize. `tag` finds its
+/// processes.
+fn hanging(name: &str, tag: &str) -> McpDecl {
+    let fake = servers_dir().join("fake.py");
+    sh(
+        name,
+        &format!("python3 '{}' --no-init {tag}; true", fake.display()),
+    )
+}
+
+/// Live (non-zombie) processes whose command line holds `tag`.
+fn pids_with(tag: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmd).contains(tag) && process_alive(pid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits until `tag`'s processes number at least `n`.
+async fn wait_pids(tag: &str, n: usize) -> Vec<i32> {
+    let t0 = Instant::now();
+    loop {
+        let p = pids_with(tag);
+        if p.len() >= n || t0.elapsed() > Duration::from_secs(10) {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn stop_and_remove_cancel_a_start_in_progress() {
+    let tag = format!("stop-tag-{}", std::process::id());
+    let (_d, ws, bus) = workspace(vec![hanging("mute", &tag)]).await;
+    // The default 30 s: the test must not wait it out.
+    ws.set_mcp_options(quick(30));
+    let mut sub = bus.subscribe();
+    let ws2 = ws.clone();
+    let start = tokio::spawn(async move { ws2.start_mcp(AGENT, SESSION, "mute").await });
+    let pids = wait_pids(&tag, 2).await;
+    assert_eq!(pids.len(), 2, "sh and python3 run: {pids:?}");
+    let inst = ws.mcp_instance(AGENT, SESSION, "mute").await.unwrap();
+    assert_eq!(inst.state(), McpState::Starting);
+
+    let t0 = Instant::now();
+    let st = ws.stop_mcp(AGENT, SESSION, "mute").await.unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(st.state, McpState::Stopped);
+    assert!(pids_with(&tag).is_empty(), "the whole tree is killed");
+    // The start that was cancelled reports the stop, not a failure.
+    let started = tokio::time::timeout(Duration::from_secs(5), start)
+        .await
+        .expect("the start ends with the stop")
+        .unwrap()
+        .unwrap();
+    assert_eq!(started.state, McpState::Stopped);
+    let ev = states(&drain(&mut sub));
+    assert!(
+        !ev.iter().any(|(_, s, _)| s == "failed"),
+        "a stop is no failure: {ev:?}"
+    );
+    assert_eq!(ev.last().map(|e| e.1.as_str()), Some("stopped"), "{ev:?}");
+    // Stopped stays stopped: a listing does not start it again...
+    let l = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    assert_eq!(state_of(&l, "mute").state, McpState::Stopped);
+    assert!(pids_with(&tag).is_empty());
+
+    // ...an explicit start does, and removing cancels that start too.
+    let ws2 = ws.clone();
+    let start = tokio::spawn(async move { ws2.start_mcp(AGENT, SESSION, "mute").await });
+    assert_eq!(wait_pids(&tag, 2).await.len(), 2);
+    let t0 = Instant::now();
+    assert!(ws.remove_mcp("mute", AGENT, SESSION).await.unwrap());
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(pids_with(&tag).is_empty());
+    let started = tokio::time::timeout(Duration::from_secs(5), start)
+        .await
+        .expect("the start ends with the removal")
+        .unwrap()
+        .unwrap();
+    assert_eq!(started.state, McpState::Stopped);
+    ws.close().await;
+    assert_no_zombies().await;
+}
+
+#[tokio::test]
+async fn restart_cancels_a_start_in_progress_instead_of_waiting() {
+    // Hangs at its first start, answers at the next.
+    let d = tempfile::tempdir().unwrap();
+    let mark = d.path().join("started-once");
+    let tag = format!("restart-tag-{}", std::process::id());
+    let fake_py = servers_dir().join("fake.py");
+    let script = format!(
+        "if [ -e '{m}' ]; then exec python3 '{f}'; fi; touch '{m}'; python3 '{f}' --no-init {tag}; true",
+        m = mark.display(),
+        f = fake_py.display()
+    );
+    let (_d, ws, _bus) = workspace(vec![sh("flaky", &script)]).await;
+    ws.set_mcp_options(quick(30));
+    let ws2 = ws.clone();
+    let first = tokio::spawn(async move { ws2.start_mcp(AGENT, SESSION, "flaky").await });
+    assert_eq!(wait_pids(&tag, 2).await.len(), 2);
+    let t0 = Instant::now();
+    let st = ws.restart_mcp(AGENT, SESSION, "flaky").await.unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(st.state.is_ready(), "{st:?}");
+    assert!(pids_with(&tag).is_empty(), "the hanging start was killed");
+    let first = tokio::time::timeout(Duration::from_secs(5), first)
+        .await
+        .expect("the first start ends with the restart")
+        .unwrap();
+    // Cancelled, not failed: it gives the status the restart left.
+    assert!(first.is_ok(), "{first:?}");
+    ws.close().await;
+    assert_no_zombies().await;
+}
+
+#[tokio::test]
+async fn a_failed_server_names_its_exit_status_once() {
+    let (_d, ws, _bus) = workspace(vec![sh("dies", "echo boom >&2; exit 3")]).await;
+    let e = ws
+        .start_mcp(AGENT, SESSION, "dies")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e.matches("status 3").count(), 1, "{e}");
+    assert!(!e.contains("(exit status 3)"), "{e}");
+    let st = ws.mcp_status(AGENT, SESSION).await.unwrap();
+    assert_eq!(
+        st.servers[0].state.summary(),
+        "failed: the server process exited with status 3"
+    );
+    ws.close().await;
+    assert_no_zombies().await;
+}
+
+#[tokio::test]
+async fn add_refuses_a_command_that_cannot_run_and_leaves_dot_mcp_alone() {
+    let (d, ws, _bus) = workspace(vec![]).await;
+    let mcp_file = d.path().join(".mcp");
+    std::fs::write(d.path().join("plain.txt"), "not a program").unwrap();
+    let cases = [
+        (
+            McpDecl::stdio("ghost", "/no/such/binary", vec![]),
+            "`/no/such/binary` does not exist",
+        ),
+        (
+            McpDecl::stdio("nopath", "wsbench-no-such-program", vec![]),
+            "`wsbench-no-such-program` is not found on PATH",
+        ),
+        (
+            McpDecl::stdio("dir", "/tmp", vec![]),
+            "`/tmp` is a directory",
+        ),
+        (
+            McpDecl::stdio("plain", "./plain.txt", vec![]),
+            "`./plain.txt` is not executable",
+        ),
+    ];
+    for (decl, want) in cases {
+        // Without connecting (the TUI's add form) as with it (the CLI).
+        for connect in [false, true] {
+            let e = ws
+                .add_mcp(decl.clone(), AGENT, SESSION, connect)
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+            assert!(e.contains(&format!("`{}`", decl.name)), "{e}");
+        }
+    }
+    let mut in_cwd = McpDecl::stdio("cwd", "python3", vec![]);
+    if let wsbench::engine::mcp::McpConfig::Stdio(c) = &mut in_cwd.mcp_config {
+        c.cwd = Some("no-such-dir".into());
+    }
+    let e = ws
+        .add_mcp(in_cwd, AGENT, SESSION, false)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("the working directory `no-such-dir` does not exist"),
+        "{e}"
+    );
+    assert!(!mcp_file.exists(), ".mcp was written");
+    // What can run is declared (on PATH, or by path).
+    ws.add_mcp(fake("ok", &[]), AGENT, SESSION, false)
+        .await
+        .unwrap();
+    ws.add_mcp(
+        McpDecl::stdio("abs", "/bin/sh", vec![]),
+        AGENT,
+        SESSION,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(ws.mcp_declared(AGENT, SESSION).await.unwrap().len(), 2);
+    ws.close().await;
 }

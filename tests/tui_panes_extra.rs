@@ -224,7 +224,8 @@ async fn mcp_add_start_failure_and_remove() {
     let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
     hs.keys("esc 9 z a").await;
     assert_eq!(hs.app.overlay_kind(), Some("prompt"));
-    hs.type_text("broken /nonexistent/wsbench-mcp --flag").await;
+    // A command that exists but dies at once: declared, fails on start.
+    hs.type_text("broken sh -c 'echo boom >&2; exit 3'").await;
     hs.keys("enter").await;
     let names = hs
         .app
@@ -232,12 +233,21 @@ async fn mcp_add_start_failure_and_remove() {
         .unwrap();
     assert_eq!(names, ["docs", "everything", "broken"]);
     let on_disk = std::fs::read_to_string(dir.path().join(".mcp")).unwrap();
-    assert!(on_disk.contains("/nonexistent/wsbench-mcp"), "{on_disk}");
+    assert!(on_disk.contains("exit 3"), "{on_disk}");
 
-    // Starting it fails with a reason shown in the pane.
+    // Starting it fails with a reason shown in the pane: the exit status
+    // once, the stderr tail on lines of its own (no `␊`), the same
+    // failure not repeated as "last error".
     hs.keys("G s").await;
     let text = hs.draw().await;
     assert!(text.contains("broken") && text.contains("failed"), "{text}");
+    assert!(
+        !text.contains("(exit status 3)") && !text.contains("(exit 3)"),
+        "{text}"
+    );
+    assert!(!text.contains('␊'), "{text}");
+    assert!(text.contains("  boom"), "{text}");
+    assert!(!text.contains("last error"), "{text}");
     settings(dir.path()).bind(|| insta::assert_snapshot!("mcp_failed_120x40", text));
 
     // Remove asks first; no keeps it, yes removes it from `.mcp`.
@@ -270,12 +280,23 @@ async fn mcp_add_form_rejects_bad_input_and_keeps_the_file() {
     hs.keys("esc 9 a").await;
     hs.type_text("lonely").await;
     hs.keys("enter").await;
+    // Refused in the form, which keeps the text.
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let text = hs.draw().await;
+    assert!(
+        text.contains("lonely") && text.contains("command or an http"),
+        "{text}"
+    );
+    hs.keys("esc").await;
     // A duplicate name is refused by the engine.
     hs.keys("a").await;
     hs.type_text("docs http://127.0.0.1:9/mcp").await;
     hs.keys("enter").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
     let text = hs.draw().await;
-    assert!(text.contains("docs"), "{text}");
+    assert!(text.contains("docs http://127.0.0.1:9/mcp"), "{text}");
+    assert!(text.contains("already declared"), "{text}");
+    hs.keys("esc").await;
     let names = hs
         .app
         .pane_call::<McpPane, _>("mcp", |p, _| p.server_names())
@@ -575,4 +596,107 @@ async fn closing_another_workspace_leaves_the_header_alone() {
         log.iter().any(|l| l == "workspace ws-beta: closed"),
         "the Logs name it: {log:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_add_form_refuses_a_missing_command_and_keeps_the_text() {
+    let (dir, ws) = fixture(|_| {}).await;
+    let before = std::fs::read_to_string(dir.path().join(".mcp")).unwrap();
+    let mut hs = Harness::new(ws, mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z a").await;
+    hs.type_text("ghost /no/such/binary --flag").await;
+    hs.keys("enter").await;
+    // Refused as `wsbench mcp add` refuses it; the form is back with the
+    // text and the reason.
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let text = hs.draw().await;
+    assert!(text.contains("ghost /no/such/binary --flag"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("┏ ✗ `/no/such/binary` does not exist")),
+        "{text}"
+    );
+    let names = hs
+        .app
+        .pane_call::<McpPane, _>("mcp", |p, _| p.server_names())
+        .unwrap();
+    assert_eq!(names, ["docs", "everything"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".mcp")).unwrap(),
+        before
+    );
+    // Fixing the text in the same form adds it.
+    for _ in 0.."/no/such/binary --flag".len() {
+        hs.keys("backspace").await;
+    }
+    hs.type_text("sh -c 'exit 3'").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    let names = hs
+        .app
+        .pane_call::<McpPane, _>("mcp", |p, _| p.server_names())
+        .unwrap();
+    assert_eq!(names, ["docs", "everything", "ghost"]);
+}
+
+/// Runs the app's messages and engine events for `ms` without waiting
+/// for tasks in flight (a start that hangs would hold `settle` up).
+async fn pump(hs: &mut Harness, ms: u64) {
+    hs.app.settle(std::time::Duration::from_millis(ms)).await;
+    while let Some(r) = hs.sub.try_recv() {
+        hs.app.on_engine(r);
+    }
+}
+
+fn screen_now(hs: &mut Harness) -> String {
+    hs.term.draw(|f| hs.app.render(f)).unwrap();
+    screen(hs.term.backend())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_stop_cancels_a_start_in_progress() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let tag = format!("tui-stop-{}", std::process::id());
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_servers/fake.py");
+    let decl = wsbench::engine::mcp::McpDecl::stdio(
+        "mute",
+        "python3",
+        vec![fake.display().to_string(), "--no-init".into(), tag.clone()],
+    );
+    ws.add_mcp(decl, "coder", "s-001", false).await.unwrap();
+    let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z G").await;
+    // Start it: it never answers initialize (30 s timeout).
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("s")));
+    let t0 = std::time::Instant::now();
+    let mut text = String::new();
+    while t0.elapsed() < std::time::Duration::from_secs(10) {
+        pump(&mut hs, 100).await;
+        text = screen_now(&mut hs);
+        if text.contains("starting") {
+            break;
+        }
+    }
+    assert!(text.contains("x cancels the start"), "{text}");
+    // Stop it while it starts: not "busy", stopped at once.
+    hs.app
+        .on_input(ratatui::crossterm::event::Event::Key(key("x")));
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(10) {
+        pump(&mut hs, 100).await;
+        text = screen_now(&mut hs);
+        if text.contains("■ mute") && !text.contains("…") {
+            break;
+        }
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{text}");
+    assert!(!text.contains("busy"), "{text}");
+    let inst = ws.mcp_instance("coder", "s-001", "mute").await.unwrap();
+    assert_eq!(inst.state(), wsbench::engine::mcp::McpState::Stopped);
+    let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&tag))
+    });
+    assert!(!alive, "the server process is gone");
 }

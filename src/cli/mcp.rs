@@ -10,12 +10,22 @@ use crate::engine::mcp::serve::WorkspaceServer;
 use crate::engine::mcp::{
     McpConfig, McpDecl, McpListing, McpState, McpStatus, McpToolCall, StrMap,
 };
+use crate::engine::message::{Block, DataBlock, DataSource};
 
 /// MCP sub-commands (scoped to `--agent` and `--session`).
 #[derive(Debug, Subcommand)]
 pub enum McpCmd {
     /// The declared servers with their state, tools and `.mcp` problems;
     /// starts the ones not running yet (unless `--no-connect`).
+    ///
+    /// With `--json`: `{"agent", "session", "servers": [...], "issues":
+    /// [text, ...]}`; every server object has the same keys, `null` where
+    /// one does not apply to its state: `name`, `agent`, `session`,
+    /// `transport` (`stdio` | `sse` | `streamable_http`), `is_stateful`,
+    /// `state` (`declared` | `starting` | `ready` | `failed` | `stopped`),
+    /// `tool_count` (ready), `reason`, `exit_status`, `stderr_tail`
+    /// (failed), `tools` (qualified names, `[]` before the first
+    /// listing), `process` (backend process id of a live stdio server).
     List {
         /// Only show the declarations and known states; start nothing.
         #[arg(long)]
@@ -149,18 +159,60 @@ fn decl_of(a: &AddArgs) -> anyhow::Result<McpDecl> {
 }
 
 fn state_text(s: &McpStatus) -> String {
-    match &s.state {
-        McpState::Ready { tool_count: tools } => format!("ready ({tools} tools)"),
-        McpState::Failed {
-            reason,
-            exit_status,
-            ..
-        } => match exit_status {
-            Some(c) if !reason.contains("status") => format!("failed: {reason} (exit status {c})"),
-            _ => format!("failed: {reason}"),
-        },
-        other => other.name().to_string(),
+    s.state.summary()
+}
+
+/// One line announcing a non-text block of a tool result, which text
+/// output cannot show: `[image image/png, 1234 bytes]`, `[resource
+/// application/pdf, 88 bytes, file:///r.pdf]`, `[audio audio/wav,
+/// workspace:///data/…]`.
+fn data_line(d: &DataBlock) -> String {
+    use base64::Engine as _;
+    let media = d.source.media_type();
+    // A blob resource carries its URI as the name; images and audio none.
+    let kind = match media.split('/').next() {
+        _ if d.name.is_some() => "resource",
+        Some("image") => "image",
+        Some("audio") => "audio",
+        _ => "resource",
+    };
+    let mut parts = vec![format!("{kind} {media}")];
+    match &d.source {
+        DataSource::Base64 { data, .. } => {
+            match base64::engine::general_purpose::STANDARD.decode(data.trim()) {
+                Ok(bytes) => parts.push(format!("{} bytes", bytes.len())),
+                Err(_) => parts.push(format!("{} base64 characters", data.len())),
+            }
+        }
+        DataSource::Url { url, .. } => parts.push(url.clone()),
     }
+    if let Some(name) = &d.name {
+        parts.push(name.clone());
+    }
+    format!("[{}]", parts.join(", "))
+}
+
+/// A tool result as text: text blocks as they are, one [`data_line`]
+/// per other block, in order; ends with a newline unless empty.
+fn result_text(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        match b {
+            Block::Text(t) => out.push_str(&t.text),
+            Block::Data(d) => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&data_line(d));
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }
 
 fn print_listing(l: &McpListing) {
@@ -286,11 +338,7 @@ async fn run_on(
             if json_out {
                 output::json(&result)?;
             } else {
-                let text = result.text();
-                print!("{text}");
-                if !text.ends_with('\n') && !text.is_empty() {
-                    println!();
-                }
+                print!("{}", result_text(&result.content));
             }
             return Ok(if result.is_success() { 0 } else { 1 });
         }
@@ -309,4 +357,80 @@ async fn run_on(
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::message::TextBlock;
+
+    fn data(data: &str, media: &str, name: Option<&str>) -> Block {
+        Block::Data(DataBlock {
+            id: "d".into(),
+            source: DataSource::Base64 {
+                data: data.into(),
+                media_type: media.into(),
+            },
+            name: name.map(String::from),
+            created_at: None,
+            finished_at: None,
+            extra: Default::default(),
+        })
+    }
+
+    #[test]
+    fn call_text_announces_every_non_text_block() {
+        let blocks = vec![
+            Block::Text(TextBlock::new("look:")),
+            // 12 bytes, 16 base64 characters.
+            data("iVBORw0KGgoAAAAN", "image/png", None),
+            data("UklGRg==", "audio/wav", None),
+            data("JVBERi0=", "application/pdf", Some("file:///r.pdf")),
+            Block::Data(DataBlock {
+                id: "u".into(),
+                source: DataSource::Url {
+                    url: "workspace:///data/ab.png".into(),
+                    media_type: "image/png".into(),
+                },
+                name: None,
+                created_at: None,
+                finished_at: None,
+                extra: Default::default(),
+            }),
+            Block::Text(TextBlock::new("done")),
+        ];
+        assert_eq!(
+            result_text(&blocks),
+            "look:\n[image image/png, 12 bytes]\n[audio audio/wav, 4 bytes]\n\
+             [resource application/pdf, 5 bytes, file:///r.pdf]\n\
+             [image image/png, workspace:///data/ab.png]\ndone\n"
+        );
+        assert_eq!(result_text(&[]), "");
+        assert_eq!(result_text(&[Block::Text(TextBlock::new("x\n"))]), "x\n");
+    }
+
+    #[test]
+    fn state_text_names_the_exit_status_once() {
+        let s = McpStatus {
+            name: "x".into(),
+            agent: String::new(),
+            session: "s".into(),
+            transport: crate::engine::mcp::McpTransport::Stdio,
+            is_stateful: true,
+            state: McpState::Failed {
+                reason: "the server process exited with status 3".into(),
+                exit_status: Some(3),
+                stderr_tail: "boom".into(),
+            },
+            tools: Vec::new(),
+            process: None,
+        };
+        assert_eq!(
+            state_text(&s),
+            "failed: the server process exited with status 3"
+        );
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["reason"], "the server process exited with status 3");
+        assert!(v["tool_count"].is_null());
+    }
 }

@@ -180,6 +180,13 @@ pub enum McpError {
     /// The caller cancelled the call.
     #[error("MCP tool call cancelled")]
     Cancelled,
+    /// A start was cancelled by a stop, restart, removal or close — what
+    /// someone asked for, not a failure of the server.
+    #[error("MCP server `{server}` was stopped while starting")]
+    StartCancelled {
+        /// Server name.
+        server: String,
+    },
     /// The server answered with a JSON-RPC error or broke the protocol.
     #[error("MCP server `{server}`: {message}")]
     Server {
@@ -318,6 +325,11 @@ struct Inner {
     conn: Option<Arc<Connection>>,
     failed_at: Option<Instant>,
     closed: bool,
+    /// Cancels the start in progress (stop, restart, remove, close).
+    starting: Option<CancellationToken>,
+    /// Counts stops, so a start queued behind the connect lock when a
+    /// stop came in gives up instead of starting after it.
+    stops: u64,
 }
 
 /// One server of one (agent, session).
@@ -372,27 +384,52 @@ fn header_map(cfg: &HttpConfig) -> Result<reqwest::header::HeaderMap, String> {
     Ok(map)
 }
 
-/// An error and its causes as one line, without rmcp's transport type
-/// names (`Transport [wsbench::...] error:`), which say nothing to a user.
-pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        let text = err.to_string();
-        let text = match text.find("Transport [") {
-            Some(i) => match text[i..].find("] error: ") {
-                Some(j) => format!("{}{}", &text[..i], &text[i + j + 9..]),
-                None => text,
-            },
-            None => text,
-        };
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.retain(|p| !text.contains(p.as_str()));
-            parts.push(text);
+/// The cause after `e`, including the links rmcp keeps out of
+/// `source()`: the transport error inside
+/// `ClientInitializeError::TransportError`, the fallback attempt of
+/// `LegacyFallbackFailed`, and the HTTP client's error inside
+/// `StreamableHttpError::Client`. Without them the chain of a refused
+/// connection ends at "error sending request" and never reaches the OS
+/// error that says why.
+fn next_cause<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match e.downcast_ref::<ClientInitializeError>() {
+        Some(ClientInitializeError::TransportError { error, .. }) => return Some(error),
+        Some(ClientInitializeError::LegacyFallbackFailed { fallback, .. }) => {
+            return Some(fallback.as_ref());
         }
-        cur = err.source();
+        _ => {}
     }
-    parts.join(": ")
+    if let Some(StreamableHttpError::Client(inner)) =
+        e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return Some(inner);
+    }
+    e.source()
+}
+
+/// Why `e` happened, short: the text of the innermost cause
+/// (`Connection refused (os error 111)`), found through
+/// [`next_cause`]. The outer layers only repeat the URL and name rmcp's
+/// internals; callers give the context themselves (`cannot connect to
+/// <url>: …`). An error without causes gives its own text, without
+/// rmcp's transport type name (`Transport [wsbench::…] error:`).
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = next_cause(cur) {
+        cur = next;
+    }
+    let text = cur.to_string();
+    match text.find("Transport [") {
+        Some(i) => match text[i..].find("] error: ") {
+            Some(j) => format!("{}{}", &text[..i], &text[i + j + 9..]),
+            None => text,
+        },
+        None => text,
+    }
 }
 
 fn secs(d: Duration) -> String {
@@ -425,6 +462,8 @@ impl McpInstance {
                 conn: None,
                 failed_at: None,
                 closed: false,
+                starting: None,
+                stops: 0,
             }),
             connect_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
@@ -559,6 +598,12 @@ impl McpInstance {
         }
     }
 
+    fn start_cancelled(&self) -> McpError {
+        McpError::StartCancelled {
+            server: self.decl.name.clone(),
+        }
+    }
+
     fn unavailable(&self, reason: String) -> McpError {
         McpError::Unavailable {
             server: self.decl.name.clone(),
@@ -573,30 +618,50 @@ impl McpInstance {
     /// Makes the server usable: connects a stateful one (once; callers
     /// racing here wait for the same connect), lists a stateless one's
     /// tools once. A failed server is retried only when `force` or
-    /// after [`McpOptions::retry_failed_after`].
+    /// after [`McpOptions::retry_failed_after`]; a stopped one only when
+    /// `force`.
     ///
-    /// Errors: [`McpError::Unavailable`] with the failure detail.
+    /// Errors: [`McpError::Unavailable`] with the failure detail;
+    /// [`McpError::StartCancelled`] when a stop, restart, removal or
+    /// close cancelled this start.
     pub async fn ensure_ready(self: &Arc<Self>, force: bool) -> Result<(), McpError> {
         if let Some(e) = self.ready_or_blocked(force) {
             return e;
         }
+        let stops = self.inner.lock().expect("inner lock").stops;
         let _guard = self.connect_lock.lock().await;
         if let Some(e) = self.ready_or_blocked(force) {
             return e;
         }
+        let cancel = CancellationToken::new();
+        {
+            let mut inner = self.inner.lock().expect("inner lock");
+            if inner.stops != stops {
+                return Err(self.start_cancelled());
+            }
+            inner.starting = Some(cancel.clone());
+        }
         self.set_state(McpState::Starting);
         let opts = self.env.options();
         let result = if self.decl.is_stateful {
-            self.connect_stateful(&opts).await
+            self.connect_stateful(&opts, &cancel).await
         } else {
-            self.list_stateless(&opts).await
+            self.list_stateless(&opts, &cancel).await
+        };
+        let closed = {
+            let mut inner = self.inner.lock().expect("inner lock");
+            inner.starting = None;
+            inner.closed
         };
         match result {
             Ok(()) => Ok(()),
+            Err(_) if closed || cancel.is_cancelled() => {
+                self.set_stopped();
+                Err(self.start_cancelled())
+            }
             Err(state) => {
                 let reason = state.detail().unwrap_or_default();
-                let closed = self.inner.lock().expect("inner lock").closed;
-                self.set_state(if closed { McpState::Stopped } else { state });
+                self.set_state(state);
                 Err(self.unavailable(reason))
             }
         }
@@ -607,6 +672,12 @@ impl McpInstance {
         let inner = self.inner.lock().expect("inner lock");
         if inner.closed {
             return Some(Err(self.unavailable("it was stopped".into())));
+        }
+        if !force && inner.state == McpState::Stopped {
+            // Stopped by the user: only an explicit start brings it back.
+            return Some(Err(self.unavailable(
+                "it was stopped; start or restart it to use it again".into(),
+            )));
         }
         let ready = if self.decl.is_stateful {
             inner.conn.as_ref().is_some_and(|c| c.alive()) && inner.tools.is_some()
@@ -629,7 +700,14 @@ impl McpInstance {
         None
     }
 
-    async fn open(self: &Arc<Self>, opts: &McpOptions) -> Result<Arc<Connection>, McpState> {
+    /// Starts the transport and runs `initialize`. A `cancel` while it
+    /// runs kills a stdio server's process tree at once and gives
+    /// [`McpState::Stopped`].
+    async fn open(
+        self: &Arc<Self>,
+        opts: &McpOptions,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Connection>, McpState> {
         let failed = |reason: String| McpState::Failed {
             reason,
             exit_status: None,
@@ -664,12 +742,21 @@ impl McpInstance {
                     inner: transport,
                     epoch: epoch.clone(),
                 };
-                let served = tokio::time::timeout(init, handler.serve(tap)).await;
+                let served =
+                    match or_cancel(cancel, tokio::time::timeout(init, handler.serve(tap))).await {
+                        Some(served) => served,
+                        None => {
+                            process.kill().await;
+                            return Err(McpState::Stopped);
+                        }
+                    };
                 match served {
                     Ok(Ok(running)) => Ok(self.connection(running, Some(process), epoch)),
-                    Ok(Err(e)) => {
-                        Err(died_or(&process, format!("initialize failed: {}", describe(&e))).await)
-                    }
+                    Ok(Err(e)) => Err(died_or(
+                        &process,
+                        format!("initialize failed: {}", root_cause(&e)),
+                    )
+                    .await),
                     Err(_) => {
                         process.kill().await;
                         let mut st = timed_out();
@@ -700,24 +787,30 @@ impl McpInstance {
                     header_map(cfg).map_err(|e| failed(format!("configuration error: {e}")))?;
                 let served = match cfg.transport() {
                     McpTransport::Sse => {
-                        let t = tokio::time::timeout(
-                            init,
-                            SseTransport::connect(
-                                client,
-                                &cfg.url,
-                                headers,
+                        let t = or_cancel(
+                            cancel,
+                            tokio::time::timeout(
                                 init,
-                                self.log.clone(),
+                                SseTransport::connect(
+                                    client,
+                                    &cfg.url,
+                                    headers,
+                                    init,
+                                    self.log.clone(),
+                                ),
                             ),
                         )
                         .await
+                        .ok_or(McpState::Stopped)?
                         .map_err(|_| timed_out())?
-                        .map_err(|e| failed(e.to_string()))?;
+                        .map_err(|e| failed(sse_failure(&cfg.url, &e)))?;
                         let tap = Tap {
                             inner: t,
                             epoch: epoch.clone(),
                         };
-                        tokio::time::timeout(init, handler.serve(tap)).await
+                        or_cancel(cancel, tokio::time::timeout(init, handler.serve(tap)))
+                            .await
+                            .ok_or(McpState::Stopped)?
                     }
                     _ => {
                         let mut config =
@@ -733,7 +826,9 @@ impl McpInstance {
                             inner: t,
                             epoch: epoch.clone(),
                         };
-                        tokio::time::timeout(init, handler.serve(tap)).await
+                        or_cancel(cancel, tokio::time::timeout(init, handler.serve(tap)))
+                            .await
+                            .ok_or(McpState::Stopped)?
                     }
                 };
                 match served {
@@ -741,7 +836,7 @@ impl McpInstance {
                     Ok(Err(e)) => Err(failed(format!(
                         "cannot connect to {}: {}",
                         cfg.url,
-                        describe(&e)
+                        root_cause(&e)
                     ))),
                     Err(_) => Err(timed_out()),
                 }
@@ -763,19 +858,31 @@ impl McpInstance {
         })
     }
 
-    async fn connect_stateful(self: &Arc<Self>, opts: &McpOptions) -> Result<(), McpState> {
+    async fn connect_stateful(
+        self: &Arc<Self>,
+        opts: &McpOptions,
+        cancel: &CancellationToken,
+    ) -> Result<(), McpState> {
         let old = self.inner.lock().expect("inner lock").conn.take();
         if let Some(old) = old {
             tokio::spawn(async move { old.shutdown().await });
         }
-        let conn = self.open(opts).await?;
-        let listed = tokio::time::timeout(opts.init_timeout, conn.peer.list_all_tools()).await;
+        let conn = self.open(opts, cancel).await?;
+        let Some(listed) = or_cancel(
+            cancel,
+            tokio::time::timeout(opts.init_timeout, conn.peer.list_all_tools()),
+        )
+        .await
+        else {
+            conn.shutdown().await;
+            return Err(McpState::Stopped);
+        };
         let tools = match listed {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 let st = match &conn.process {
-                    Some(p) => died_or(p, format!("tools/list failed: {e}")).await,
-                    None => failed_plain(format!("tools/list failed: {e}")),
+                    Some(p) => died_or(p, format!("tools/list failed: {}", root_cause(&e))).await,
+                    None => failed_plain(format!("tools/list failed: {}", root_cause(&e))),
                 };
                 conn.shutdown().await;
                 return Err(st);
@@ -790,14 +897,17 @@ impl McpInstance {
         };
         let count = tools.iter().filter(|t| self.visible(&t.name)).count();
         let closed = {
+            // Under the lock a stop takes to cancel: either it sees this
+            // connection and shuts it, or this sees its cancel.
             let mut inner = self.inner.lock().expect("inner lock");
-            if !inner.closed {
+            let closed = inner.closed || cancel.is_cancelled();
+            if !closed {
                 inner.tools_epoch = conn.epoch.load(Ordering::SeqCst);
                 inner.tools = Some(tools);
                 inner.conn = Some(conn.clone());
                 inner.failed_at = None;
             }
-            inner.closed
+            closed
         };
         if closed {
             conn.shutdown().await;
@@ -841,13 +951,29 @@ impl McpInstance {
         });
     }
 
-    async fn list_stateless(self: &Arc<Self>, opts: &McpOptions) -> Result<(), McpState> {
-        let conn = self.open(opts).await?;
-        let listed = tokio::time::timeout(opts.init_timeout, conn.peer.list_all_tools()).await;
+    async fn list_stateless(
+        self: &Arc<Self>,
+        opts: &McpOptions,
+        cancel: &CancellationToken,
+    ) -> Result<(), McpState> {
+        let conn = self.open(opts, cancel).await?;
+        let listed = or_cancel(
+            cancel,
+            tokio::time::timeout(opts.init_timeout, conn.peer.list_all_tools()),
+        )
+        .await;
         conn.shutdown().await;
+        let Some(listed) = listed else {
+            return Err(McpState::Stopped);
+        };
         let tools = match listed {
             Ok(Ok(t)) => t,
-            Ok(Err(e)) => return Err(failed_plain(format!("tools/list failed: {e}"))),
+            Ok(Err(e)) => {
+                return Err(failed_plain(format!(
+                    "tools/list failed: {}",
+                    root_cause(&e)
+                )));
+            }
             Err(_) => {
                 return Err(failed_plain(format!(
                     "no answer to tools/list within {}s",
@@ -858,6 +984,9 @@ impl McpInstance {
         let count = tools.iter().filter(|t| self.visible(&t.name)).count();
         {
             let mut inner = self.inner.lock().expect("inner lock");
+            if inner.closed || cancel.is_cancelled() {
+                return Err(McpState::Stopped);
+            }
             inner.tools = Some(tools);
             inner.failed_at = None;
         }
@@ -943,7 +1072,7 @@ impl McpInstance {
             None => {
                 let opts = self.env.options();
                 let c = self
-                    .open(&opts)
+                    .open(&opts, &CancellationToken::new())
                     .await
                     .map_err(|st| self.unavailable(st.detail().unwrap_or_default()))?;
                 (c, true)
@@ -1039,24 +1168,64 @@ impl McpInstance {
 
     /// Closes the session and kills a stdio server's process tree; the
     /// instance is [`McpState::Stopped`] for good (the runtime drops it).
+    /// A start in progress is cancelled (its process killed) rather than
+    /// waited for.
     pub async fn close(&self) {
+        self.inner.lock().expect("inner lock").closed = true;
+        self.halt().await;
+    }
+
+    /// Stops the server: cancels a start in progress (killing the
+    /// process tree of a stdio server that has not answered yet), or
+    /// closes the live session. The instance stays, [`McpState::Stopped`]:
+    /// listings and tool calls leave it stopped (they fail with "it was
+    /// stopped") until [`McpInstance::ensure_ready`] with `force` or
+    /// [`McpInstance::restart`] starts it again. Returns once the process
+    /// is gone.
+    pub async fn stop(&self) {
+        self.halt().await;
+    }
+
+    /// Cancels a start, waits for it to clean up, shuts the session.
+    async fn halt(&self) {
+        let starting = {
+            let mut inner = self.inner.lock().expect("inner lock");
+            inner.stops += 1;
+            inner.starting.take()
+        };
+        if let Some(t) = starting {
+            t.cancel();
+        }
+        self.set_stopped();
+        // The cancelled start kills its process before it lets go.
+        let _guard = self.connect_lock.lock().await;
         let conn = {
             let mut inner = self.inner.lock().expect("inner lock");
-            inner.closed = true;
+            inner.tools = None;
             inner.conn.take()
         };
         if let Some(conn) = conn {
             conn.shutdown().await;
         }
+        // Again: a start that won the race may have set `ready`.
+        self.set_stopped();
+    }
+
+    fn set_stopped(&self) {
         if self.state() != McpState::Stopped {
             self.set_state(McpState::Stopped);
         }
     }
 
-    /// Stops a live session and starts it again (clears a failure).
+    /// Stops a live session and starts it again (clears a failure and a
+    /// stop). A start in progress is cancelled first, not waited for.
     ///
     /// Errors: as [`McpInstance::ensure_ready`].
     pub async fn restart(self: &Arc<Self>) -> Result<(), McpError> {
+        let starting = self.inner.lock().expect("inner lock").starting.take();
+        if let Some(t) = starting {
+            t.cancel();
+        }
         let _guard = self.connect_lock.lock().await;
         let conn = {
             let mut inner = self.inner.lock().expect("inner lock");
@@ -1072,6 +1241,27 @@ impl McpInstance {
         self.set_state(McpState::Declared);
         drop(_guard);
         self.ensure_ready(true).await
+    }
+}
+
+/// The reason an SSE stream could not be opened: an unreachable server
+/// is named with the root cause, as for streamable HTTP; a bad status or
+/// protocol error speaks for itself.
+fn sse_failure(url: &str, e: &super::sse::SseError) -> String {
+    match e {
+        super::sse::SseError::Http { .. } => {
+            format!("cannot connect to {url}: {}", root_cause(e))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `f`'s output, or `None` as soon as `cancel` fires (`f` is dropped).
+async fn or_cancel<F: Future>(cancel: &CancellationToken, f: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        out = f => Some(out),
     }
 }
 

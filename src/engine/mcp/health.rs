@@ -27,8 +27,13 @@ pub const LOG_LINE_MAX: usize = 4096;
 pub const LOG_EVENTS_PER_SEC: u32 = 200;
 
 /// State of one server instance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+///
+/// Serialises as one flat object with the same keys for every state, so
+/// a JSON consumer never has to guess which are present: `state`
+/// ([`McpState::name`]), `tool_count` (ready only), `reason`,
+/// `exit_status` and `stderr_tail` (failed only); a key that does not
+/// apply to the state is `null`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpState {
     /// Declared for the pair; not started (lazy) or evicted.
     Declared,
@@ -67,7 +72,11 @@ impl McpState {
         }
     }
 
-    /// The event detail: tool count, or reason + exit status + stderr tail.
+    /// The event detail: tool count, or the failure's
+    /// [`McpState::summary`] (without the `failed: ` prefix) followed by
+    /// `\nstderr tail:\n` and the tail when there is one — the only
+    /// multi-line text; callers showing one line use
+    /// [`McpState::summary`].
     pub fn detail(&self) -> Option<String> {
         match self {
             McpState::Ready { tool_count: tools } => Some(format!("{tools} tools")),
@@ -76,15 +85,11 @@ impl McpState {
                 exit_status,
                 stderr_tail,
             } => {
-                let mut d = reason.clone();
-                if let Some(code) = exit_status
-                    && !reason.contains("exit status")
-                {
-                    d.push_str(&format!(" (exit status {code})"));
-                }
-                if !stderr_tail.is_empty() && !reason.contains(stderr_tail.trim()) {
+                let mut d = failure_line(reason, *exit_status);
+                let tail = stderr_tail.trim_end();
+                if !tail.is_empty() && !reason.contains(tail.trim()) {
                     d.push_str("\nstderr tail:\n");
-                    d.push_str(stderr_tail);
+                    d.push_str(tail);
                 }
                 Some(d)
             }
@@ -92,9 +97,74 @@ impl McpState {
         }
     }
 
+    /// The state on one line, as the CLI and the TUI show it:
+    /// `declared`, `starting`, `ready (3 tools)`, `failed: <reason>
+    /// (exit status 3)`, `stopped`. The exit status is added only when
+    /// the reason does not already give it, and the stderr tail is left
+    /// out (see [`McpState::detail`]).
+    pub fn summary(&self) -> String {
+        match self {
+            McpState::Ready { tool_count } => format!("ready ({tool_count} tools)"),
+            McpState::Failed {
+                reason,
+                exit_status,
+                ..
+            } => format!("failed: {}", failure_line(reason, *exit_status)),
+            other => other.name().to_string(),
+        }
+    }
+
     /// True for [`McpState::Ready`].
     pub fn is_ready(&self) -> bool {
         matches!(self, McpState::Ready { .. })
+    }
+}
+
+/// `reason`, plus ` (exit status N)` unless the reason already names
+/// that status (`exited with status 3`, `exit status 3`, `exit code 3`):
+/// saying it twice reads like two failures.
+fn failure_line(reason: &str, exit_status: Option<i32>) -> String {
+    let reason = reason.trim_end();
+    match exit_status {
+        Some(code) if !names_status(reason, code) => format!("{reason} (exit status {code})"),
+        _ => reason.to_string(),
+    }
+}
+
+fn names_status(reason: &str, code: i32) -> bool {
+    ["status ", "exit code ", "exit "].iter().any(|p| {
+        let needle = format!("{p}{code}");
+        reason.match_indices(&needle).any(|(i, _)| {
+            // `status 3` must not match `status 31`.
+            !reason[i + needle.len()..].starts_with(|c: char| c.is_ascii_digit())
+        })
+    })
+}
+
+impl Serialize for McpState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (tool_count, reason, exit_status, stderr_tail) = match self {
+            McpState::Ready { tool_count } => (Some(*tool_count), None, None, None),
+            McpState::Failed {
+                reason,
+                exit_status,
+                stderr_tail,
+            } => (
+                None,
+                Some(reason.as_str()),
+                *exit_status,
+                Some(stderr_tail.as_str()),
+            ),
+            _ => (None, None, None, None),
+        };
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("state", self.name())?;
+        m.serialize_entry("tool_count", &tool_count)?;
+        m.serialize_entry("reason", &reason)?;
+        m.serialize_entry("exit_status", &exit_status)?;
+        m.serialize_entry("stderr_tail", &stderr_tail)?;
+        m.end()
     }
 }
 
@@ -323,6 +393,82 @@ mod tests {
             McpState::Ready { tool_count: 3 }.detail().unwrap(),
             "3 tools"
         );
+    }
+
+    #[test]
+    fn exit_status_is_named_once() {
+        let s = McpState::Failed {
+            reason: "the server process exited with status 3".into(),
+            exit_status: Some(3),
+            stderr_tail: "boom\n".into(),
+        };
+        assert_eq!(
+            s.summary(),
+            "failed: the server process exited with status 3"
+        );
+        assert_eq!(
+            s.detail().unwrap(),
+            "the server process exited with status 3\nstderr tail:\nboom"
+        );
+        // A status the reason does not name is added, once.
+        let s = McpState::Failed {
+            reason: "initialize failed: connection closed".into(),
+            exit_status: Some(31),
+            stderr_tail: String::new(),
+        };
+        assert_eq!(
+            s.summary(),
+            "failed: initialize failed: connection closed (exit status 31)"
+        );
+        let s = McpState::Failed {
+            reason: "exited with status 3".into(),
+            exit_status: Some(31),
+            stderr_tail: String::new(),
+        };
+        assert_eq!(s.summary(), "failed: exited with status 3 (exit status 31)");
+        assert_eq!(
+            McpState::Ready { tool_count: 2 }.summary(),
+            "ready (2 tools)"
+        );
+        assert_eq!(McpState::Starting.summary(), "starting");
+    }
+
+    #[test]
+    fn every_state_serialises_with_the_same_keys() {
+        let states = [
+            McpState::Declared,
+            McpState::Starting,
+            McpState::Ready { tool_count: 4 },
+            McpState::Failed {
+                reason: "r".into(),
+                exit_status: Some(1),
+                stderr_tail: "t".into(),
+            },
+            McpState::Stopped,
+        ];
+        for st in &states {
+            let v = serde_json::to_value(st).unwrap();
+            let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+            assert_eq!(
+                keys,
+                [
+                    "state",
+                    "tool_count",
+                    "reason",
+                    "exit_status",
+                    "stderr_tail"
+                ],
+                "{v}"
+            );
+            assert_eq!(v["state"], st.name());
+        }
+        let v = serde_json::to_value(&states[2]).unwrap();
+        assert_eq!(v["tool_count"], 4);
+        assert!(v["reason"].is_null() && v["stderr_tail"].is_null());
+        let v = serde_json::to_value(&states[3]).unwrap();
+        assert!(v["tool_count"].is_null());
+        assert_eq!(v["reason"], "r");
+        assert_eq!(v["exit_status"], 1);
     }
 
     #[test]

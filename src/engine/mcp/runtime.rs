@@ -23,8 +23,9 @@ use super::client::{
     InstanceEnv, McpError, McpInstance, McpOptions, McpStatus, McpToolInfo, qualified_name,
     split_qualified,
 };
-use super::decl::McpDecl;
+use super::decl::{McpConfig, McpDecl};
 use super::health::McpState;
+use super::stdio::check_command;
 use super::store::{McpIssue, McpStore, McpStoreError};
 use crate::backend::Sandbox;
 use crate::engine::events::{Event, EventBus};
@@ -224,6 +225,16 @@ impl McpRuntime {
                 message,
             },
         );
+    }
+}
+
+/// The status after an explicit start; a stop (or restart) that
+/// cancelled it is what the user asked for, not a failure: the status is
+/// then whatever that made of the server.
+fn started(inst: &McpInstance, r: Result<(), McpError>) -> WsResult<McpStatus> {
+    match r {
+        Ok(()) | Err(McpError::StartCancelled { .. }) => Ok(inst.status()),
+        Err(e) => Err(WorkspaceError::Invalid(e.to_string())),
     }
 }
 
@@ -448,15 +459,91 @@ impl Workspace {
         Ok(inst.tools())
     }
 
-    /// Stops and starts one server again.
+    /// Starts one server now (an explicit start: a failed server is
+    /// retried at once, a stopped one started again); a ready one is left
+    /// as it is. A stop while it starts is not an error: the status then
+    /// says `stopped`.
+    ///
+    /// Errors: unknown server ([`WorkspaceError::NotFound`]); the start
+    /// failure ([`WorkspaceError::Invalid`] with its reason).
+    pub async fn start_mcp(&self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
+        let inst = self.mcp_instance(agent, session, name).await?;
+        started(&inst, inst.ensure_ready(true).await)
+    }
+
+    /// Stops one server: a start in progress is cancelled (a stdio
+    /// server's process tree killed at once, not after the initialize
+    /// timeout), a live session closed. It stays declared and
+    /// `stopped` — listings and tool calls do not start it again — until
+    /// [`Workspace::start_mcp`] or [`Workspace::restart_mcp`]. Returns
+    /// once the process is gone.
+    ///
+    /// Errors: unknown server ([`WorkspaceError::NotFound`]).
+    pub async fn stop_mcp(&self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
+        let inst = self.mcp_instance(agent, session, name).await?;
+        inst.stop().await;
+        Ok(inst.status())
+    }
+
+    /// Stops and starts one server again; a start in progress is
+    /// cancelled first rather than waited for. A stop while it starts is
+    /// not an error (the status says `stopped`).
     ///
     /// Errors: unknown server; the start failure.
     pub async fn restart_mcp(&self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
         let inst = self.mcp_instance(agent, session, name).await?;
-        inst.restart()
-            .await
-            .map_err(|e| WorkspaceError::Invalid(e.to_string()))?;
-        Ok(inst.status())
+        started(&inst, inst.restart().await)
+    }
+
+    /// Checks a declaration before [`Workspace::add_mcp`] saves it —
+    /// the one check behind both `wsbench mcp add` and the TUI's add
+    /// form, so neither writes a server into `.mcp` that could never
+    /// start:
+    ///
+    /// * [`McpDecl::validate`] (name, stdio ⇒ stateful, tool lists, URL);
+    /// * the name is not yet declared for the pair;
+    /// * a stdio command exists on the backend and is executable, and
+    ///   its `cwd` exists ([`super::stdio::check_command`]; skipped when
+    ///   an `env` value refers to a variable that is not set, since the
+    ///   environment the server will get is then unknown).
+    ///
+    /// Nothing is started or written.
+    ///
+    /// Errors: [`WorkspaceError::Invalid`] naming the server and the
+    /// problem; `.mcp` unreadable because the sandbox is gone.
+    pub async fn check_mcp_decl(&self, decl: &McpDecl, agent: &str, session: &str) -> WsResult<()> {
+        decl.validate().map_err(|source| {
+            WorkspaceError::from(McpStoreError::Invalid {
+                name: decl.name.clone(),
+                source,
+            })
+        })?;
+        if self
+            .mcp_declared(agent, session)
+            .await?
+            .iter()
+            .any(|d| d.name == decl.name)
+        {
+            return Err(McpStoreError::Duplicate {
+                name: decl.name.clone(),
+                agent: agent.to_string(),
+                session: session.to_string(),
+            }
+            .into());
+        }
+        if let Ok(resolved) = decl.resolved()
+            && let McpConfig::Stdio(cfg) = &resolved.mcp_config
+        {
+            check_command(self.sandbox.as_ref(), cfg)
+                .await
+                .map_err(|why| {
+                    WorkspaceError::Invalid(format!(
+                        "MCP server `{}` cannot be added: {why}",
+                        decl.name
+                    ))
+                })?;
+        }
+        Ok(())
     }
 
     /// Calls an MCP tool, with the bus events and the journal line of a
@@ -678,11 +765,12 @@ impl Workspace {
     }
 
     /// Declares `decl` for a pair and saves `.mcp` (reference `add_mcp`,
-    /// contract §1): a stateful server is started first when `connect`,
-    /// and a start failure leaves `.mcp` unchanged.
+    /// contract §1) after [`Workspace::check_mcp_decl`]: a stateful
+    /// server is started first when `connect`, and a start failure leaves
+    /// `.mcp` unchanged.
     ///
-    /// Errors: invalid declaration or duplicate name
-    /// ([`WorkspaceError::Invalid`]); start failure
+    /// Errors: what [`Workspace::check_mcp_decl`] refuses (invalid
+    /// declaration, duplicate name, stdio command not found); start failure
     /// ([`WorkspaceError::Invalid`] naming the reason); `.mcp` not
     /// writable or not understood ([`WorkspaceError::Parse`] /
     /// [`WorkspaceError::Backend`]).
@@ -693,25 +781,7 @@ impl Workspace {
         session: &str,
         connect: bool,
     ) -> WsResult<McpStatus> {
-        decl.validate().map_err(|source| {
-            WorkspaceError::from(McpStoreError::Invalid {
-                name: decl.name.clone(),
-                source,
-            })
-        })?;
-        if self
-            .mcp_declared(agent, session)
-            .await?
-            .iter()
-            .any(|d| d.name == decl.name)
-        {
-            return Err(McpStoreError::Duplicate {
-                name: decl.name.clone(),
-                agent: agent.to_string(),
-                session: session.to_string(),
-            }
-            .into());
-        }
+        self.check_mcp_decl(&decl, agent, session).await?;
         let inst = McpInstance::new(agent, session, decl.clone(), self.mcp.env.clone());
         if connect && decl.is_stateful {
             // Make room as a listing would, then start it.

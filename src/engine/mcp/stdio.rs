@@ -34,7 +34,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::decl::{EncodingErrorHandler, StdioConfig};
 use super::health::{ServerLog, Tail};
-use crate::backend::{BackendResult, ProcessControl, Sandbox, SpawnRequest};
+use crate::backend::{
+    BackendError, BackendResult, ExecRequest, ProcessControl, Sandbox, SpawnRequest,
+};
 
 /// Default maximum size of one message from a stdio server, in bytes
 /// (64 MiB): far above real replies (C04's 20 MB works), low enough that
@@ -514,6 +516,75 @@ impl StdioProcess {
     /// Kills the process tree and reaps it.
     pub async fn kill(&self) {
         let _ = self.control.kill().await;
+    }
+}
+
+/// Looks for the program `cfg` would start, without starting it: the
+/// backend must run long-lived processes, the working directory must
+/// exist, and the command must name an executable file — directly when
+/// it holds a `/`, else found on `PATH` (as `execvp` searches it, with
+/// `cfg`'s environment laid over the backend's). One `sh` run through
+/// [`Sandbox::exec`], from `cfg.cwd`.
+///
+/// Errors: the one-line reason (`` `/no/such/bin` does not exist``,
+/// `` `srv` is not found on PATH``, …). When the check itself cannot run
+/// (no `sh`, a backend error, a time-out) it says nothing — the start
+/// will report what is wrong — so a quirky backend never blocks a valid
+/// declaration.
+pub async fn check_command(sandbox: &dyn Sandbox, cfg: &StdioConfig) -> Result<(), String> {
+    if !sandbox.capabilities().processes {
+        return Err(BackendError::Unsupported {
+            backend: sandbox.kind(),
+            what: "long-lived processes",
+        }
+        .to_string());
+    }
+    // $1 command, $2 working directory (may be empty). Exit 0 found,
+    // 2 missing, 3 a directory, 4 not executable, 5 no such cwd.
+    const SCRIPT: &str = r#"if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || exit 5; fi
+case $1 in
+*/*) [ -e "$1" ] || exit 2; [ -d "$1" ] && exit 3; [ -x "$1" ] || exit 4; exit 0;;
+esac
+set -f; IFS=:
+for d in $PATH; do
+  p="${d:-.}/$1"
+  if [ -f "$p" ] && [ -x "$p" ]; then exit 0; fi
+done
+exit 2"#;
+    let env: BTreeMap<String, String> = cfg
+        .env
+        .as_ref()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut req = ExecRequest::new([
+        "/bin/sh".to_string(),
+        "-c".into(),
+        SCRIPT.into(),
+        "sh".into(),
+        cfg.command.clone(),
+        cfg.cwd.clone().unwrap_or_default(),
+    ]);
+    req.env = env;
+    req.timeout = Some(Duration::from_secs(10));
+    let Ok(outcome) = sandbox.exec(req, None).await else {
+        return Ok(());
+    };
+    let cmd = &cfg.command;
+    match outcome.exit_code {
+        _ if outcome.timed_out || outcome.cancelled => Ok(()),
+        Some(2) if cmd.contains('/') => Err(format!("`{cmd}` does not exist")),
+        Some(2) => Err(format!("`{cmd}` is not found on PATH")),
+        Some(3) => Err(format!("`{cmd}` is a directory")),
+        Some(4) => Err(format!("`{cmd}` is not executable")),
+        Some(5) => Err(format!(
+            "the working directory `{}` does not exist",
+            cfg.cwd.as_deref().unwrap_or_default()
+        )),
+        _ => Ok(()),
     }
 }
 

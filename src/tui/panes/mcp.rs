@@ -64,6 +64,8 @@ enum Msg {
     /// An action on a server finished: server, verb, error text.
     Acted(String, &'static str, Result<String, String>),
     Called(String, Doc),
+    /// The add form's text was refused: server, what was typed, why.
+    AddRefused(String, String, String),
 }
 
 /// The MCP servers pane.
@@ -99,20 +101,30 @@ fn transport_name(t: McpTransport) -> &'static str {
     }
 }
 
-/// One-line state text: `ready (12 tools)`, `failed: reason (exit 1)`.
+/// One-line state text, as the CLI prints it ([`McpState::summary`]):
+/// `ready (12 tools)`, `failed: reason (exit status 1)`.
 pub fn state_text(s: &McpState) -> String {
-    match s {
-        McpState::Ready { tool_count } => format!("ready ({tool_count} tools)"),
-        McpState::Failed {
-            reason,
-            exit_status,
-            ..
-        } => match exit_status {
-            Some(c) if !reason.contains("exit status") => format!("failed: {reason} (exit {c})"),
-            _ => format!("failed: {reason}"),
-        },
-        other => other.name().to_string(),
-    }
+    s.summary()
+}
+
+const ADD_TITLE: &str = "Add MCP server: NAME COMMAND ARGS… or NAME URL";
+
+/// Opens the add form again with what was typed and, as its title, why
+/// it was refused — without the engine's "MCP server `x` cannot be
+/// added: " lead-in, which the narrow title would spend its room on (the
+/// toast shows the whole text).
+fn reopen_add(cx: &mut Ctx, typed: &str, error: &str) {
+    let first = error.lines().next().unwrap_or(error);
+    cx.toast(Level::Error, first.to_string());
+    let why = first
+        .find(" cannot be added: ")
+        .map_or(first, |i| &first[i + " cannot be added: ".len()..]);
+    cx.effect(Effect::Prompt {
+        pane: ID,
+        title: format!("✗ {why}"),
+        initial: typed.to_string(),
+        tag: "add".into(),
+    });
 }
 
 /// An `.mcp` problem without the file's full path in front (the pane
@@ -249,7 +261,8 @@ impl McpPane {
         let Some(name) = self.selected().map(|s| s.name.clone()) else {
             return;
         };
-        if !self.busy.insert(name.clone()) {
+        // Stop, restart and remove cancel a start in progress.
+        if !self.busy.insert(name.clone()) && verb == "start" {
             cx.toast(Level::Info, format!("`{name}` is busy"));
             return;
         }
@@ -259,16 +272,13 @@ impl McpPane {
         cx.spawn(ID, async move {
             let r = match verb {
                 "start" => ws
-                    .mcp_server_tools(&agent, &session, &name)
+                    .start_mcp(&agent, &session, &name)
                     .await
-                    .map(|t| format!("`{name}` ready with {} tools", t.len())),
-                "stop" => match ws.mcp_instance(&agent, &session, &name).await {
-                    Ok(i) => {
-                        i.close().await;
-                        Ok(format!("stopped `{name}`"))
-                    }
-                    Err(e) => Err(e),
-                },
+                    .map(|s| format!("`{name}` {}", state_text(&s.state))),
+                "stop" => ws
+                    .stop_mcp(&agent, &session, &name)
+                    .await
+                    .map(|_| format!("stopped `{name}`")),
                 "restart" => ws
                     .restart_mcp(&agent, &session, &name)
                     .await
@@ -423,7 +433,7 @@ impl Pane for McpPane {
             "start" | "restart" => self.server_action(verb, cx),
             "add" => cx.effect(Effect::Prompt {
                 pane: ID,
-                title: "Add MCP server: NAME COMMAND ARGS… or NAME URL".into(),
+                title: ADD_TITLE.into(),
                 initial: String::new(),
                 tag: "add".into(),
             }),
@@ -489,10 +499,16 @@ impl Pane for McpPane {
                         Ok(m) => cx.toast(Level::Info, m.clone()),
                         Err(e) => {
                             self.last_error.insert(name.clone(), e.clone());
-                            cx.toast(Level::Error, format!("{verb} `{name}`: {e}"));
+                            // The details show the rest (stderr tail).
+                            let first = e.lines().next().unwrap_or_default();
+                            cx.toast(Level::Error, format!("{verb} `{name}`: {first}"));
                         }
                     }
                     self.load(cx);
+                }
+                Some(Msg::AddRefused(name, typed, e)) => {
+                    self.busy.remove(name);
+                    reopen_add(cx, typed, e);
                 }
                 Some(Msg::Called(name, doc)) => {
                     self.busy.remove(name);
@@ -540,16 +556,18 @@ impl Pane for McpPane {
                         let (agent, session) = (cx.agent.clone(), cx.session.clone());
                         let name = decl.name.clone();
                         self.busy.insert(name.clone());
+                        let typed = input.clone();
                         cx.spawn(ID, async move {
-                            let r = ws
-                                .add_mcp(decl, &agent, &session, false)
-                                .await
-                                .map(|_| format!("added `{name}`: press s to start it"))
-                                .map_err(|e| e.to_string());
-                            Msg::Acted(name, "add", r)
+                            match ws.add_mcp(decl, &agent, &session, false).await {
+                                Ok(_) => {
+                                    let m = format!("added `{name}`: press s to start it");
+                                    Msg::Acted(name, "add", Ok(m))
+                                }
+                                Err(e) => Msg::AddRefused(name, typed, e.to_string()),
+                            }
                         });
                     }
-                    Err(e) => cx.toast(Level::Error, e),
+                    Err(e) => reopen_add(cx, input, &e),
                 }
             }
             PaneEvent::Input { tag, text: input } => {
@@ -774,16 +792,8 @@ impl Pane for McpPane {
         if let Some(p) = &sel.process {
             put(f, &mut y, &format!("process {p}"), t.muted);
         }
-        if let McpState::Failed {
-            reason,
-            exit_status,
-            stderr_tail,
-        } = &sel.state
-        {
-            put(f, &mut y, &format!("reason: {reason}"), t.error);
-            if let Some(c) = exit_status {
-                put(f, &mut y, &format!("exit status {c}"), t.error);
-            }
+        if let McpState::Failed { stderr_tail, .. } = &sel.state {
+            put(f, &mut y, &sel.state.summary(), t.error);
             let tail: Vec<&str> = stderr_tail.lines().collect();
             if !tail.is_empty() {
                 put(f, &mut y, "stderr tail:", t.muted);
@@ -792,20 +802,31 @@ impl Pane for McpPane {
                 }
             }
         }
-        let failed_reason = match &sel.state {
-            McpState::Failed { reason, .. } => Some(reason.as_str()),
-            _ => None,
-        };
-        if let Some(e) = self.last_error.get(&sel.name)
-            && failed_reason.is_none_or(|r| !e.contains(r))
-        {
-            put(f, &mut y, &format!("last error: {e}"), t.error);
+        if let Some(e) = self.last_error.get(&sel.name) {
+            // Line by line (a reason may carry its stderr tail); the
+            // failure shown just above is not said twice.
+            let shown = match &sel.state {
+                McpState::Failed { reason, .. } => reason.as_str(),
+                _ => "\u{0}",
+            };
+            let mut lines = e.lines().filter(|l| !l.trim().is_empty());
+            if let Some(first) = lines.next()
+                && !first.contains(shown)
+            {
+                put(f, &mut y, &format!("last error: {first}"), t.error);
+                for l in lines.take(TAIL_LINES) {
+                    put(f, &mut y, &format!("  {l}"), t.error);
+                }
+            }
         }
         let tools = self.tools.get(&sel.name);
         match tools {
             None => {
                 let hint = match &sel.state {
                     McpState::Failed { .. } => "not running: R restarts it",
+                    McpState::Starting => {
+                        "starting… tools appear once it is ready · x cancels the start"
+                    }
                     _ => "tools appear once it runs: s starts it",
                 };
                 put(f, &mut y, hint, t.muted);
@@ -879,7 +900,7 @@ mod tests {
         };
         assert_eq!(
             state_text(&s),
-            "failed: server exited before initialize (exit 3)"
+            "failed: server exited before initialize (exit status 3)"
         );
         assert_eq!(
             state_text(&McpState::Ready { tool_count: 2 }),
