@@ -861,6 +861,143 @@ async fn symlink_escape_is_refused(e: &Env) {
         e.kind,
         r.text()
     );
+    other_operations_refuse_escapes(e, outside.path()).await;
+}
+
+/// The rest of [`symlink_escape_is_refused`]: every other file operation
+/// refuses what lies behind a link out of the workspace and changes
+/// nothing outside; `stat`, `remove` and `rename` act on a link itself.
+/// Bubblewrap, Docker and Kubernetes must say [`BackendError::Escapes`].
+/// The cloud fakes run commands in boxes where these host paths do not
+/// exist, so there only the host is checked: no confinement of theirs is
+/// claimed (their file operations go through each service's own API).
+async fn other_operations_refuse_escapes(e: &Env, outside: &Path) {
+    let confined = matches!(
+        e.kind,
+        BackendKind::Bubblewrap | BackendKind::Docker | BackendKind::Kubernetes
+    );
+    let refused = |what: &str, r: Result<String, BackendError>| {
+        if confined {
+            assert!(
+                matches!(r, Err(BackendError::Escapes(_))),
+                "{}: {what}: {r:?}",
+                e.kind
+            );
+        }
+    };
+    let ok = |r: Result<(), BackendError>| r.map(|()| String::new());
+    let secret = outside.join("secret.txt");
+    refused(
+        "stat through",
+        e.sb.stat(&e.p("esc/dir/secret.txt"))
+            .await
+            .map(|s| format!("{s:?}")),
+    );
+    refused(
+        "list through",
+        e.sb.list(&e.p("esc/dir")).await.map(|v| format!("{v:?}")),
+    );
+    for parents in [true, false] {
+        refused(
+            &format!("mkdir through (parents {parents})"),
+            ok(e.sb.mkdir(&e.p("esc/dir/made"), parents).await),
+        );
+    }
+    // A dangling link out: `mkdir -p` or a write through it would create
+    // its target.
+    e.link("esc/far", outside.join("not/yet").to_str().unwrap());
+    refused(
+        "mkdir through a dangling link",
+        ok(e.sb.mkdir(&e.p("esc/far/x"), true).await),
+    );
+    refused(
+        "write through a dangling link",
+        ok(e.sb.write(&e.p("esc/far"), b"x").await),
+    );
+    refused(
+        "create_new through",
+        e.sb.create_new(&e.p("esc/dir/new.txt"), b"x")
+            .await
+            .map(|b| b.to_string()),
+    );
+    refused(
+        "write_stream through",
+        e.sb.write_stream(
+            &e.p("esc/abs"),
+            Box::new(std::io::Cursor::new(b"x".to_vec())),
+        )
+        .await
+        .map(|n| n.to_string()),
+    );
+    refused(
+        "remove through",
+        ok(e.sb.remove(&e.p("esc/dir/secret.txt"), false).await),
+    );
+    refused(
+        "rename from behind a link",
+        ok(e.sb
+            .rename(&e.p("esc/dir/secret.txt"), &e.p("moved.txt"))
+            .await),
+    );
+    e.put("esc/mine.txt", "mine");
+    refused(
+        "rename to behind a link",
+        ok(e.sb
+            .rename(&e.p("esc/mine.txt"), &e.p("esc/dir/mine.txt"))
+            .await),
+    );
+    for gone in ["made", "not", "new.txt", "mine.txt", "x"] {
+        assert!(
+            !outside.join(gone).exists(),
+            "{}: {gone} appeared outside",
+            e.kind
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP-SECRET\n");
+    if confined {
+        // The link itself: a stat or a listing tells nothing of what it
+        // points to outside.
+        let st = e.sb.stat(&e.p("esc/abs")).await.unwrap();
+        assert_eq!(
+            (st.kind, st.size, st.target_is_dir),
+            (FileKind::Symlink, 0, false),
+            "{}: {st:?}",
+            e.kind
+        );
+        let listed = e.sb.list(&e.p("esc")).await.unwrap();
+        for l in listed.iter().filter(|l| l.kind == FileKind::Symlink) {
+            assert!(l.size == 0 && !l.target_is_dir, "{}: {l:?}", e.kind);
+        }
+        // A dangling link that stays inside is written through, creating
+        // its target (BusyBox's `readlink -f` alone would refuse it).
+        e.link("esc/later", "later.txt");
+        e.sb.write(&e.p("esc/later"), b"later").await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(e.host.join("esc/later.txt")).unwrap(),
+            "later",
+            "{}",
+            e.kind
+        );
+        e.link("esc/laterdir", "made");
+        e.sb.mkdir(&e.p("esc/laterdir/a"), true).await.unwrap();
+        assert!(e.host.join("esc/made/a").is_dir(), "{}", e.kind);
+        // Renaming onto a link to a directory outside replaces the link
+        // (`mv` alone would move the file into that directory).
+        e.sb.rename(&e.p("esc/mine.txt"), &e.p("esc/dir"))
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(e.host.join("esc/dir")).unwrap(),
+            "mine",
+            "{}",
+            e.kind
+        );
+        assert!(!outside.join("mine.txt").exists(), "{}", e.kind);
+    }
+    // Removing a link removes the link, never its target.
+    e.sb.remove(&e.p("esc/abs"), false).await.unwrap();
+    assert!(!e.host.join("esc/abs").is_symlink(), "{}", e.kind);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP-SECRET\n");
 }
 
 /// Backend exec: stdin, env, cwd, and a missing program never looks like
