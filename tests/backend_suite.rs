@@ -2101,6 +2101,140 @@ mod docker_only {
         assert!(p.find(&id).await.unwrap().is_none(), "no container left");
     }
 
+    /// Every `docker` log line on the bus so far, as `(workspace, level,
+    /// message)`.
+    fn docker_logs(sub: &mut wsbench::engine::events::Subscriber) -> Vec<(String, String, String)> {
+        use wsbench::engine::events::{Envelope, Event, Received};
+        let mut out = Vec::new();
+        while let Some(r) = sub.try_recv() {
+            let Received::Event(env) = r else { continue };
+            let Envelope {
+                workspace, event, ..
+            } = *env;
+            if let Event::Log {
+                level,
+                source,
+                message,
+            } = event
+                && source == "docker"
+            {
+                out.push((workspace, level, message));
+            }
+        }
+        out
+    }
+
+    /// Through the profile path ([`open_profile`]), the way the TUI opens
+    /// a workspace: the container's creation and start, each exec and the
+    /// stop on close reach the manager's bus as `Event::Log` lines of
+    /// source `docker` carrying the workspace id (the Logs pane shows
+    /// them); a pull that fails arrives as an error line. The registry of
+    /// the missing image is on loopback, so nothing leaves the machine.
+    ///
+    /// [`open_profile`]: wsbench::manager::open_profile
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn container_events_reach_the_bus_through_the_profile_path() {
+        use wsbench::config::{Config, Paths};
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let base = home.path().join("docker");
+        let missing = "127.0.0.1:9/wsbench-missing:latest";
+        let config = home.path().join("wsbench.toml");
+        std::fs::write(
+            &config,
+            format!(
+                r#"[profiles.{TEST_PROFILE}]
+backend = "docker"
+
+[profiles.{TEST_PROFILE}.options]
+image = "{}"
+pull = "never"
+network = "none"
+base_dir = "{}"
+
+[profiles.nope]
+backend = "docker"
+
+[profiles.nope.options]
+image = "{missing}"
+pull = "missing"
+network = "none"
+base_dir = "{}"
+"#,
+                images::DEBIAN_IMAGE,
+                base.display(),
+                base.display()
+            ),
+        )
+        .unwrap();
+        let data = home.path().join("data");
+        let paths = Paths {
+            config_file: config.clone(),
+            default_workdir: data.join("workspaces/default"),
+            data_dir: data,
+        };
+        let config = Config::load(&config).unwrap();
+        let bus = EventBus::default();
+        let mut sub = bus.subscribe();
+        let m = wsbench::manager::open_profile(&config, TEST_PROFILE, &paths, bus.clone()).unwrap();
+        let ws = m.get_workspace("alice", "coder", "s1", None).await.unwrap();
+        let id = ws.id().to_string();
+        let _guard = DockerCleanup {
+            opts: docker_opts(&base),
+            id: id.clone(),
+        };
+        let r = ws
+            .call_tool(ToolCall {
+                tool: "Bash".into(),
+                session: "s".into(),
+                args: json!({"command": "echo hello"}),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(r.state, ToolState::Success, "{}", r.text());
+        let logs = docker_logs(&mut sub);
+        let has = |logs: &[(String, String, String)], level: &str, text: &str| {
+            logs.iter()
+                .any(|(w, l, msg)| *w == id && l == level && msg.contains(text))
+        };
+        assert!(
+            has(&logs, "info", "created container wsbench-"),
+            "{logs:#?}"
+        );
+        assert!(has(&logs, "info", "started container "), "{logs:#?}");
+        assert!(has(&logs, "debug", "exec in "), "{logs:#?}");
+        assert!(has(&logs, "debug", "exited 0 after"), "{logs:#?}");
+        assert!(logs.iter().all(|(w, ..)| *w == id), "{logs:#?}");
+        // Closing suspends: the stop is said too.
+        m.close(&id).await.unwrap();
+        let logs = docker_logs(&mut sub);
+        assert!(has(&logs, "info", "stopped container "), "{logs:#?}");
+        m.destroy(&id).await.unwrap();
+        let logs = docker_logs(&mut sub);
+        assert!(has(&logs, "info", "removed container "), "{logs:#?}");
+        m.shutdown().await.unwrap();
+
+        // An image that cannot be pulled: the failure is an error line.
+        let m = wsbench::manager::open_profile(&config, "nope", &paths, bus.clone()).unwrap();
+        let err = m
+            .get_workspace("bob", "coder", "s1", None)
+            .await
+            .expect_err("a missing image fails the provisioning");
+        assert!(err.to_string().contains(missing), "{err}");
+        let logs = docker_logs(&mut sub);
+        assert!(
+            logs.iter().any(|(w, l, msg)| !w.is_empty()
+                && l == "error"
+                && msg.starts_with("create failed: ")
+                && msg.contains(missing)
+                && msg.contains("pulling it failed")),
+            "{logs:#?}"
+        );
+        m.shutdown().await.unwrap();
+    }
+
     /// Labels, limits, no-new-privileges, network mode, init; files a
     /// command makes belong to the host user; paths outside /workspace go
     /// to the container.
