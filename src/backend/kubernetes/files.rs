@@ -9,14 +9,13 @@
 //! the way the kernel would and refused (exit [`ESCAPES`], so
 //! [`BackendError::Escapes`]) any path under `/workspace` that a link
 //! leads out of — the rule bubblewrap's and Docker's `HostDir` applies on
-//! the host. The body then works on the resolved path (`$P1`, `$P2`)
-//! rather than resolving it again. Whether a path's last component is
-//! followed is the operation's choice ([`Follow`]): reads, writes,
-//! appends, listings, `mkdir` and the tar transfers follow it; `stat`,
-//! `remove`, `rename` and exclusive create act on a link itself. As with
-//! `HostDir`, the check and the operation are separate steps: a process
-//! in the Pod that swaps a directory for a link in between could redirect
-//! one operation.
+//! the host (module `confine`). The body then works on the resolved path
+//! (`$P1`, `$P2`) rather than resolving it again. Whether a path's last
+//! component is followed is the operation's choice ([`Follow`]): reads,
+//! writes, appends, listings, `mkdir` and the tar transfers follow it;
+//! `stat`, `remove`, `rename` and exclusive create act on a link itself.
+//!
+//! [`CONFINE`]: crate::backend::confine::CONFINE
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -26,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::exec::ExecTarget;
+use crate::backend::confine::{ESCAPES, Follow, LOOP, op_script};
 use crate::backend::{
     BackendError, BackendResult, ByteRange, ExecRequest, FileKind, FileStat, StreamKind,
     path as bpath,
@@ -41,101 +41,7 @@ const NOT_DIR: i32 = 12;
 const EXISTS: i32 = 13;
 const NOT_EMPTY: i32 = 14;
 const SHORT: i32 = 15;
-const ESCAPES: i32 = 16;
 const IS_ROOT: i32 = 17;
-const LOOP: i32 = 18;
-
-/// Whether an operation follows its path's last component when it is a
-/// symbolic link (the links before it are always followed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Follow {
-    /// Act on what the link points to (read, write, list, mkdir, tar).
-    Yes,
-    /// Act on the link itself (stat, remove, rename, exclusive create).
-    No,
-}
-
-/// Shell functions every file script starts with (POSIX `sh`; dash,
-/// bash and BusyBox `ash` alike, only builtins but `readlink` without
-/// `-f`, which BusyBox and GNU treat the same).
-///
-/// * `walk P F` sets `R` to `P` with its links followed one component at
-///   a time, as the kernel resolves a path: a link's target replaces it
-///   (from `/` when absolute), `..` pops a component of the already
-///   resolved (link-free) prefix, missing components are kept as they are
-///   (a file about to be created), and the last component is followed
-///   only when `F` is `f`. A dangling link is followed to where its target
-///   would be, so a write through a link to a missing file inside the
-///   workspace creates that file — BusyBox's `readlink -f` fails on
-///   such links, which is why it is not used. Returns 2 after 40 links
-///   (a loop), 1 when a link cannot be read.
-/// * `confined P F`: true when `P` is not under the workspace
-///   (`$WSBENCH_WORKDIR`, lexically — paths elsewhere in the Pod are its
-///   own business, `R` is then `P`) or its resolution stays under the
-///   workspace's real path; `R` is the resolved path.
-/// * `inside P F`: `confined` or exit [`ESCAPES`] ([`LOOP`] for a loop).
-///
-/// Names are never passed through `dirname`, `basename` or a command
-/// substitution, which would drop a trailing newline and check another
-/// path than the one used.
-const CONFINE: &str = r#"W=$WSBENCH_WORKDIR
-walk() {
-  R= rest=$1 n=0
-  while [ -n "$rest" ]; do
-    case $rest in
-      */*) c=${rest%%/*} rest=${rest#*/} ;;
-      *) c=$rest rest= ;;
-    esac
-    case $c in
-      ''|.) continue ;;
-      ..) R=${R%/*}; continue ;;
-    esac
-    R=$R/$c
-    if [ -z "$rest" ] && [ "$2" != f ]; then break; fi
-    [ -L "$R" ] || continue
-    n=$((n + 1))
-    [ "$n" -le 40 ] || return 2
-    t=$(readlink -- "$R" && echo .) || return 1
-    t=${t%?.}
-    case $t in /*) R= ;; *) R=${R%/*} ;; esac
-    rest=$t${rest:+/$rest}
-  done
-  R=${R:-/}
-}
-walk "$W" f || exit 16
-Wr=$R
-confined() {
-  case $1 in "$W"|"$W"/*) ;; *) R=$1; return 0 ;; esac
-  walk "$1" "$2" || return
-  case $R in "$Wr"|"$Wr"/*|"$W") return 0 ;; esac
-  return 1
-}
-inside() {
-  confined "$1" "$2" && return 0
-  [ $? = 2 ] && exit 18
-  exit 16
-}
-"#;
-
-/// The script of one file operation: [`CONFINE`], then `inside` on
-/// positional parameter `i` with `follows[i-1]`, the result in `$P<i>`,
-/// then the paths are shifted away so `body` sees its own arguments as
-/// `$1`, `$2`, .... Run it with the paths first, then those arguments.
-fn op_script(follows: &[Follow], body: &str) -> String {
-    let mut s = String::from(CONFINE);
-    for (i, f) in follows.iter().enumerate() {
-        let f = match f {
-            Follow::Yes => "f",
-            Follow::No => "n",
-        };
-        s.push_str(&format!("inside \"${}\" {f}; P{}=$R\n", i + 1, i + 1));
-    }
-    if !follows.is_empty() {
-        s.push_str(&format!("shift {}\n", follows.len()));
-    }
-    s.push_str(body);
-    s
-}
 
 /// The exec request of an operation: `/bin/sh -c <op_script> wsbench
 /// <paths> <args>`, from `/` with the workspace in `WSBENCH_WORKDIR`.
@@ -740,7 +646,7 @@ exec tar xf - -C "$D""#;
 
 /// Unpacks a tar archive into `dir` (created when missing), like
 /// `kubectl cp` into the Pod. Before `tar` runs, every directory the
-/// archive enters ([`archive_dirs`]) is checked by [`CONFINE`] in the
+/// archive enters ([`archive_dirs`]) is checked by `CONFINE` in the
 /// same exec — they travel ahead of the archive on stdin, one escaped
 /// line each, ended by an empty line — so an existing link in the
 /// workspace cannot lead the unpacking out of it.
@@ -807,50 +713,7 @@ mod tests {
         assert_eq!(v[3].name, "we\nird|name");
     }
 
-    /// A shell the scripts must work in: the system `sh` (dash on Debian,
-    /// GNU tools), or BusyBox `sh` with only BusyBox applets on `PATH`, as
-    /// in a busybox image.
-    struct Shell {
-        name: &'static str,
-        program: Vec<String>,
-        path: Option<std::path::PathBuf>,
-        _applets: Option<tempfile::TempDir>,
-    }
-
-    fn shells() -> Vec<Shell> {
-        let mut v = vec![Shell {
-            name: "sh",
-            program: vec!["sh".into()],
-            path: None,
-            _applets: None,
-        }];
-        let busybox = ["/usr/bin/busybox", "/bin/busybox"]
-            .into_iter()
-            .map(std::path::Path::new)
-            .find(|p| p.exists());
-        match busybox {
-            Some(bb) => {
-                let d = tempfile::tempdir().unwrap();
-                for applet in [
-                    "sh", "cat", "head", "tail", "wc", "mkdir", "rm", "rmdir", "mv", "ln", "ls",
-                    "stat", "readlink", "tar", "printf",
-                ] {
-                    std::os::unix::fs::symlink(bb, d.path().join(applet)).unwrap();
-                }
-                v.push(Shell {
-                    name: "busybox",
-                    program: vec![bb.display().to_string(), "sh".into()],
-                    path: Some(d.path().to_path_buf()),
-                    _applets: Some(d),
-                });
-            }
-            None if std::env::var("CI").as_deref() == Ok("true") => {
-                panic!("busybox is required to test the scripts under BusyBox")
-            }
-            None => println!("SKIPPED: busybox is not installed (BusyBox half of the test)"),
-        }
-        v
-    }
+    use crate::backend::confine::test_shells::{Shell, shells};
 
     impl Shell {
         /// Runs `op_script(follows, body)` with `args` (paths first) in
@@ -863,30 +726,7 @@ mod tests {
             args: &[&str],
             stdin: &[u8],
         ) -> (i32, Vec<u8>) {
-            use std::io::Write;
-            let mut c = std::process::Command::new(&self.program[0]);
-            c.args(&self.program[1..])
-                .arg("-c")
-                .arg(op_script(follows, body))
-                .arg("wsbench")
-                .args(args)
-                .env("WSBENCH_WORKDIR", w)
-                .current_dir("/")
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            if let Some(p) = &self.path {
-                c.env("PATH", p);
-            }
-            let mut child = c.spawn().unwrap();
-            let mut sin = child.stdin.take().unwrap();
-            let data = stdin.to_vec();
-            let feeder = std::thread::spawn(move || {
-                let _ = sin.write_all(&data);
-            });
-            let out = child.wait_with_output().unwrap();
-            feeder.join().unwrap();
-            (out.status.code().unwrap_or(-1), out.stdout)
+            self.run(w, &op_script(follows, body), args, stdin)
         }
     }
 
