@@ -2062,6 +2062,115 @@ mod docker_only {
         }
     }
 
+    /// Without a bind mount, file operations are scripts and archive-API
+    /// calls in the container; they refuse links out of `/workspace` like
+    /// the bind-mounted workspace does (see `symlink_escape_is_refused`),
+    /// on a Debian and on a BusyBox image. The container's `/tmp` stands
+    /// for "outside".
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn volume_storage_refuses_links_out_of_the_workspace() {
+        for image in [images::DEBIAN_IMAGE, images::BUSYBOX_IMAGE] {
+            if !ready(image).await {
+                return;
+            }
+            let base = tempfile::tempdir().unwrap();
+            let id = new_id("vesc");
+            let (p, _guard) = prov(
+                DockerOptions {
+                    image: image.into(),
+                    storage: Storage::Volume,
+                    ..docker_opts(base.path())
+                },
+                &id,
+            );
+            let sb = p.create(&spec(&id)).await.unwrap();
+            let s = sb.as_ref();
+            let sh = |line: &str| exec_collect(s, ExecRequest::shell(line));
+            let (code, _, err) = sh("mkdir -p esc && echo TOP-SECRET > /tmp/secret.txt \
+                 && ln -s /tmp/secret.txt esc/abs && ln -s /tmp esc/dir \
+                 && ln -s /etc/passwd esc/etc && ln -s /tmp/not/yet esc/far \
+                 && ln -s later.txt esc/later && echo mine > esc/mine.txt")
+            .await;
+            assert_eq!(code, Some(0), "{err}");
+            let w = |rel: &str| format!("/workspace/esc/{rel}");
+            let escapes = |what: &str, r: Result<String, BackendError>| {
+                assert!(
+                    matches!(r, Err(BackendError::Escapes(_))),
+                    "{image}: {what}: {r:?}"
+                );
+            };
+            let unit = |r: Result<(), BackendError>| r.map(|()| String::new());
+            for name in ["abs", "dir/secret.txt", "etc"] {
+                let r = s.read(&w(name), None).await;
+                escapes(&format!("read {name}"), r.map(|v| format!("{v:?}")));
+                escapes(
+                    &format!("write {name}"),
+                    unit(s.write(&w(name), b"x").await),
+                );
+                escapes(
+                    &format!("append {name}"),
+                    unit(s.append(&w(name), b"x").await),
+                );
+            }
+            escapes(
+                "write dir/x.txt",
+                unit(s.write(&w("dir/x.txt"), b"x").await),
+            );
+            escapes("write far", unit(s.write(&w("far"), b"x").await));
+            let stream = Box::new(std::io::Cursor::new(b"x".to_vec()));
+            let r = s.write_stream(&w("dir/x.txt"), stream).await;
+            escapes("write_stream", r.map(|n| n.to_string()));
+            let r = s.create_new(&w("dir/n.txt"), b"x").await;
+            escapes("create_new", r.map(|b| b.to_string()));
+            for parents in [true, false] {
+                escapes("mkdir", unit(s.mkdir(&w("dir/made"), parents).await));
+            }
+            escapes("mkdir far", unit(s.mkdir(&w("far/x"), true).await));
+            let r = s.stat(&w("dir/secret.txt")).await;
+            escapes("stat", r.map(|st| format!("{st:?}")));
+            escapes("list", s.list(&w("dir")).await.map(|v| format!("{v:?}")));
+            escapes("remove", unit(s.remove(&w("dir/secret.txt"), false).await));
+            escapes(
+                "rename from",
+                unit(s.rename(&w("dir/secret.txt"), &w("moved")).await),
+            );
+            escapes(
+                "rename to",
+                unit(s.rename(&w("mine.txt"), &w("dir/mine.txt")).await),
+            );
+            let (_, out, _) = sh("ls -A /tmp; cat /tmp/secret.txt").await;
+            for gone in ["x.txt", "n.txt", "made", "not", "mine.txt"] {
+                assert!(!out.contains(gone), "{image}: {gone} outside: {out}");
+            }
+            assert!(out.contains("TOP-SECRET"), "{image}: {out}");
+            // The links themselves: nothing about their targets outside.
+            let st = s.stat(&w("abs")).await.unwrap();
+            assert_eq!(
+                (st.kind, st.size, st.target_is_dir),
+                (FileKind::Symlink, 0, false),
+                "{image}"
+            );
+            for l in s.list("/workspace/esc").await.unwrap() {
+                if l.kind == FileKind::Symlink {
+                    assert!(l.size == 0 && !l.target_is_dir, "{image}: {l:?}");
+                }
+            }
+            // A dangling link that stays inside is written through.
+            s.write(&w("later"), b"later").await.unwrap();
+            assert_eq!(s.read(&w("later.txt"), None).await.unwrap(), b"later");
+            // Renaming onto a link replaces the link.
+            s.rename(&w("mine.txt"), &w("dir")).await.unwrap();
+            assert_eq!(s.read(&w("dir"), None).await.unwrap(), b"mine\n");
+            s.remove(&w("abs"), false).await.unwrap();
+            let (_, out, _) = sh("ls -A /tmp; cat /tmp/secret.txt; ls -A esc").await;
+            assert!(
+                out.contains("TOP-SECRET") && !out.contains("mine.txt"),
+                "{out}"
+            );
+            assert!(!out.contains("abs"), "{image}: {out}");
+        }
+    }
+
     /// No registry here: a missing image fails clearly, naming it. The
     /// registry address is on loopback, so nothing leaves the machine.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
