@@ -861,6 +861,143 @@ async fn symlink_escape_is_refused(e: &Env) {
         e.kind,
         r.text()
     );
+    other_operations_refuse_escapes(e, outside.path()).await;
+}
+
+/// The rest of [`symlink_escape_is_refused`]: every other file operation
+/// refuses what lies behind a link out of the workspace and changes
+/// nothing outside; `stat`, `remove` and `rename` act on a link itself.
+/// Bubblewrap, Docker and Kubernetes must say [`BackendError::Escapes`].
+/// The cloud fakes run commands in boxes where these host paths do not
+/// exist, so there only the host is checked: no confinement of theirs is
+/// claimed (their file operations go through each service's own API).
+async fn other_operations_refuse_escapes(e: &Env, outside: &Path) {
+    let confined = matches!(
+        e.kind,
+        BackendKind::Bubblewrap | BackendKind::Docker | BackendKind::Kubernetes
+    );
+    let refused = |what: &str, r: Result<String, BackendError>| {
+        if confined {
+            assert!(
+                matches!(r, Err(BackendError::Escapes(_))),
+                "{}: {what}: {r:?}",
+                e.kind
+            );
+        }
+    };
+    let ok = |r: Result<(), BackendError>| r.map(|()| String::new());
+    let secret = outside.join("secret.txt");
+    refused(
+        "stat through",
+        e.sb.stat(&e.p("esc/dir/secret.txt"))
+            .await
+            .map(|s| format!("{s:?}")),
+    );
+    refused(
+        "list through",
+        e.sb.list(&e.p("esc/dir")).await.map(|v| format!("{v:?}")),
+    );
+    for parents in [true, false] {
+        refused(
+            &format!("mkdir through (parents {parents})"),
+            ok(e.sb.mkdir(&e.p("esc/dir/made"), parents).await),
+        );
+    }
+    // A dangling link out: `mkdir -p` or a write through it would create
+    // its target.
+    e.link("esc/far", outside.join("not/yet").to_str().unwrap());
+    refused(
+        "mkdir through a dangling link",
+        ok(e.sb.mkdir(&e.p("esc/far/x"), true).await),
+    );
+    refused(
+        "write through a dangling link",
+        ok(e.sb.write(&e.p("esc/far"), b"x").await),
+    );
+    refused(
+        "create_new through",
+        e.sb.create_new(&e.p("esc/dir/new.txt"), b"x")
+            .await
+            .map(|b| b.to_string()),
+    );
+    refused(
+        "write_stream through",
+        e.sb.write_stream(
+            &e.p("esc/abs"),
+            Box::new(std::io::Cursor::new(b"x".to_vec())),
+        )
+        .await
+        .map(|n| n.to_string()),
+    );
+    refused(
+        "remove through",
+        ok(e.sb.remove(&e.p("esc/dir/secret.txt"), false).await),
+    );
+    refused(
+        "rename from behind a link",
+        ok(e.sb
+            .rename(&e.p("esc/dir/secret.txt"), &e.p("moved.txt"))
+            .await),
+    );
+    e.put("esc/mine.txt", "mine");
+    refused(
+        "rename to behind a link",
+        ok(e.sb
+            .rename(&e.p("esc/mine.txt"), &e.p("esc/dir/mine.txt"))
+            .await),
+    );
+    for gone in ["made", "not", "new.txt", "mine.txt", "x"] {
+        assert!(
+            !outside.join(gone).exists(),
+            "{}: {gone} appeared outside",
+            e.kind
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP-SECRET\n");
+    if confined {
+        // The link itself: a stat or a listing tells nothing of what it
+        // points to outside.
+        let st = e.sb.stat(&e.p("esc/abs")).await.unwrap();
+        assert_eq!(
+            (st.kind, st.size, st.target_is_dir),
+            (FileKind::Symlink, 0, false),
+            "{}: {st:?}",
+            e.kind
+        );
+        let listed = e.sb.list(&e.p("esc")).await.unwrap();
+        for l in listed.iter().filter(|l| l.kind == FileKind::Symlink) {
+            assert!(l.size == 0 && !l.target_is_dir, "{}: {l:?}", e.kind);
+        }
+        // A dangling link that stays inside is written through, creating
+        // its target (BusyBox's `readlink -f` alone would refuse it).
+        e.link("esc/later", "later.txt");
+        e.sb.write(&e.p("esc/later"), b"later").await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(e.host.join("esc/later.txt")).unwrap(),
+            "later",
+            "{}",
+            e.kind
+        );
+        e.link("esc/laterdir", "made");
+        e.sb.mkdir(&e.p("esc/laterdir/a"), true).await.unwrap();
+        assert!(e.host.join("esc/made/a").is_dir(), "{}", e.kind);
+        // Renaming onto a link to a directory outside replaces the link
+        // (`mv` alone would move the file into that directory).
+        e.sb.rename(&e.p("esc/mine.txt"), &e.p("esc/dir"))
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(e.host.join("esc/dir")).unwrap(),
+            "mine",
+            "{}",
+            e.kind
+        );
+        assert!(!outside.join("mine.txt").exists(), "{}", e.kind);
+    }
+    // Removing a link removes the link, never its target.
+    e.sb.remove(&e.p("esc/abs"), false).await.unwrap();
+    assert!(!e.host.join("esc/abs").is_symlink(), "{}", e.kind);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP-SECRET\n");
 }
 
 /// Backend exec: stdin, env, cwd, and a missing program never looks like
@@ -1925,6 +2062,115 @@ mod docker_only {
         }
     }
 
+    /// Without a bind mount, file operations are scripts and archive-API
+    /// calls in the container; they refuse links out of `/workspace` like
+    /// the bind-mounted workspace does (see `symlink_escape_is_refused`),
+    /// on a Debian and on a BusyBox image. The container's `/tmp` stands
+    /// for "outside".
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn volume_storage_refuses_links_out_of_the_workspace() {
+        for image in [images::DEBIAN_IMAGE, images::BUSYBOX_IMAGE] {
+            if !ready(image).await {
+                return;
+            }
+            let base = tempfile::tempdir().unwrap();
+            let id = new_id("vesc");
+            let (p, _guard) = prov(
+                DockerOptions {
+                    image: image.into(),
+                    storage: Storage::Volume,
+                    ..docker_opts(base.path())
+                },
+                &id,
+            );
+            let sb = p.create(&spec(&id)).await.unwrap();
+            let s = sb.as_ref();
+            let sh = |line: &str| exec_collect(s, ExecRequest::shell(line));
+            let (code, _, err) = sh("mkdir -p esc && echo TOP-SECRET > /tmp/secret.txt \
+                 && ln -s /tmp/secret.txt esc/abs && ln -s /tmp esc/dir \
+                 && ln -s /etc/passwd esc/etc && ln -s /tmp/not/yet esc/far \
+                 && ln -s later.txt esc/later && echo mine > esc/mine.txt")
+            .await;
+            assert_eq!(code, Some(0), "{err}");
+            let w = |rel: &str| format!("/workspace/esc/{rel}");
+            let escapes = |what: &str, r: Result<String, BackendError>| {
+                assert!(
+                    matches!(r, Err(BackendError::Escapes(_))),
+                    "{image}: {what}: {r:?}"
+                );
+            };
+            let unit = |r: Result<(), BackendError>| r.map(|()| String::new());
+            for name in ["abs", "dir/secret.txt", "etc"] {
+                let r = s.read(&w(name), None).await;
+                escapes(&format!("read {name}"), r.map(|v| format!("{v:?}")));
+                escapes(
+                    &format!("write {name}"),
+                    unit(s.write(&w(name), b"x").await),
+                );
+                escapes(
+                    &format!("append {name}"),
+                    unit(s.append(&w(name), b"x").await),
+                );
+            }
+            escapes(
+                "write dir/x.txt",
+                unit(s.write(&w("dir/x.txt"), b"x").await),
+            );
+            escapes("write far", unit(s.write(&w("far"), b"x").await));
+            let stream = Box::new(std::io::Cursor::new(b"x".to_vec()));
+            let r = s.write_stream(&w("dir/x.txt"), stream).await;
+            escapes("write_stream", r.map(|n| n.to_string()));
+            let r = s.create_new(&w("dir/n.txt"), b"x").await;
+            escapes("create_new", r.map(|b| b.to_string()));
+            for parents in [true, false] {
+                escapes("mkdir", unit(s.mkdir(&w("dir/made"), parents).await));
+            }
+            escapes("mkdir far", unit(s.mkdir(&w("far/x"), true).await));
+            let r = s.stat(&w("dir/secret.txt")).await;
+            escapes("stat", r.map(|st| format!("{st:?}")));
+            escapes("list", s.list(&w("dir")).await.map(|v| format!("{v:?}")));
+            escapes("remove", unit(s.remove(&w("dir/secret.txt"), false).await));
+            escapes(
+                "rename from",
+                unit(s.rename(&w("dir/secret.txt"), &w("moved")).await),
+            );
+            escapes(
+                "rename to",
+                unit(s.rename(&w("mine.txt"), &w("dir/mine.txt")).await),
+            );
+            let (_, out, _) = sh("ls -A /tmp; cat /tmp/secret.txt").await;
+            for gone in ["x.txt", "n.txt", "made", "not", "mine.txt"] {
+                assert!(!out.contains(gone), "{image}: {gone} outside: {out}");
+            }
+            assert!(out.contains("TOP-SECRET"), "{image}: {out}");
+            // The links themselves: nothing about their targets outside.
+            let st = s.stat(&w("abs")).await.unwrap();
+            assert_eq!(
+                (st.kind, st.size, st.target_is_dir),
+                (FileKind::Symlink, 0, false),
+                "{image}"
+            );
+            for l in s.list("/workspace/esc").await.unwrap() {
+                if l.kind == FileKind::Symlink {
+                    assert!(l.size == 0 && !l.target_is_dir, "{image}: {l:?}");
+                }
+            }
+            // A dangling link that stays inside is written through.
+            s.write(&w("later"), b"later").await.unwrap();
+            assert_eq!(s.read(&w("later.txt"), None).await.unwrap(), b"later");
+            // Renaming onto a link replaces the link.
+            s.rename(&w("mine.txt"), &w("dir")).await.unwrap();
+            assert_eq!(s.read(&w("dir"), None).await.unwrap(), b"mine\n");
+            s.remove(&w("abs"), false).await.unwrap();
+            let (_, out, _) = sh("ls -A /tmp; cat /tmp/secret.txt; ls -A esc").await;
+            assert!(
+                out.contains("TOP-SECRET") && !out.contains("mine.txt"),
+                "{out}"
+            );
+            assert!(!out.contains("abs"), "{image}: {out}");
+        }
+    }
+
     /// No registry here: a missing image fails clearly, naming it. The
     /// registry address is on loopback, so nothing leaves the machine.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1962,6 +2208,140 @@ mod docker_only {
             "{err}"
         );
         assert!(p.find(&id).await.unwrap().is_none(), "no container left");
+    }
+
+    /// Every `docker` log line on the bus so far, as `(workspace, level,
+    /// message)`.
+    fn docker_logs(sub: &mut wsbench::engine::events::Subscriber) -> Vec<(String, String, String)> {
+        use wsbench::engine::events::{Envelope, Event, Received};
+        let mut out = Vec::new();
+        while let Some(r) = sub.try_recv() {
+            let Received::Event(env) = r else { continue };
+            let Envelope {
+                workspace, event, ..
+            } = *env;
+            if let Event::Log {
+                level,
+                source,
+                message,
+            } = event
+                && source == "docker"
+            {
+                out.push((workspace, level, message));
+            }
+        }
+        out
+    }
+
+    /// Through the profile path ([`open_profile`]), the way the TUI opens
+    /// a workspace: the container's creation and start, each exec and the
+    /// stop on close reach the manager's bus as `Event::Log` lines of
+    /// source `docker` carrying the workspace id (the Logs pane shows
+    /// them); a pull that fails arrives as an error line. The registry of
+    /// the missing image is on loopback, so nothing leaves the machine.
+    ///
+    /// [`open_profile`]: wsbench::manager::open_profile
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn container_events_reach_the_bus_through_the_profile_path() {
+        use wsbench::config::{Config, Paths};
+        if !ready(images::DEBIAN_IMAGE).await {
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let base = home.path().join("docker");
+        let missing = "127.0.0.1:9/wsbench-missing:latest";
+        let config = home.path().join("wsbench.toml");
+        std::fs::write(
+            &config,
+            format!(
+                r#"[profiles.{TEST_PROFILE}]
+backend = "docker"
+
+[profiles.{TEST_PROFILE}.options]
+image = "{}"
+pull = "never"
+network = "none"
+base_dir = "{}"
+
+[profiles.nope]
+backend = "docker"
+
+[profiles.nope.options]
+image = "{missing}"
+pull = "missing"
+network = "none"
+base_dir = "{}"
+"#,
+                images::DEBIAN_IMAGE,
+                base.display(),
+                base.display()
+            ),
+        )
+        .unwrap();
+        let data = home.path().join("data");
+        let paths = Paths {
+            config_file: config.clone(),
+            default_workdir: data.join("workspaces/default"),
+            data_dir: data,
+        };
+        let config = Config::load(&config).unwrap();
+        let bus = EventBus::default();
+        let mut sub = bus.subscribe();
+        let m = wsbench::manager::open_profile(&config, TEST_PROFILE, &paths, bus.clone()).unwrap();
+        let ws = m.get_workspace("alice", "coder", "s1", None).await.unwrap();
+        let id = ws.id().to_string();
+        let _guard = DockerCleanup {
+            opts: docker_opts(&base),
+            id: id.clone(),
+        };
+        let r = ws
+            .call_tool(ToolCall {
+                tool: "Bash".into(),
+                session: "s".into(),
+                args: json!({"command": "echo hello"}),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(r.state, ToolState::Success, "{}", r.text());
+        let logs = docker_logs(&mut sub);
+        let has = |logs: &[(String, String, String)], level: &str, text: &str| {
+            logs.iter()
+                .any(|(w, l, msg)| *w == id && l == level && msg.contains(text))
+        };
+        assert!(
+            has(&logs, "info", "created container wsbench-"),
+            "{logs:#?}"
+        );
+        assert!(has(&logs, "info", "started container "), "{logs:#?}");
+        assert!(has(&logs, "debug", "exec in "), "{logs:#?}");
+        assert!(has(&logs, "debug", "exited 0 after"), "{logs:#?}");
+        assert!(logs.iter().all(|(w, ..)| *w == id), "{logs:#?}");
+        // Closing suspends: the stop is said too.
+        m.close(&id).await.unwrap();
+        let logs = docker_logs(&mut sub);
+        assert!(has(&logs, "info", "stopped container "), "{logs:#?}");
+        m.destroy(&id).await.unwrap();
+        let logs = docker_logs(&mut sub);
+        assert!(has(&logs, "info", "removed container "), "{logs:#?}");
+        m.shutdown().await.unwrap();
+
+        // An image that cannot be pulled: the failure is an error line.
+        let m = wsbench::manager::open_profile(&config, "nope", &paths, bus.clone()).unwrap();
+        let err = m
+            .get_workspace("bob", "coder", "s1", None)
+            .await
+            .expect_err("a missing image fails the provisioning");
+        assert!(err.to_string().contains(missing), "{err}");
+        let logs = docker_logs(&mut sub);
+        assert!(
+            logs.iter().any(|(w, l, msg)| !w.is_empty()
+                && l == "error"
+                && msg.starts_with("create failed: ")
+                && msg.contains(missing)
+                && msg.contains("pulling it failed")),
+            "{logs:#?}"
+        );
+        m.shutdown().await.unwrap();
     }
 
     /// Labels, limits, no-new-privileges, network mode, init; files a

@@ -318,6 +318,95 @@ async fn file_operations_round_trip() {
     assert_eq!(sb.read("copy/big", None).await.unwrap(), big);
 }
 
+/// A tar archive of `(name, kind, link target or contents)` members.
+fn tar_of(members: &[(&str, tar::EntryType, &str)]) -> Bytes {
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, kind, data) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(*kind);
+        h.set_mode(0o644);
+        if kind.is_symlink() {
+            h.set_size(0);
+            h.set_link_name(data).unwrap();
+            b.append_data(&mut h, name, &b""[..]).unwrap();
+        } else {
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, name, data.as_bytes()).unwrap();
+        }
+    }
+    Bytes::from(b.into_inner().unwrap())
+}
+
+/// The tar transfers refuse links out of the workspace — an existing one
+/// in the way, or one the archive itself makes — on v5 and on v4 (where
+/// the list of directories to check travels ahead of the archive on the
+/// same counted stdin), and nothing lands outside.
+#[tokio::test]
+async fn tar_transfers_refuse_links_out_of_the_workspace() {
+    if !ready() {
+        return;
+    }
+    let e = env().await;
+    let sb = e.prov.provision(&spec("tar")).await.unwrap();
+    let pvc = e.stub.pvc_dir(NS, &e.prov.object_name("tar"));
+    // The pod's /tmp is writable, so a write that escaped would stay.
+    std::os::unix::fs::symlink("/tmp", pvc.join("out")).unwrap();
+    std::fs::create_dir_all(pvc.join("in/sub")).unwrap();
+    std::os::unix::fs::symlink("sub", pvc.join("in/l")).unwrap();
+    std::fs::write(pvc.join("in/sub/f.txt"), "f").unwrap();
+    for v4 in [false, true] {
+        e.stub.switches.v4_only.store(v4, Ordering::Relaxed);
+        let k = KubernetesSandbox::new(
+            kube_client(&e.stub).await,
+            NS,
+            &e.prov.object_name("tar"),
+            BTreeMap::new(),
+            None,
+        );
+        let (tx, _rx) = mpsc::channel::<Bytes>(16);
+        let err = k.download_tar("out", tx).await.unwrap_err();
+        assert!(matches!(err, BackendError::Escapes(_)), "v4 {v4}: {err}");
+        let file = tar_of(&[("x.txt", tar::EntryType::Regular, "x")]);
+        let through = tar_of(&[("out/x.txt", tar::EntryType::Regular, "x")]);
+        let own_link = tar_of(&[
+            ("l2", tar::EntryType::Symlink, "/tmp"),
+            ("l2/y.txt", tar::EntryType::Regular, "y"),
+        ]);
+        for (dir, archive) in [("out", &file), ("", &through), ("", &own_link)] {
+            let err = k.upload_tar(dir, archive.clone()).await.unwrap_err();
+            assert!(matches!(err, BackendError::Escapes(_)), "v4 {v4}: {err}");
+        }
+        let (code, out, _) = sh(sb.as_ref(), "ls -A /tmp; ls -A").await;
+        assert_eq!(code, Some(0));
+        assert!(!out.contains("x.txt") && !out.contains("y.txt"), "{out}");
+        assert!(!out.contains("l2"), "{out}");
+        // A tree whose links stay inside goes both ways, links as links.
+        let (tx, mut rx) = mpsc::channel::<Bytes>(16);
+        let collect = async {
+            let mut v = Vec::new();
+            while let Some(b) = rx.recv().await {
+                v.extend_from_slice(&b);
+            }
+            v
+        };
+        let (n, archive) = tokio::join!(k.download_tar("in", tx), collect);
+        assert_eq!(n.unwrap(), archive.len() as u64);
+        let dest = format!("copy-{v4}");
+        k.upload_tar(&format!("in/l/{dest}"), Bytes::from(archive))
+            .await
+            .unwrap();
+        let copy = pvc.join("in/sub").join(&dest);
+        assert_eq!(
+            std::fs::read_to_string(copy.join("sub/f.txt")).unwrap(),
+            "f"
+        );
+        assert_eq!(
+            std::fs::read_link(copy.join("l")).unwrap().to_str(),
+            Some("sub")
+        );
+    }
+}
+
 async fn kube_client(stub: &Stub) -> kube::Client {
     let mut config = kube::Config::new(stub.url.parse().unwrap());
     config.default_namespace = NS.into();

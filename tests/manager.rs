@@ -561,6 +561,90 @@ async fn keep_alive_is_renewed_while_leased() {
     m.shutdown().await.unwrap();
 }
 
+/// Each state change of a workspace is published once, in order, and
+/// every workspace event carries the id of the workspace it is about: the
+/// manager (and its pre-warm pool) announce `Provisioning` before making
+/// the sandbox, so `Workspace::open` must not announce it a second time;
+/// on its own, `Workspace::open` announces it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_state_change_is_published_once_with_its_workspace_id() {
+    use WorkspaceState::*;
+    let dir = tempfile::tempdir().unwrap();
+    let prov = TestProvisioner::new(dir.path());
+    let m = manager(&prov, |o| {
+        o.prewarm = PrewarmConfig {
+            size: 1,
+            max_creating: 1,
+        };
+    });
+    let mut sub = m.events().subscribe();
+    let ws = m.get_workspace("alice", "coder", "s1", None).await.unwrap();
+    let id = ws.id().to_string();
+    drop(ws);
+    let other = m.get_workspace("bob", "coder", "s1", None).await.unwrap();
+    let other = other.id().to_string();
+    m.close(&id).await.unwrap();
+    m.get_workspace("alice", "coder", "s1", None).await.unwrap();
+    m.destroy(&id).await.unwrap();
+    m.warm_up();
+    while m.prewarmed() < 1 {
+        tokio::task::yield_now().await;
+    }
+    let seen = states(&mut sub);
+    let of = |w: &str| -> Vec<WorkspaceState> {
+        seen.iter()
+            .filter(|(x, _)| x == w)
+            .map(|(_, s)| s.clone())
+            .collect()
+    };
+    assert_eq!(
+        of(&id),
+        [
+            Provisioning,
+            Ready,
+            Closed,
+            Provisioning,
+            Reattached,
+            Ready,
+            Closed,
+            Destroyed
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(of(&other), [Provisioning, Ready], "{seen:?}");
+    let warm: Vec<&String> = seen
+        .iter()
+        .map(|(w, _)| w)
+        .filter(|w| **w != id && **w != other)
+        .collect();
+    assert!(!warm.is_empty(), "{seen:?}");
+    for w in warm {
+        assert!(
+            !w.is_empty(),
+            "a state event without a workspace id: {seen:?}"
+        );
+        assert_eq!(of(w), [Provisioning, Ready], "pre-warmed {w}: {seen:?}");
+    }
+    m.shutdown().await.unwrap();
+
+    // Workspace::open alone.
+    let bus = EventBus::default();
+    let mut sub = bus.subscribe();
+    let sb = wsbench::backend::local::LocalSandbox::open(dir.path().join("alone")).unwrap();
+    let ws = wsbench::engine::Workspace::open(
+        Arc::new(sb),
+        wsbench::engine::WorkspaceConfig::default(),
+        bus,
+    )
+    .await
+    .unwrap();
+    ws.close().await;
+    let seen = states(&mut sub);
+    assert!(seen.iter().all(|(w, _)| w == ws.id()), "{seen:?}");
+    let seen: Vec<WorkspaceState> = seen.into_iter().map(|(_, s)| s).collect();
+    assert_eq!(seen, [Provisioning, Ready, Closed]);
+}
+
 #[tokio::test]
 async fn prewarm_pool_hands_out_once_and_disposes_the_rest() {
     let dir = tempfile::tempdir().unwrap();

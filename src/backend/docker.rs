@@ -28,6 +28,12 @@
 //! * **Reattach** by label after a restart (start or unpause as needed);
 //!   suspend = stop (or pause, [`SuspendMode`]); destroy = remove the
 //!   container, its volume and its bind directory.
+//! * **Events** ([`DockerEvent`]: pulls, containers created, started,
+//!   stopped and removed, execs, problems) go to the
+//!   [`DockerProvisioner::with_events`] sink and, as [`BackendNotice`]s
+//!   about their workspace, to the sink the workspace manager sets
+//!   ([`Provisioner::set_notice_sink`]), which puts them on its event bus
+//!   (the TUI's Logs pane).
 
 mod exec;
 mod files;
@@ -54,9 +60,10 @@ use self::files::ContainerFiles;
 use super::bubblewrap::hostdir::HostDir;
 use super::local::sanitize_segment;
 use super::{
-    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox,
-    SandboxInfo, SandboxState, SpawnRequest, Watch, labels,
+    BackendError, BackendKind, BackendNotice, BackendResult, ByteRange, Capabilities, ExecOutcome,
+    ExecRequest, FileStat, NoticeLevel, NoticeSink, OutputSink, Process, ProvisionSpec,
+    Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest, Watch,
+    labels,
 };
 
 /// The default image of the built-in `docker` profile.
@@ -285,6 +292,119 @@ pub enum DockerEvent {
         #[serde(serialize_with = "ser_ms")]
         duration: Duration,
     },
+    /// A provisioner operation failed (the pull, creating or starting the
+    /// container, stopping or removing it); the error itself is returned
+    /// to the caller as well.
+    Problem {
+        /// What failed: `create`, `attach`, `suspend`, `resume` or
+        /// `destroy`.
+        action: String,
+        /// The error, as displayed.
+        message: String,
+    },
+}
+
+/// Most characters of a command line shown in a notice.
+const NOTICE_ARGV_CHARS: usize = 160;
+
+/// The short form of a container id `docker ps` shows.
+fn short_id(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+impl DockerEvent {
+    /// How much the event matters in a log: problems are errors;
+    /// containers created, started, stopped or removed and pull steps
+    /// info; byte counts of a pull and each exec debug (file operations
+    /// without a bind mount are execs too, so at a higher level they
+    /// would drown the rest).
+    pub fn level(&self) -> NoticeLevel {
+        match self {
+            DockerEvent::Problem { .. } => NoticeLevel::Error,
+            DockerEvent::PullProgress {
+                current: Some(_), ..
+            }
+            | DockerEvent::ExecStarted { .. }
+            | DockerEvent::ExecExited { .. } => NoticeLevel::Debug,
+            DockerEvent::PullProgress { .. }
+            | DockerEvent::Created { .. }
+            | DockerEvent::Started { .. }
+            | DockerEvent::Stopped { .. }
+            | DockerEvent::Removed { .. } => NoticeLevel::Info,
+        }
+    }
+
+    /// One line for a human (`created container wsbench-x (1a2b3c4d5e6f)`);
+    /// containers by their short id, long command lines cut.
+    pub fn message(&self) -> String {
+        match self {
+            DockerEvent::PullProgress {
+                image,
+                status,
+                layer,
+                current,
+                total,
+            } => {
+                let layer = layer
+                    .as_deref()
+                    .map(|l| format!("{l}: "))
+                    .unwrap_or_default();
+                let bytes = match (current, total) {
+                    (Some(c), Some(t)) if *t > 0 => format!(" ({c}/{t} bytes)"),
+                    (Some(c), _) => format!(" ({c} bytes)"),
+                    _ => String::new(),
+                };
+                format!("pulling {image}: {layer}{status}{bytes}")
+            }
+            DockerEvent::Created {
+                container, name, ..
+            } => format!("created container {name} ({})", short_id(container)),
+            DockerEvent::Started { container } => {
+                format!("started container {}", short_id(container))
+            }
+            DockerEvent::Stopped { container } => {
+                format!("stopped container {}", short_id(container))
+            }
+            DockerEvent::Removed { container } => {
+                format!("removed container {}", short_id(container))
+            }
+            DockerEvent::ExecStarted {
+                container, argv, ..
+            } => {
+                let line = argv.join(" ");
+                let cut: String = line.chars().take(NOTICE_ARGV_CHARS).collect();
+                let more = if cut.len() < line.len() { "…" } else { "" };
+                format!("exec in {}: {cut}{more}", short_id(container))
+            }
+            DockerEvent::ExecExited {
+                container,
+                exit_code,
+                duration,
+                ..
+            } => {
+                let ms = duration.as_millis();
+                match exit_code {
+                    Some(c) => format!("exec in {} exited {c} after {ms} ms", short_id(container)),
+                    None => format!(
+                        "exec in {} ended without an exit code after {ms} ms",
+                        short_id(container)
+                    ),
+                }
+            }
+            DockerEvent::Problem { action, message } => format!("{action} failed: {message}"),
+        }
+    }
+
+    /// The event as a [`BackendNotice`] about `workspace_id` (source
+    /// `docker`).
+    pub fn notice(&self, workspace_id: &str) -> BackendNotice {
+        BackendNotice {
+            workspace_id: workspace_id.to_string(),
+            source: "docker".into(),
+            level: self.level(),
+            message: self.message(),
+        }
+    }
 }
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -536,6 +656,7 @@ pub struct DockerProvisioner {
     opts: DockerOptions,
     profile: Option<String>,
     events: Option<EventSink>,
+    notices: std::sync::RwLock<Option<NoticeSink>>,
     layout: Box<dyn Fn(&ProvisionSpec) -> PathBuf + Send + Sync>,
     client: OnceCell<Docker>,
 }
@@ -560,6 +681,7 @@ impl DockerProvisioner {
             opts,
             profile: None,
             events: None,
+            notices: std::sync::RwLock::default(),
             layout: Box::new(move |spec| base.join(sanitize_segment(&spec.workspace_id))),
             client: OnceCell::new(),
         }
@@ -573,10 +695,56 @@ impl DockerProvisioner {
         self
     }
 
-    /// Sends [`DockerEvent`]s to `sink`.
+    /// Sends [`DockerEvent`]s to `sink` (besides the notice sink the
+    /// manager sets, see [`Provisioner::set_notice_sink`]).
     pub fn with_events(mut self, sink: EventSink) -> Self {
         self.events = Some(sink);
         self
+    }
+
+    /// The sink for one workspace's events: the [`with_events`] sink and
+    /// the notice sink (as [`BackendNotice`]s carrying `workspace_id`).
+    /// `None` when neither is set.
+    ///
+    /// [`with_events`]: DockerProvisioner::with_events
+    fn sink_for(&self, workspace_id: &str) -> Option<EventSink> {
+        let notices = self
+            .notices
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let events = self.events.clone();
+        if notices.is_none() && events.is_none() {
+            return None;
+        }
+        let id = workspace_id.to_string();
+        Some(Arc::new(move |ev: DockerEvent| {
+            if let Some(n) = &notices {
+                n(ev.notice(&id));
+            }
+            if let Some(e) = &events {
+                e(ev);
+            }
+        }))
+    }
+
+    /// Reports `res`'s error, if any, as a [`DockerEvent::Problem`] of
+    /// `action`, and passes `res` on.
+    fn reported<T>(
+        sink: &Option<EventSink>,
+        action: &str,
+        res: BackendResult<T>,
+    ) -> BackendResult<T> {
+        if let Err(e) = &res {
+            emit(
+                sink,
+                DockerEvent::Problem {
+                    action: action.into(),
+                    message: e.to_string(),
+                },
+            );
+        }
+        res
     }
 
     /// Replaces the host-directory layout of bind storage.
@@ -637,6 +805,11 @@ impl DockerProvisioner {
     /// Errors: a [`BackendError::Remote`] naming the image when it is
     /// missing and cannot be pulled.
     pub async fn ensure_image(&self) -> BackendResult<()> {
+        self.ensure_image_to(&self.events).await
+    }
+
+    /// [`DockerProvisioner::ensure_image`], with pull progress to `sink`.
+    async fn ensure_image_to(&self, sink: &Option<EventSink>) -> BackendResult<()> {
         let docker = self.client().await?;
         let image = &self.opts.image;
         let present = match docker.inspect_image(image).await {
@@ -669,7 +842,7 @@ impl DockerProvisioner {
         while let Some(item) = stream.next().await {
             match item {
                 Ok(info) => emit(
-                    &self.events,
+                    sink,
                     DockerEvent::PullProgress {
                         image: image.clone(),
                         status: info.status.unwrap_or_default(),
@@ -726,6 +899,10 @@ impl DockerProvisioner {
             .and_then(|c| c.labels.clone())
             .unwrap_or_default();
         let container = info.id.clone().unwrap_or_else(|| id.to_string());
+        let events = match labels_map.get(labels::WORKSPACE_ID) {
+            Some(ws) => self.sink_for(ws),
+            None => self.events.clone(),
+        };
         let name = info
             .name
             .clone()
@@ -758,7 +935,7 @@ impl DockerProvisioner {
             workdir: CONTAINER_WORKDIR.into(),
             env: self.exec_env(user.as_deref()),
             user,
-            events: self.events.clone(),
+            events,
         };
         Ok(DockerSandbox {
             files: ContainerFiles {
@@ -817,7 +994,12 @@ impl DockerProvisioner {
         }
     }
 
-    async fn start_or_unpause(&self, docker: &Docker, id: &str) -> BackendResult<()> {
+    async fn start_or_unpause(
+        &self,
+        docker: &Docker,
+        id: &str,
+        sink: &Option<EventSink>,
+    ) -> BackendResult<()> {
         let info = docker
             .inspect_container(id, None)
             .await
@@ -837,30 +1019,20 @@ impl DockerProvisioner {
             return Ok(());
         }
         emit(
-            &self.events,
+            sink,
             DockerEvent::Started {
                 container: id.to_string(),
             },
         );
         Ok(())
     }
-}
 
-#[async_trait]
-impl Provisioner for DockerProvisioner {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Docker
-    }
-
-    fn capabilities(&self) -> ProvisionerCapabilities {
-        ProvisionerCapabilities {
-            suspend: true,
-            keep_alive: false,
-            persistent: true,
-        }
-    }
-
-    async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
+    /// [`Provisioner::create`], its events to `sink`.
+    async fn create_to(
+        &self,
+        spec: &ProvisionSpec,
+        sink: &Option<EventSink>,
+    ) -> BackendResult<Arc<dyn Sandbox>> {
         let docker = self.client().await?.clone();
         let memory = self
             .opts
@@ -872,7 +1044,7 @@ impl Provisioner for DockerProvisioner {
                 context: "docker profile option `memory`".into(),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidInput, m),
             })?;
-        self.ensure_image().await?;
+        self.ensure_image_to(sink).await?;
         let name = self.container_name(&spec.workspace_id);
         let user = self.exec_user();
 
@@ -977,7 +1149,7 @@ impl Provisioner for DockerProvisioner {
                 }
             })?;
         emit(
-            &self.events,
+            sink,
             DockerEvent::Created {
                 workspace_id: spec.workspace_id.clone(),
                 container: created.id.clone(),
@@ -995,7 +1167,7 @@ impl Provisioner for DockerProvisioner {
             return Err(api_error(&format!("starting container {name}"), e));
         }
         emit(
-            &self.events,
+            sink,
             DockerEvent::Started {
                 container: created.id.clone(),
             },
@@ -1003,24 +1175,8 @@ impl Provisioner for DockerProvisioner {
         Ok(Arc::new(self.sandbox_from(&docker, &created.id).await?))
     }
 
-    async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        Ok(self
-            .find_summary(workspace_id)
-            .await?
-            .map(|s| Self::info_of(&s)))
-    }
-
-    async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
-        let docker = self.client().await?.clone();
-        if info.state != SandboxState::Running {
-            self.start_or_unpause(&docker, &info.backend_id).await?;
-        }
-        Ok(Arc::new(
-            self.sandbox_from(&docker, &info.backend_id).await?,
-        ))
-    }
-
-    async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
+    /// [`Provisioner::suspend`], its events to `sink`.
+    async fn suspend_to(&self, workspace_id: &str, sink: &Option<EventSink>) -> BackendResult<()> {
         let docker = self.client().await?;
         let Some(s) = self.find_summary(workspace_id).await? else {
             return Err(BackendError::NotFound(format!("workspace {workspace_id}")));
@@ -1044,20 +1200,12 @@ impl Provisioner for DockerProvisioner {
                 .await
                 .map_err(|e| api_error(&format!("pausing container {id}"), e))?,
         }
-        emit(&self.events, DockerEvent::Stopped { container: id });
+        emit(sink, DockerEvent::Stopped { container: id });
         Ok(())
     }
 
-    async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
-        let docker = self.client().await?;
-        let Some(s) = self.find_summary(workspace_id).await? else {
-            return Err(BackendError::NotFound(format!("workspace {workspace_id}")));
-        };
-        self.start_or_unpause(docker, &s.id.unwrap_or_default())
-            .await
-    }
-
-    async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
+    /// [`Provisioner::destroy`], its events to `sink`.
+    async fn destroy_to(&self, workspace_id: &str, sink: &Option<EventSink>) -> BackendResult<()> {
         let docker = self.client().await?;
         let Some(s) = self.find_summary(workspace_id).await? else {
             return Ok(());
@@ -1077,7 +1225,7 @@ impl Provisioner for DockerProvisioner {
             .await
             .or_else(|e| if is_status(&e, 404) { Ok(()) } else { Err(e) })
             .map_err(|e| api_error(&format!("removing container {id}"), e))?;
-        emit(&self.events, DockerEvent::Removed { container: id });
+        emit(sink, DockerEvent::Removed { container: id });
         if let Some(vol) = lbl.get(LABEL_VOLUME)
             && self.opts.remove_volume
         {
@@ -1098,6 +1246,80 @@ impl Provisioner for DockerProvisioner {
             }
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Provisioner for DockerProvisioner {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Docker
+    }
+
+    fn capabilities(&self) -> ProvisionerCapabilities {
+        ProvisionerCapabilities {
+            suspend: true,
+            keep_alive: false,
+            persistent: true,
+        }
+    }
+
+    /// Every [`DockerEvent`] also goes to `sink` as a [`BackendNotice`]
+    /// (source `docker`; see [`DockerEvent::level`] for the levels).
+    fn set_notice_sink(&self, sink: NoticeSink) {
+        *self
+            .notices
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sink);
+    }
+
+    async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
+        let sink = self.sink_for(&spec.workspace_id);
+        Self::reported(&sink, "create", self.create_to(spec, &sink).await)
+    }
+
+    async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
+        Ok(self
+            .find_summary(workspace_id)
+            .await?
+            .map(|s| Self::info_of(&s)))
+    }
+
+    async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
+        let sink = self.sink_for(&info.workspace_id);
+        let res = async {
+            let docker = self.client().await?.clone();
+            if info.state != SandboxState::Running {
+                self.start_or_unpause(&docker, &info.backend_id, &sink)
+                    .await?;
+            }
+            Ok(Arc::new(self.sandbox_from(&docker, &info.backend_id).await?) as Arc<dyn Sandbox>)
+        }
+        .await;
+        Self::reported(&sink, "attach", res)
+    }
+
+    async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
+        let sink = self.sink_for(workspace_id);
+        Self::reported(&sink, "suspend", self.suspend_to(workspace_id, &sink).await)
+    }
+
+    async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
+        let sink = self.sink_for(workspace_id);
+        let res = async {
+            let docker = self.client().await?;
+            let Some(s) = self.find_summary(workspace_id).await? else {
+                return Err(BackendError::NotFound(format!("workspace {workspace_id}")));
+            };
+            self.start_or_unpause(docker, &s.id.unwrap_or_default(), &sink)
+                .await
+        }
+        .await;
+        Self::reported(&sink, "resume", res)
+    }
+
+    async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
+        let sink = self.sink_for(workspace_id);
+        Self::reported(&sink, "destroy", self.destroy_to(workspace_id, &sink).await)
     }
 
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
@@ -1149,6 +1371,73 @@ mod tests {
         assert_eq!(parse_memory("1.5k").unwrap(), 1536);
         assert!(parse_memory("lots").is_err());
         assert!(parse_memory("-1m").is_err());
+    }
+
+    #[test]
+    fn events_become_notices_with_levels_and_one_line_messages() {
+        let cid = "0123456789abcdef0123";
+        let pull = |current| DockerEvent::PullProgress {
+            image: "debian:bookworm-slim".into(),
+            status: "Downloading".into(),
+            layer: Some("1a2b".into()),
+            current,
+            total: Some(100),
+        };
+        let n = pull(Some(40)).notice("ws-1");
+        assert_eq!(
+            (n.workspace_id.as_str(), n.source.as_str(), n.level),
+            ("ws-1", "docker", NoticeLevel::Debug)
+        );
+        assert_eq!(
+            n.message,
+            "pulling debian:bookworm-slim: 1a2b: Downloading (40/100 bytes)"
+        );
+        assert_eq!(pull(None).level(), NoticeLevel::Info);
+        let created = DockerEvent::Created {
+            workspace_id: "ws-1".into(),
+            container: cid.into(),
+            name: "wsbench-ws-1".into(),
+        };
+        assert_eq!(created.level(), NoticeLevel::Info);
+        assert_eq!(
+            created.message(),
+            "created container wsbench-ws-1 (0123456789ab)"
+        );
+        for (ev, text) in [
+            (
+                DockerEvent::Stopped {
+                    container: cid.into(),
+                },
+                "stopped container 0123456789ab",
+            ),
+            (
+                DockerEvent::Removed {
+                    container: "short".into(),
+                },
+                "removed container short",
+            ),
+        ] {
+            assert_eq!(
+                (ev.level(), ev.message().as_str()),
+                (NoticeLevel::Info, text)
+            );
+        }
+        let exec = DockerEvent::ExecStarted {
+            container: cid.into(),
+            exec_id: "e".into(),
+            argv: vec!["sh".into(), "-c".into(), "x".repeat(500)],
+        };
+        assert_eq!(exec.level(), NoticeLevel::Debug);
+        assert!(exec.message().ends_with('…') && exec.message().chars().count() < 200);
+        let problem = DockerEvent::Problem {
+            action: "create".into(),
+            message: "image `x` is not present locally".into(),
+        };
+        assert_eq!(problem.level(), NoticeLevel::Error);
+        assert_eq!(
+            problem.message(),
+            "create failed: image `x` is not present locally"
+        );
     }
 
     #[test]

@@ -21,8 +21,11 @@
 //!   channel, timeouts that kill the process tree in the Pod, and a
 //!   background job that cannot hold a finished command's call open.
 //! * **Files** by small scripts over exec, one round trip each (module
-//!   `files`); reads and writes refuse workspace paths whose links lead
-//!   out of `/workspace`.
+//!   `files`). Every one of them — read, write, append, create, list,
+//!   stat, remove, rename, mkdir and the tar transfers — starts with the
+//!   same check, which resolves its paths link by link and refuses
+//!   ([`BackendError::Escapes`]) a path under `/workspace` that a link
+//!   leads out of, as bubblewrap and Docker do on the host.
 //! * **Events** ([`K8sEvent`]: objects, Pod phases, problems, execs) go to
 //!   the [`KubernetesProvisioner::with_events`] sink and, as
 //!   [`BackendNotice`]s, to the sink the workspace manager sets
@@ -493,9 +496,11 @@ impl KubernetesSandbox {
     }
 
     /// Streams directory `dir` of the Pod as a tar archive into `sink`
-    /// (what `kubectl cp pod:dir .` moves). Returns the archive's size.
+    /// (what `kubectl cp pod:dir .` moves); links in the tree are archived
+    /// as links. Returns the archive's size.
     ///
-    /// Errors: `NotFound` for a missing directory, or the exec's error.
+    /// Errors: `NotFound` for a missing directory, `Escapes` when `dir` is
+    /// reached through a link out of `/workspace`, or the exec's error.
     pub async fn download_tar(&self, dir: &str, sink: mpsc::Sender<Bytes>) -> BackendResult<u64> {
         files::download_tar(&self.target, &self.abs(dir), sink).await
     }
@@ -503,7 +508,10 @@ impl KubernetesSandbox {
     /// Unpacks a tar archive into directory `dir` of the Pod (created when
     /// missing).
     ///
-    /// Errors: the archive is refused by `tar`, or the exec's error.
+    /// Errors: `Escapes` when `dir` or a directory the archive enters is
+    /// reached through a link out of `/workspace`, or a member is absolute,
+    /// climbs with `..` or goes through a link the archive itself makes;
+    /// the archive is refused by `tar`; or the exec's error.
     pub async fn upload_tar(&self, dir: &str, archive: Bytes) -> BackendResult<()> {
         files::upload_tar(&self.target, &self.abs(dir), archive).await
     }
@@ -567,7 +575,7 @@ impl Sandbox for KubernetesSandbox {
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
-        super::http::remote::shell_create_new(self, &self.abs(path), data).await
+        files::create_new(&self.target, &self.abs(path), data).await
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
@@ -579,15 +587,15 @@ impl Sandbox for KubernetesSandbox {
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
-        super::http::remote::shell_remove(self, &self.abs(path), recursive).await
+        files::remove(&self.target, &self.abs(path), recursive).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
-        super::http::remote::shell_rename(self, &self.abs(from), &self.abs(to)).await
+        files::rename(&self.target, &self.abs(from), &self.abs(to)).await
     }
 
     async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
-        super::http::remote::shell_mkdir(self, &self.abs(path), parents).await
+        files::mkdir(&self.target, &self.abs(path), parents).await
     }
 
     async fn watch(&self, _path: &str) -> BackendResult<Watch> {

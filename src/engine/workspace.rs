@@ -131,11 +131,35 @@ secrets into files.
 impl Workspace {
     /// Binds a workspace to `sandbox` and initialises it: creates the
     /// layout, migrates stray skills into `.seed` and seeds skills from
-    /// `config.skill_paths`. Connects no MCP server.
+    /// `config.skill_paths`. Connects no MCP server. Publishes
+    /// `Provisioning`, then `Ready` (or `Failed`), each once, tagged with
+    /// the workspace id.
     pub async fn open(
         sandbox: Arc<dyn Sandbox>,
         config: WorkspaceConfig,
         bus: EventBus,
+    ) -> WsResult<Arc<Self>> {
+        Self::open_inner(sandbox, config, bus, true).await
+    }
+
+    /// [`Workspace::open`] for a caller that has already published
+    /// `Provisioning` for `config.workspace_id` (the workspace manager
+    /// and its pre-warm pool do, before they create the sandbox), so the
+    /// state change is not published twice. Publishes `Ready` or
+    /// `Failed`.
+    pub(crate) async fn open_provisioned(
+        sandbox: Arc<dyn Sandbox>,
+        config: WorkspaceConfig,
+        bus: EventBus,
+    ) -> WsResult<Arc<Self>> {
+        Self::open_inner(sandbox, config, bus, false).await
+    }
+
+    async fn open_inner(
+        sandbox: Arc<dyn Sandbox>,
+        config: WorkspaceConfig,
+        bus: EventBus,
+        announce: bool,
     ) -> WsResult<Arc<Self>> {
         let id = config
             .workspace_id
@@ -161,9 +185,11 @@ impl Workspace {
             claim_hints: Default::default(),
             mcp,
         });
-        ws.publish(Event::Workspace {
-            state: WorkspaceState::Provisioning,
-        });
+        if announce {
+            ws.publish(Event::Workspace {
+                state: WorkspaceState::Provisioning,
+            });
+        }
         match ws.initialize().await {
             Ok(()) => Ok(ws),
             Err(e) => {

@@ -1055,7 +1055,8 @@ impl Inner {
             workspace_id: Some(id.clone()),
             ..self.opts.workspace.clone()
         };
-        match Workspace::open(sandbox, config, self.bus.clone()).await {
+        // `Provisioning` is published above, before the sandbox is made.
+        match Workspace::open_provisioned(sandbox, config, self.bus.clone()).await {
             Ok(ws) => {
                 // A reattached workspace keeps the identity its labels
                 // give; a caller's names only fill what is missing.
@@ -1078,7 +1079,7 @@ impl Inner {
                 )))
             }
             Err(e) => {
-                // Workspace::open published the failure. Never destroy:
+                // Workspace::open_provisioned published the failure. Never destroy:
                 // the sandbox may hold the user's data; never leave it
                 // running either (contract §11 point 16).
                 if self.opts.close_action == CloseAction::Suspend

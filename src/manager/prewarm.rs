@@ -172,7 +172,8 @@ impl PrewarmPool {
             workspace_id: Some(id.clone()),
             ..self.workspace.clone()
         };
-        match Workspace::open(sandbox, config, self.bus.clone()).await {
+        // `Provisioning` is published above, before the sandbox is made.
+        match Workspace::open_provisioned(sandbox, config, self.bus.clone()).await {
             Ok(ws) => {
                 labels.insert(labels::WORKSPACE_ID.to_string(), id);
                 Some(Prewarmed {
@@ -182,7 +183,7 @@ impl PrewarmPool {
                 })
             }
             Err(_) => {
-                // Workspace::open already published the failure; the
+                // Workspace::open_provisioned already published the failure; the
                 // sandbox holds nothing of a user's, so it goes.
                 self.destroy(&id).await;
                 None

@@ -12,6 +12,11 @@
 //!   small `sh` script each (POSIX `sh`, `stat -c`, `find`: Debian and
 //!   BusyBox images alike); their exit codes map to [`BackendError`]s.
 //!   Modification times from `stat -c %Y` are whole seconds.
+//! * **Links out of `/workspace`** are refused ([`BackendError::Escapes`])
+//!   by every operation, as with a bind mount: the scripts start with the
+//!   shared check of module `confine`, and the archive API's reads and
+//!   writes go to a path that check resolved first (one more exec), since
+//!   the API itself follows links anywhere in the container.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -29,6 +34,7 @@ use tokio_util::io::{ReaderStream, StreamReader};
 use super::api_error;
 use super::exec::ExecTarget;
 use crate::backend::bubblewrap::hostdir::MAX_LINK_HOPS;
+use crate::backend::confine::{ESCAPES, Follow, LOOP, op_script};
 use crate::backend::path as bpath;
 use crate::backend::{
     BackendError, BackendResult, ByteRange, ExecRequest, FileKind, FileStat, StreamKind,
@@ -37,69 +43,103 @@ use crate::backend::{
 /// Longest a file script may run.
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
 
-const FINISH_WRITE: &str = r#"tmp=$1; t=$2
+// The scripts below are bodies for `op_script`: their paths, checked
+// and resolved by `CONFINE`, are `$P1` (and `$P2`); `$1`... are their other
+// arguments.
+
+/// Paths: the uploaded temp file (as is), the target (followed).
+const FINISH_WRITE: &str = r#"tmp=$P1; t=$P2
 if [ -d "$t" ] && [ ! -L "$t" ]; then rm -f -- "$tmp"; exit 67; fi
 if [ -L "$t" ]; then cat -- "$tmp" > "$t"; rc=$?; rm -f -- "$tmp"; exit $rc; fi
 if [ -e "$t" ]; then m=$(stat -c %a -- "$t" 2>/dev/null) && chmod "$m" -- "$tmp"; fi
 mv -f -- "$tmp" "$t"
 "#;
 
-const APPEND: &str = r#"[ -d "$1" ] && exit 67
-mkdir -p -- "$(dirname -- "$1")" && cat >> "$1"
+/// Path: the file (followed).
+const APPEND: &str = r#"p=$P1
+[ -d "$p" ] && exit 67
+d=${p%/*}
+mkdir -p -- "${d:-/}" && cat >> "$p"
 "#;
 
-const CREATE_NEW: &str = r#"mkdir -p -- "$(dirname -- "$1")" || exit 1
-if [ -e "$1" ] || [ -L "$1" ]; then exit 17; fi
-( set -C; : > "$1" ) 2>/dev/null || exit 17
-cat > "$1"
+/// Path: the file (a link there is not followed: it makes the name taken).
+const CREATE_NEW: &str = r#"p=$P1
+d=${p%/*}
+mkdir -p -- "${d:-/}" || exit 1
+if [ -e "$p" ] || [ -L "$p" ]; then exit 17; fi
+( set -C; : > "$p" ) 2>/dev/null || exit 17
+cat > "$p"
 "#;
 
-const LIST: &str = r#"d=$1
+/// Path: the directory (followed). A link's target is stat'ed only when
+/// the link stays in the workspace, as `HostDir` does.
+const LIST: &str = r#"d=$P1
 [ -e "$d" ] || [ -L "$d" ] || exit 66
 [ -d "$d" ] || exit 68
 cd -- "$d" || exit 13
 find . -mindepth 1 -maxdepth 1 -exec stat -c 'E %f %s %Y %n' -- {} + || exit 1
-find . -mindepth 1 -maxdepth 1 -type l -exec stat -L -c 'L %f %s %n' -- {} + 2>/dev/null
-find . -mindepth 1 -maxdepth 1 -type l | while IFS= read -r l; do printf 'T %s\n%s\n' "$l" "$(readlink -- "$l")"; done
+find . -mindepth 1 -maxdepth 1 -type l | while IFS= read -r l; do
+  if confined "$d/${l#./}" f; then stat -L -c 'L %f %s %n' -- "$l" 2>/dev/null; fi
+  printf 'T %s\n%s\n' "$l" "$(readlink -- "$l")"
+done
 exit 0
 "#;
 
-const STAT: &str = r#"p=$1
+/// Path: the entry (not followed).
+const STAT: &str = r#"p=$P1
 [ -e "$p" ] || [ -L "$p" ] || exit 66
 stat -c 'E %f %s %Y %n' -- "$p" || exit 1
 if [ -L "$p" ]; then
-  stat -L -c 'L %f %s %n' -- "$p" 2>/dev/null
+  if confined "$p" f; then stat -L -c 'L %f %s %n' -- "$p" 2>/dev/null; fi
   printf 'T %s\n%s\n' "$p" "$(readlink -- "$p")"
 fi
 exit 0
 "#;
 
-const REMOVE: &str = r#"p=$1
+/// Path: the entry (not followed); `$1` is 1 for recursive. The
+/// workspace's mount point itself is refused.
+const REMOVE: &str = r#"p=$P1
 [ -e "$p" ] || [ -L "$p" ] || exit 66
+if [ "$p" = "$W" ] || [ "$p" = "$Wr" ]; then exit 13; fi
 if [ -d "$p" ] && [ ! -L "$p" ]; then
-  if [ "$2" = 1 ]; then rm -rf -- "$p"; else rmdir -- "$p"; fi
+  if [ "$1" = 1 ]; then rm -rf -- "$p"; else rmdir -- "$p"; fi
 else
   rm -f -- "$p"
 fi
 "#;
 
-const RENAME: &str = r#"[ -e "$1" ] || [ -L "$1" ] || exit 66
-mkdir -p -- "$(dirname -- "$2")" || exit 1
-if [ -d "$2" ] && [ ! -L "$2" ]; then
-  [ -d "$1" ] || exit 67
-  rmdir -- "$2" 2>/dev/null || exit 39
+/// Paths: source and target (neither followed). A link at the target is
+/// replaced, as `rename(2)` does: `mv` alone would move into the
+/// directory it points to.
+const RENAME: &str = r#"a=$P1 b=$P2
+[ -e "$a" ] || [ -L "$a" ] || exit 66
+for x in "$a" "$b"; do
+  if [ "$x" = "$W" ] || [ "$x" = "$Wr" ]; then exit 13; fi
+done
+[ "$a" = "$b" ] && exit 0
+d=${b%/*}
+mkdir -p -- "${d:-/}" || exit 1
+if [ -d "$b" ] && [ ! -L "$b" ]; then
+  [ -d "$a" ] || exit 67
+  rmdir -- "$b" 2>/dev/null || exit 39
 fi
-mv -f -- "$1" "$2"
+if [ -L "$b" ]; then rm -f -- "$b" || exit 1; fi
+mv -f -- "$a" "$b"
 "#;
 
-const MKDIR: &str = r#"if [ "$2" = 1 ]; then
-  [ -e "$1" ] && [ ! -d "$1" ] && exit 17
-  mkdir -p -- "$1"
+/// Path: the directory (followed); `$1` is 1 for parents.
+const MKDIR: &str = r#"p=$P1
+if [ "$1" = 1 ]; then
+  [ -e "$p" ] && [ ! -d "$p" ] && exit 17
+  mkdir -p -- "$p"
 else
-  [ -e "$1" ] || [ -L "$1" ] && exit 17
-  mkdir -- "$1"
+  [ -e "$p" ] || [ -L "$p" ] && exit 17
+  mkdir -- "$p"
 fi
 "#;
+
+/// Path: any (as asked); prints it resolved.
+const RESOLVE: &str = r#"printf '%s' "$P1""#;
 
 /// File operations through a container.
 #[derive(Clone)]
@@ -126,6 +166,11 @@ fn map_code(code: Option<i32>, stderr: &[u8], path: &str) -> BackendError {
     let text = String::from_utf8_lossy(stderr).trim().to_string();
     let p = path.to_string();
     match code {
+        Some(ESCAPES) => BackendError::Escapes(p),
+        Some(LOOP) => BackendError::Io {
+            context: p,
+            source: std::io::Error::from_raw_os_error(libc::ELOOP),
+        },
         Some(66) => BackendError::NotFound(p),
         Some(67) => BackendError::IsADirectory(p),
         Some(68) => BackendError::NotADirectory(p),
@@ -344,23 +389,30 @@ impl ContainerFiles {
         (uid, gid)
     }
 
-    async fn script(
+    /// Runs `op_script(follows of paths, body)` with the paths, then
+    /// `args`, from `/` with the workdir in `WSBENCH_WORKDIR`.
+    async fn op(
         &self,
-        script: &str,
+        paths: &[(&str, Follow)],
+        body: &str,
         args: &[&str],
         stdin: Option<Bytes>,
     ) -> BackendResult<ScriptOutput> {
+        let follows: Vec<Follow> = paths.iter().map(|(_, f)| *f).collect();
         let mut argv = vec![
             "/bin/sh".to_string(),
             "-c".into(),
-            script.to_string(),
+            op_script(&follows, body),
             "wsbench-file".into(),
         ];
+        argv.extend(paths.iter().map(|(p, _)| p.to_string()));
         argv.extend(args.iter().map(|a| a.to_string()));
         let mut req = ExecRequest::new(argv);
         req.cwd = Some("/".into());
         req.stdin = stdin;
         req.timeout = Some(SCRIPT_TIMEOUT);
+        req.env
+            .insert("WSBENCH_WORKDIR".into(), self.target.workdir.clone());
         let (tx, mut rx) = mpsc::channel::<crate::backend::OutputChunk>(64);
         let collect = tokio::spawn(async move {
             let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -385,18 +437,34 @@ impl ContainerFiles {
         })
     }
 
-    async fn script_ok(
+    async fn op_ok(
         &self,
-        script: &str,
+        paths: &[(&str, Follow)],
+        body: &str,
         args: &[&str],
         path: &str,
     ) -> BackendResult<ScriptOutput> {
-        let out = self.script(script, args, None).await?;
+        let out = self.op(paths, body, args, None).await?;
         if out.code == Some(0) {
             Ok(out)
         } else {
             Err(map_code(out.code, &out.stderr, path))
         }
+    }
+
+    /// `abs` with its links resolved inside the container, for the archive
+    /// API (which would follow links out of the workspace itself).
+    /// Paths outside the workspace come back unchanged, without an exec.
+    ///
+    /// Errors: `Escapes` when a link leads out of the workspace.
+    async fn resolve(&self, abs: &str, follow: Follow, path: &str) -> BackendResult<String> {
+        let w = &self.target.workdir;
+        let under = abs == w || abs.starts_with(&format!("{}/", w.trim_end_matches('/')));
+        if !under {
+            return Ok(abs.to_string());
+        }
+        let out = self.op_ok(&[(abs, follow)], RESOLVE, &[], path).await?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     async fn download_first(
@@ -431,7 +499,7 @@ impl ContainerFiles {
     /// Reads a file (or `range` of it) from the archive API, following
     /// symbolic links inside the container.
     pub async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        let mut p = self.abs(path);
+        let mut p = self.resolve(&self.abs(path), Follow::Yes, path).await?;
         for _ in 0..=MAX_LINK_HOPS {
             match self.download_first(&p, range).await? {
                 FirstEntry::File(data) => return Ok(data),
@@ -476,8 +544,13 @@ impl ContainerFiles {
                 } => BackendError::NotFound(path.to_string()),
                 other => api_error(&format!("writing {path}"), other),
             })?;
-        self.script_ok(FINISH_WRITE, &[tmp_abs, target], path)
-            .await?;
+        self.op_ok(
+            &[(tmp_abs, Follow::No), (target, Follow::Yes)],
+            FINISH_WRITE,
+            &[],
+            path,
+        )
+        .await?;
         Ok(())
     }
 
@@ -532,7 +605,9 @@ impl ContainerFiles {
         path: &str,
         mut reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> BackendResult<u64> {
-        let target = self.abs(path);
+        // The temp file goes next to the resolved target: the archive API
+        // would follow a link in the lexical path out of the workspace.
+        let target = self.resolve(&self.abs(path), Follow::Yes, path).await?;
         let tmp_abs = Self::temp_name(&target);
         let io = |e| BackendError::from_io(e, path);
         // Spool on the host: the tar header needs the size up front, and
@@ -569,7 +644,12 @@ impl ContainerFiles {
     pub async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
         let p = self.abs(path);
         let out = self
-            .script(APPEND, &[&p], Some(Bytes::copy_from_slice(data)))
+            .op(
+                &[(&p, Follow::Yes)],
+                APPEND,
+                &[],
+                Some(Bytes::copy_from_slice(data)),
+            )
             .await?;
         match out.code {
             Some(0) => Ok(()),
@@ -581,7 +661,12 @@ impl ContainerFiles {
     pub async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
         let p = self.abs(path);
         let out = self
-            .script(CREATE_NEW, &[&p], Some(Bytes::copy_from_slice(data)))
+            .op(
+                &[(&p, Follow::No)],
+                CREATE_NEW,
+                &[],
+                Some(Bytes::copy_from_slice(data)),
+            )
             .await?;
         match out.code {
             Some(0) => Ok(true),
@@ -593,7 +678,7 @@ impl ContainerFiles {
     /// Lists a directory, entries sorted by name.
     pub async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
         let p = self.abs(path);
-        let out = self.script_ok(LIST, &[&p], path).await?;
+        let out = self.op_ok(&[(&p, Follow::Yes)], LIST, &[], path).await?;
         let mut v = parse_stat_records(&out.stdout);
         v.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(v)
@@ -602,7 +687,7 @@ impl ContainerFiles {
     /// Metadata of a path, symlinks not followed (mtime in whole seconds).
     pub async fn stat(&self, path: &str) -> BackendResult<FileStat> {
         let p = self.abs(path);
-        let out = self.script_ok(STAT, &[&p], path).await?;
+        let out = self.op_ok(&[(&p, Follow::No)], STAT, &[], path).await?;
         let mut st = parse_stat_records(&out.stdout)
             .into_iter()
             .next()
@@ -623,7 +708,8 @@ impl ContainerFiles {
     /// Removes a file or link, or a directory (recursively when asked).
     pub async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
         let p = self.abs(path);
-        self.script_ok(REMOVE, &[&p, if recursive { "1" } else { "0" }], path)
+        let r = if recursive { "1" } else { "0" };
+        self.op_ok(&[(&p, Follow::No)], REMOVE, &[r], path)
             .await
             .map(|_| ())
     }
@@ -631,13 +717,16 @@ impl ContainerFiles {
     /// Renames, creating the target's parents.
     pub async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
         let (a, b) = (self.abs(from), self.abs(to));
-        self.script_ok(RENAME, &[&a, &b], from).await.map(|_| ())
+        self.op_ok(&[(&a, Follow::No), (&b, Follow::No)], RENAME, &[], from)
+            .await
+            .map(|_| ())
     }
 
     /// Creates a directory (and parents when `parents`).
     pub async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
         let p = self.abs(path);
-        self.script_ok(MKDIR, &[&p, if parents { "1" } else { "0" }], path)
+        let parents = if parents { "1" } else { "0" };
+        self.op_ok(&[(&p, Follow::Yes)], MKDIR, &[parents], path)
             .await
             .map(|_| ())
     }
