@@ -1117,4 +1117,36 @@ mod tests {
         again.destroy("ws/1").await.unwrap();
         assert!(again.list().await.unwrap().is_empty());
     }
+
+    #[tokio::test]
+    async fn close_is_recorded_until_the_next_attach_and_old_records_still_read() {
+        let base = tempfile::tempdir().unwrap();
+        let prov = LocalProvisioner::new(base.path());
+        let spec = ProvisionSpec {
+            workspace_id: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        prov.create(&spec).await.unwrap();
+        let info = prov.find("w").await.unwrap().unwrap();
+        assert_eq!(info.state, SandboxState::Running);
+        assert!(info.last_active.is_some());
+        prov.suspend("w").await.unwrap();
+        let info = prov.find("w").await.unwrap().unwrap();
+        assert_eq!(info.state, SandboxState::Suspended);
+        prov.attach(&info).await.unwrap();
+        assert_eq!(
+            prov.find("w").await.unwrap().unwrap().state,
+            SandboxState::Running
+        );
+        prov.suspend("no-such").await.unwrap();
+        // A record from before `closed_at` / `last_used_at` existed.
+        let old = serde_json::json!({
+            "workspace_id": "old", "dir": base.path().join("old"),
+            "labels": {}, "created_at": 1.0,
+        });
+        std::fs::create_dir(base.path().join("old")).unwrap();
+        std::fs::write(prov.record_path("old"), old.to_string()).unwrap();
+        let info = prov.find("old").await.unwrap().unwrap();
+        assert_eq!(info.state, SandboxState::Running);
+    }
 }
