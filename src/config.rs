@@ -12,6 +12,10 @@
 //! strings may hold secrets as `${ENV_VAR}`, expanded only when a profile
 //! is opened, so the config as printed (`wsbench info`) shows the
 //! placeholder, never the secret.
+//!
+//! The `[tui]` section is part of the same [`Config`] (its
+//! [`TuiConfig`] field), so one parse checks every section and places each
+//! error at its file, line, column and key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +29,7 @@ use crate::engine::tools::ToolLimits;
 use crate::manager::{
     DEFAULT_KEEP_ALIVE, DEFAULT_SWEEP_INTERVAL, DEFAULT_TTL, IsolationPolicy, PrewarmConfig,
 };
+use crate::tui::config::TuiConfig;
 
 /// Name of the profile that exists without any config file.
 pub const BUILTIN_PROFILE: &str = "local";
@@ -243,6 +248,10 @@ pub struct Config {
     pub default_profile: Option<String>,
     /// Named profiles.
     pub profiles: BTreeMap<String, ProfileConfig>,
+    /// The TUI's settings (`[tui]`, `[tui.keys]`, `[tui.layout]`); see
+    /// [`TuiConfig`]. Out-of-range buffer sizes and frame rates are
+    /// clamped, not refused.
+    pub tui: TuiConfig,
     #[serde(skip)]
     source: Option<Arc<Source>>,
 }
@@ -283,6 +292,7 @@ impl Config {
             path: path.to_path_buf(),
             text: text.to_string(),
         }));
+        config.tui.normalize();
         config.validate()?;
         config
             .limits

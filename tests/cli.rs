@@ -169,6 +169,40 @@ fn bad_config_is_reported_with_file_and_line() {
 }
 
 #[test]
+fn one_parse_checks_the_tui_section_with_the_rest() {
+    let env = Env::new();
+    let cfg = env.home.path().join("c.toml");
+    let c = cfg.to_str().unwrap();
+    // A typo in [tui] is placed at its line by the parse that checks
+    // every other section.
+    std::fs::write(&cfg, "[workspace]\n\n[tui]\nmouse = false\nmose = 1\n").unwrap();
+    let o = env.run(&["info", "--config", c]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("c.toml:5:1: ") && err.contains("unknown field `mose`"),
+        "{err}"
+    );
+    // A valid [tui] is part of the config; errors after it keep their lines.
+    std::fs::write(
+        &cfg,
+        "[tui]\ntheme = \"light\"\n[tui.keys]\n\"app.quit\" = \"x\"\n[limits]\nread_max_lines = 0\n",
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&env.run(&["info", "--config", c]).stderr).into_owned();
+    assert!(
+        err.contains("c.toml:6:") && err.contains("read_max_lines"),
+        "{err}"
+    );
+    std::fs::write(&cfg, "[tui]\ntheme = \"light\"\nmax_fps = 30\n").unwrap();
+    let o = env.run(&["info", "--config", c, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["tui"]["theme"], "light");
+    assert_eq!(v["config"]["tui"]["max_fps"], 30);
+}
+
+#[test]
 fn completions_print() {
     let o = Env::new().run(&["completions", "bash"]);
     assert!(stdout(&o).contains("wsbench"));

@@ -457,12 +457,27 @@ pub async fn connect(host: Option<&str>) -> BackendResult<Docker> {
         .unwrap_or_else(|| "unix:///var/run/docker.sock".into());
     let unreachable = |e: bollard::errors::Error| {
         BackendError::Unavailable(format!(
-            "cannot reach the Docker daemon at {addr}: {e} (is dockerd running? here: `dockerd \
-             --bridge=none --iptables=false &`)"
+            "cannot reach the Docker daemon at {addr}: {} (is dockerd running? here: `dockerd \
+             --bridge=none --iptables=false &`)",
+            root_cause(&e)
         ))
     };
     let docker = Docker::connect_with_host(&addr).map_err(unreachable)?;
     docker.negotiate_version().await.map_err(unreachable)
+}
+
+/// Why the daemon did not answer, once: the innermost error (the OS's
+/// "connection refused" under bollard's and hyper's wrappers), and never
+/// the address again (the caller names it).
+fn root_cause(e: &bollard::errors::Error) -> String {
+    if let bollard::errors::Error::SocketNotFoundError(_) = e {
+        return "no such socket".into();
+    }
+    let mut cur: &dyn std::error::Error = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
 }
 
 /// A running container used as a sandbox.

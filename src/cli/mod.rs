@@ -148,7 +148,7 @@ impl Ctx {
                 config_file.display()
             );
         }
-        let config = load_config(&config_file)?;
+        let config = Config::load(&config_file)?;
         for w in config.skill_path_warnings() {
             eprintln!("warning: {}: {w}", config_file.display());
         }
@@ -283,19 +283,6 @@ pub fn check_workdir(dir: &std::path::Path) -> anyhow::Result<()> {
                 _ => Ok(()),
             }
         }
-    }
-}
-
-/// Loads the config file, leaving its `[tui]` tables to the TUI (they are
-/// blanked line for line, so errors elsewhere keep their line numbers).
-fn load_config(path: &std::path::Path) -> anyhow::Result<Config> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Config::parse(
-            &crate::tui::config::strip_tui_section(&text),
-            path,
-        )?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-        Err(_) => Ok(Config::load(path)?),
     }
 }
 

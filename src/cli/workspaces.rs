@@ -19,6 +19,23 @@ use crate::manager::{ManagerError, WorkspaceInfo, WorkspaceManager, labels as ml
 pub enum WorkspacesCmd {
     /// Every workspace the profile's backend can see: id, profile and
     /// backend, state, user/agent, age, idle time / TTL left, labels.
+    ///
+    /// States: `ready` / `leased` (open in this process), `provisioning`,
+    /// `running`, `suspended` (a closed sandbox: paused or stopped),
+    /// `closed` (a closed local workspace), `failed`, `unknown`. TTL LEFT
+    /// is the profile's `ttl` minus the idle time, for workspaces that are
+    /// open or running; `-` when the idle time is unknown or the workspace
+    /// is already closed.
+    ///
+    /// A profile that cannot be listed (its daemon down, a bad option)
+    /// gets one `warning: profile NAME (BACKEND) not listed: CAUSE` line on
+    /// stderr and, with --json, one entry in the `errors` array:
+    /// `{"workspaces": [...], "errors": [{"profile": NAME, "backend":
+    /// BACKEND or null, "error": CAUSE}]}` (`errors` is always there,
+    /// empty when every profile answered).
+    ///
+    /// Exit status: 0 when at least one profile was listed; 1 when none
+    /// could be (with --all-profiles: every profile failed).
     List(ListArgs),
     /// Provision the workspace the profile assigns to --user/--agent/
     /// --session (reattaching it if it exists), or a fresh one with --new.
@@ -70,6 +87,13 @@ pub(super) async fn run(ctx: &Ctx, cmd: WorkspacesCmd) -> anyhow::Result<i32> {
     }
 }
 
+/// A profile `workspaces list` could not list.
+struct ListFailure {
+    profile: String,
+    backend: Option<crate::backend::BackendKind>,
+    error: String,
+}
+
 async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
     let names = if a.all_profiles {
         ctx.config.profile_names()
@@ -77,29 +101,47 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
         vec![ctx.profile_name()]
     };
     let mut all: Vec<WorkspaceInfo> = Vec::new();
-    let mut errors: Vec<(String, String)> = Vec::new();
+    let mut listed: Vec<&str> = Vec::new();
+    let mut errors: Vec<ListFailure> = Vec::new();
     for name in &names {
-        let listed = match ctx.manager_for(name) {
+        let result = match ctx.manager_for(name) {
             Ok(m) => m.list().await.map_err(list_error),
             Err(e) => Err(e),
         };
-        match listed {
-            Ok(ws) => all.extend(ws),
-            Err(e) if a.all_profiles => errors.push((name.clone(), super::error_line(&e))),
+        match result {
+            Ok(ws) => {
+                all.extend(ws);
+                listed.push(name);
+            }
+            Err(e) if a.all_profiles => errors.push(ListFailure {
+                profile: name.clone(),
+                backend: ctx
+                    .config
+                    .profiles
+                    .get(name)
+                    .map(|p| p.backend)
+                    .or_else(|| crate::config::builtin_backend(name)),
+                error: super::error_line(&e),
+            }),
             Err(e) => return Err(e.context(format!("listing profile `{name}`"))),
         }
+    }
+    for f in &errors {
+        let backend = f.backend.map(|b| format!(" ({b})")).unwrap_or_default();
+        eprintln!(
+            "warning: profile {}{backend} not listed: {}",
+            f.profile, f.error
+        );
     }
     if ctx.global.json {
         let errors: Vec<_> = errors
             .iter()
-            .map(|(p, e)| json!({"profile": p, "error": e}))
+            .map(|f| json!({"profile": f.profile, "backend": f.backend, "error": f.error}))
             .collect();
         output::json(&json!({"workspaces": all, "errors": errors}))?;
     } else {
         let rows: Vec<Vec<String>> = all.iter().map(row).collect();
-        if rows.is_empty() {
-            println!("no workspaces in {}", names.join(", "));
-        } else {
+        if !rows.is_empty() {
             output::table(
                 &[
                     "ID", "PROFILE", "BACKEND", "STATE", "USER", "AGENT", "AGE", "IDLE",
@@ -107,12 +149,11 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
                 ],
                 &rows,
             );
-        }
-        for (p, e) in &errors {
-            eprintln!("profile {p}: {e}");
+        } else if !listed.is_empty() {
+            println!("no workspaces in {}", listed.join(", "));
         }
     }
-    Ok(if errors.is_empty() { 0 } else { 1 })
+    Ok(if listed.is_empty() { 1 } else { 0 })
 }
 
 /// A listing failure without the manager's "list of workspace  failed"

@@ -29,8 +29,9 @@ pub struct WorkspaceInfo {
     /// Backend kind.
     pub backend: BackendKind,
     /// `provisioning`, `leased` or `ready` when open in this process;
-    /// else the provider's state: `running`, `suspended`, `failed`,
-    /// `unknown`.
+    /// else the provider's state: `running`, `suspended` (a closed
+    /// sandbox), `closed` (a closed local workspace: nothing to suspend),
+    /// `failed`, `unknown`.
     pub state: String,
     /// Failure reason or unknown state text.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,11 @@ pub struct WorkspaceInfo {
     /// Seconds since last use (0 while leased); for workspaces not open
     /// here, since the provider's last activity.
     pub idle_secs: Option<f64>,
-    /// Seconds until eviction, for open unleased workspaces.
+    /// The profile's TTL minus `idle_secs` (floored at 0): how long until
+    /// a manager holding the workspace would evict it. Set for workspaces
+    /// open here or running at the provider whose idle time is known;
+    /// `None` for closed, suspended or failed ones (nothing left to
+    /// evict) and when the provider reports no last activity.
     pub ttl_left_secs: Option<f64>,
     /// All labels.
     pub labels: BTreeMap<String, String>,
@@ -88,16 +93,29 @@ impl Inner {
                 let (state, reason) = match &info.state {
                     SandboxState::Provisioning => ("provisioning", None),
                     SandboxState::Running => ("running", None),
+                    // A closed local directory is not suspended, just
+                    // no longer open anywhere.
+                    SandboxState::Suspended if self.kind == BackendKind::Local => ("closed", None),
                     SandboxState::Suspended => ("suspended", None),
                     SandboxState::Failed(r) => ("failed", Some(r.clone())),
                     SandboxState::Unknown(r) => ("unknown", Some(r.clone())),
                 };
                 w.state = state.to_string();
                 w.reason = reason;
-                w.idle_secs = info
+                let idle = info
                     .last_active
-                    .and_then(|t| now.duration_since(t).ok())
-                    .map(|d| d.as_secs_f64());
+                    .map(|t| now.duration_since(t).unwrap_or_default());
+                w.idle_secs = idle.map(|d| d.as_secs_f64());
+                // Only a live sandbox has a TTL running; the one-shot CLI
+                // holds nothing, yet the clock is the same for every
+                // process: the profile's TTL against the provider's last
+                // activity.
+                if matches!(
+                    info.state,
+                    SandboxState::Running | SandboxState::Provisioning
+                ) {
+                    w.ttl_left_secs = idle.map(|d| self.opts.ttl.saturating_sub(d).as_secs_f64());
+                }
             }
             if provisioning.contains(&w.id) && entry.is_none() {
                 w.state = "provisioning".into();
@@ -142,14 +160,15 @@ impl Inner {
         let (state, leases, idle, ttl_left) = match entry {
             Some(e) => {
                 let leases = e.leases();
+                // Zero while leased: the full TTL is left once released.
                 let idle = e.idle_for(now_ms);
-                let ttl_left = (leases == 0).then(|| self.opts.ttl.saturating_sub(idle));
+                let ttl_left = self.opts.ttl.saturating_sub(idle);
                 let state = if leases > 0 { "leased" } else { "ready" };
                 (
                     state,
                     leases,
                     Some(idle.as_secs_f64()),
-                    ttl_left.map(|d| d.as_secs_f64()),
+                    Some(ttl_left.as_secs_f64()),
                 )
             }
             None => ("unknown", 0, None, None),

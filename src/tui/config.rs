@@ -1,10 +1,8 @@
 //! The `[tui]` section of the config file.
 //!
-//! Read from the same TOML file as the rest of the configuration; other
-//! sections are left to their owners. [`TuiConfig`] derives `Deserialize`
-//! with `deny_unknown_fields`, so the main config can later embed it as a
-//! field. Errors name the file, line and key and are shown in the TUI
-//! (a toast and the Logs pane) instead of being ignored.
+//! [`TuiConfig`] is the `tui` field of the main [`Config`]: the file is
+//! parsed once, and an unknown key or bad value here is reported like one
+//! in any other section, naming the file, line, column and key.
 //!
 //! ```toml
 //! [tui]
@@ -23,6 +21,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, ConfigError};
 
 /// Where copied text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -126,50 +126,29 @@ impl Default for TuiConfig {
     }
 }
 
-#[derive(Deserialize)]
-struct Whole {
-    #[serde(default)]
-    tui: Option<TuiConfig>,
-    #[serde(flatten)]
-    _rest: toml::Table,
-}
-
 impl TuiConfig {
-    /// Reads the `[tui]` section of `path`. A missing file or section gives
-    /// the defaults; a bad section gives the defaults plus an error message
-    /// naming `file:line:column` and the key.
-    pub fn load(path: &Path) -> (TuiConfig, Option<String>) {
-        match std::fs::read_to_string(path) {
-            Ok(text) => match Self::parse(&text) {
-                Ok(c) => (c, None),
-                Err(e) => (
-                    TuiConfig::default(),
-                    Some(format!("{}:{e}", path.display())),
-                ),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (TuiConfig::default(), None),
-            Err(e) => (
-                TuiConfig::default(),
-                Some(format!("cannot read {}: {e}", path.display())),
-            ),
+    /// Parses the `[tui]` section of a whole config file's text, checking
+    /// every other section too (it is one [`Config`]). Errors read
+    /// `line:column: message`, the message naming the key.
+    pub fn parse(text: &str) -> Result<TuiConfig, String> {
+        match Config::parse(text, Path::new("")) {
+            Ok(c) => Ok(c.tui),
+            Err(ConfigError::Parse {
+                line,
+                column,
+                message,
+                ..
+            }) => Err(format!("{line}:{column}: {message}")),
+            Err(e) => Err(e.to_string()),
         }
     }
 
-    /// Parses the `[tui]` section out of a whole config file's text.
-    /// Errors read `line:column: message`.
-    pub fn parse(text: &str) -> Result<TuiConfig, String> {
-        let whole: Whole = toml::from_str(text).map_err(|e| {
-            let (line, col) = e
-                .span()
-                .map(|s| crate::config::line_col(text, s.start))
-                .unwrap_or((1, 1));
-            format!("{line}:{col}: {}", e.message())
-        })?;
-        let mut c = whole.tui.unwrap_or_default();
-        c.log_buffer_lines = c.log_buffer_lines.max(100);
-        c.output_buffer_lines = c.output_buffer_lines.max(100);
-        c.max_fps = c.max_fps.clamp(1, 240);
-        Ok(c)
+    /// Brings values the TUI cannot honour into range: ring buffers keep at
+    /// least 100 lines, the frame rate stays within 1..=240.
+    pub fn normalize(&mut self) {
+        self.log_buffer_lines = self.log_buffer_lines.max(100);
+        self.output_buffer_lines = self.output_buffer_lines.max(100);
+        self.max_fps = self.max_fps.clamp(1, 240);
     }
 
     /// Key overrides as lists.
@@ -179,35 +158,6 @@ impl TuiConfig {
             .map(|(k, v)| (k.clone(), v.to_vec()))
             .collect()
     }
-}
-
-/// Blanks the `[tui]` tables of a config file's text, keeping every other
-/// line where it was, so a config parser that does not know `[tui]` yet
-/// still reports the right line numbers for its own sections.
-pub fn strip_tui_section(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_tui = false;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim_start();
-        if t.starts_with('[') {
-            let header = t
-                .trim_start_matches('[')
-                .split(']')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_matches('"');
-            in_tui = header == "tui" || header.starts_with("tui.");
-        }
-        if in_tui {
-            if line.ends_with('\n') {
-                out.push('\n');
-            }
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -231,21 +181,37 @@ mod tests {
         let e = TuiConfig::parse("[workspace]\n\n[tui]\nmouse = true\nmose = 1\n").unwrap_err();
         assert!(e.starts_with("5:"), "{e}");
         assert!(e.contains("mose"), "{e}");
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("c.toml");
-        std::fs::write(&p, "[tui]\nlog_buffer_lines = \"many\"\n").unwrap();
-        let (c, err) = TuiConfig::load(&p);
-        assert_eq!(c, TuiConfig::default());
-        let err = err.unwrap();
-        assert!(err.contains("c.toml:2:"), "{err}");
+        let e = TuiConfig::parse("[tui]\nlog_buffer_lines = \"many\"\n").unwrap_err();
+        assert!(e.starts_with("2:"), "{e}");
+        assert!(e.contains("log_buffer_lines"), "{e}");
     }
 
     #[test]
-    fn stripping_keeps_line_numbers() {
-        let text =
-            "[workspace]\na = 1\n[tui]\nmouse = false\n[tui.keys]\nx = \"y\"\n[limits]\nb = 2\n";
-        let s = strip_tui_section(text);
-        assert_eq!(s, "[workspace]\na = 1\n\n\n\n\n[limits]\nb = 2\n");
-        assert_eq!(s.lines().count(), text.lines().count());
+    fn the_main_config_owns_the_section() {
+        let p = Path::new("/cfg/config.toml");
+        let c = Config::parse(
+            "[tui]\nmouse = false\nlog_buffer_lines = 3\n[tui.keys]\n\"app.quit\" = \"x\"\n[tui.layout]\nleft = 40\n",
+            p,
+        )
+        .unwrap();
+        assert!(!c.tui.mouse);
+        assert_eq!(c.tui.log_buffer_lines, 100, "clamped");
+        assert_eq!(c.tui.layout.left, 40);
+        assert_eq!(c.tui.key_overrides()["app.quit"], ["x"]);
+        assert_eq!(Config::default().tui, TuiConfig::default());
+        // One parse: a [tui] typo is placed like any other section's.
+        let e = Config::parse(
+            "[limits]\nread_max_lines = 10\n\n[tui.layout]\nlft = 3\n",
+            p,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("/cfg/config.toml:5:1: "), "{e}");
+        assert!(e.contains("unknown field `lft`"), "{e}");
+        let e = Config::parse("[tui]\nmax_fps = \"fast\"\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("/cfg/config.toml:2:"), "{e}");
+        assert!(e.contains("max_fps"), "{e}");
     }
 }

@@ -351,7 +351,7 @@ fn run_shell(dir: &std::path::Path) -> String {
 /// drawing fails. The terminal is restored before any error returns.
 pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     let t0 = Instant::now();
-    let (mut cfg, cfg_err) = TuiConfig::load(&ctx.config_file);
+    let mut cfg = ctx.config.tui.clone();
     if args.no_mouse {
         cfg.mouse = false;
     }
@@ -372,7 +372,7 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     opts.user_id = ctx.global.user.clone();
     opts.session = ctx.session();
     opts.theme_dir = tdir;
-    opts.config_problems = cfg_err.into_iter().chain(theme_err).collect();
+    opts.config_problems = theme_err.into_iter().collect();
     opts.profile = ctx.profile_name();
     opts.profiles = ctx.config.profile_names();
     // The Workspaces pane and `:ws` / `:profile` need the manager; a
