@@ -49,9 +49,12 @@ pub(crate) enum Follow {
 ///   such links, which is why it is not used. Returns 2 after 40 links
 ///   (a loop), 1 when a link cannot be read.
 /// * `confined P F`: true when `P` is not under the workspace
-///   (`$WSBENCH_WORKDIR`, lexically — paths elsewhere in the Pod are its
-///   own business, `R` is then `P`) or its resolution stays under the
-///   workspace's real path; `R` is the resolved path.
+///   (`$WSBENCH_WORKDIR` or its real path `$Wr`, lexically — paths
+///   elsewhere in the sandbox are its own business, `R` is then `P`) or its
+///   resolution stays under the workspace's real path; `R` is the resolved
+///   path. (`$Wr` counts because scripts check entries of a directory they
+///   already resolved, which begin with it when the workdir itself lies
+///   behind a link.)
 /// * `inside P F`: `confined`, or exit [`ESCAPES`] ([`LOOP`] for a loop).
 ///
 /// Names are never passed through `dirname`, `basename` or a command
@@ -84,7 +87,7 @@ walk() {
 walk "$W" f || exit 16
 Wr=$R
 confined() {
-  case $1 in "$W"|"$W"/*) ;; *) R=$1; return 0 ;; esac
+  case $1 in "$W"|"$W"/*|"$Wr"|"$Wr"/*) ;; *) R=$1; return 0 ;; esac
   walk "$1" "$2" || return
   case $R in "$Wr"|"$Wr"/*|"$W") return 0 ;; esac
   return 1
