@@ -270,6 +270,14 @@ mod tests {
             let script = op_script(&[Follow::Yes], "printf %s \"$P1\"");
             let (code, out) = sh.run(&w, &script, &["/etc/hostname"], b"");
             assert_eq!((code, out.as_slice()), (0, &b"/etc/hostname"[..]), "{n}");
+            // A workspace behind a link: paths under its real path are
+            // judged too (entries of a directory already resolved).
+            let via = d.path().join("via");
+            std::os::unix::fs::symlink(&w, &via).unwrap();
+            let script = op_script(&[], "confined \"$1\" f");
+            let judge = |p: String| sh.run(&via, &script, &[&p], b"").0;
+            assert_eq!(judge(inside("abs")), 1, "{n}");
+            assert_eq!(judge(inside("sub")), 0, "{n}");
             // Arguments after the paths reach the body as $1, $2.
             let script = op_script(&[Follow::Yes, Follow::No], "printf '%s|%s' \"$1\" \"$2\"");
             let (code, out) = sh.run(
