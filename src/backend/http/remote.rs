@@ -231,7 +231,8 @@ struct Confined {
 
 // Check bodies for `confine` (after `CONFINE` has resolved and checked the
 // path into `$P1`): each prints `$P1`, NUL-terminated, then the names of
-// links it reports, each NUL-terminated.
+// links it reports, each NUL-terminated. Nothing goes to stderr, which
+// Daytona's execute mode merges into stdout.
 
 /// The path alone (read, write).
 const RESOLVE: &str = r#"printf '%s\0' "$P1""#;
@@ -239,7 +240,8 @@ const RESOLVE: &str = r#"printf '%s\0' "$P1""#;
 /// A directory (followed), then the names of its entries that are links
 /// leading out of the workspace: the service would describe their
 /// targets.
-const RESOLVE_LIST: &str = r#"printf '%s\0' "$P1"
+const RESOLVE_LIST: &str = r#"exec 2>/dev/null
+printf '%s\0' "$P1"
 for l in "$P1"/* "$P1"/.*; do
   [ -L "$l" ] || continue
   confined "$l" f || printf '%s\0' "${l##*/}"
@@ -248,7 +250,8 @@ exit 0"#;
 
 /// An entry (not followed), then `out` when it is a link leading out of
 /// the workspace.
-const RESOLVE_STAT: &str = r#"printf '%s\0' "$P1"
+const RESOLVE_STAT: &str = r#"exec 2>/dev/null
+printf '%s\0' "$P1"
 if [ -L "$P1" ] && ! confined "$P1" f; then printf 'out\0'; fi
 exit 0"#;
 
