@@ -49,9 +49,12 @@ pub(crate) enum Follow {
 ///   such links, which is why it is not used. Returns 2 after 40 links
 ///   (a loop), 1 when a link cannot be read.
 /// * `confined P F`: true when `P` is not under the workspace
-///   (`$WSBENCH_WORKDIR`, lexically — paths elsewhere in the Pod are its
-///   own business, `R` is then `P`) or its resolution stays under the
-///   workspace's real path; `R` is the resolved path.
+///   (`$WSBENCH_WORKDIR` or its real path `$Wr`, lexically — paths
+///   elsewhere in the sandbox are its own business, `R` is then `P`) or its
+///   resolution stays under the workspace's real path; `R` is the resolved
+///   path. (`$Wr` counts because scripts check entries of a directory they
+///   already resolved, which begin with it when the workdir itself lies
+///   behind a link.)
 /// * `inside P F`: `confined`, or exit [`ESCAPES`] ([`LOOP`] for a loop).
 ///
 /// Names are never passed through `dirname`, `basename` or a command
@@ -84,7 +87,7 @@ walk() {
 walk "$W" f || exit 16
 Wr=$R
 confined() {
-  case $1 in "$W"|"$W"/*) ;; *) R=$1; return 0 ;; esac
+  case $1 in "$W"|"$W"/*|"$Wr"|"$Wr"/*) ;; *) R=$1; return 0 ;; esac
   walk "$1" "$2" || return
   case $R in "$Wr"|"$Wr"/*|"$W") return 0 ;; esac
   return 1
@@ -267,6 +270,14 @@ mod tests {
             let script = op_script(&[Follow::Yes], "printf %s \"$P1\"");
             let (code, out) = sh.run(&w, &script, &["/etc/hostname"], b"");
             assert_eq!((code, out.as_slice()), (0, &b"/etc/hostname"[..]), "{n}");
+            // A workspace behind a link: paths under its real path are
+            // judged too (entries of a directory already resolved).
+            let via = d.path().join("via");
+            std::os::unix::fs::symlink(&w, &via).unwrap();
+            let script = op_script(&[], "confined \"$1\" f");
+            let judge = |p: String| sh.run(&via, &script, &[&p], b"").0;
+            assert_eq!(judge(inside("abs")), 1, "{n}");
+            assert_eq!(judge(inside("sub")), 0, "{n}");
             // Arguments after the paths reach the body as $1, $2.
             let script = op_script(&[Follow::Yes, Follow::No], "printf '%s|%s' \"$1\" \"$2\"");
             let (code, out) = sh.run(

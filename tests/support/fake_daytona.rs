@@ -930,7 +930,7 @@ async fn download(
         Err(r) => return r,
     };
     let path = q.get("path").cloned().unwrap_or_default();
-    let Some(host) = b.host(&path).filter(|h| h.exists()) else {
+    let Some(host) = b.host_read(&path).filter(|h| h.exists()) else {
         return toolbox_err(
             404,
             "FILE_NOT_FOUND",
@@ -1093,7 +1093,7 @@ async fn file_info(
         Err(r) => return r,
     };
     let path = q.get("path").cloned().unwrap_or_default();
-    match b.host(&path).and_then(|h| info_json(&h)) {
+    match b.host_entry(&path).and_then(|h| info_json(&h)) {
         Some(v) => axum::Json(v).into_response(),
         None => toolbox_err(
             404,

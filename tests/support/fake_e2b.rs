@@ -436,7 +436,7 @@ async fn download(
     let Some(path) = q.get("path") else {
         return err(400, "path is required");
     };
-    let Some(host) = b.host(path) else {
+    let Some(host) = b.host_read(path) else {
         return err(404, &format!("path '{path}' does not exist"));
     };
     if host.is_dir() {
@@ -853,7 +853,7 @@ async fn stat(State(s): St, h: HeaderMap, body: Bytes) -> Response {
         Err(r) => return r,
     };
     let path = v.get("path").and_then(Value::as_str).unwrap_or("");
-    match b.host(path).and_then(|p| entry(&b, &p)) {
+    match b.host_entry(path).and_then(|p| entry(&b, &p)) {
         Some(e) => axum::Json(json!({"entry": e})).into_response(),
         None => connect_err(404, "not_found", &format!("path {path} does not exist")),
     }

@@ -719,7 +719,7 @@ async fn download(
         Err(r) => return r,
     };
     let path = q.get("path").cloned().unwrap_or_default();
-    let Some(host) = b.host(&path).filter(|h| h.exists()) else {
+    let Some(host) = b.host_read(&path).filter(|h| h.exists()) else {
         return err(404, "FILE_NOT_FOUND", &format!("file not found: {path}"));
     };
     if host.is_dir() {
@@ -839,7 +839,7 @@ async fn info(
     };
     let mut out = serde_json::Map::new();
     for (_, path) in q.iter().filter(|(k, _)| k == "path") {
-        match b.host(path).and_then(|h| file_info(&b, &h)) {
+        match b.host_entry(path).and_then(|h| file_info(&b, &h)) {
             Some(v) => {
                 out.insert(path.clone(), v);
             }

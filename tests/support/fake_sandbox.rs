@@ -100,37 +100,92 @@ impl FakeBox {
         })
     }
 
-    /// Host path of a sandbox path inside the writable mounts. `None` when
-    /// a symlink on the way leads out of this box: a real service resolves
-    /// links on its own machine, where the host's files do not exist.
+    /// Host path of sandbox path `path` for writing and listing: its
+    /// links followed as the sandbox's own kernel would (absolute targets
+    /// from the sandbox's `/`), as a real service's file API does, wherever
+    /// they lead in the sandbox. `None` when that is outside the writable
+    /// mounts (or a loop): the fake never writes the host's files.
     pub fn host(&self, path: &str) -> Option<PathBuf> {
-        let norm = wsbench::backend::path::normalize(path);
-        if !norm.starts_with('/') {
-            return None;
-        }
-        MOUNTS
-            .iter()
-            .any(|m| norm == *m || norm.starts_with(&format!("{m}/")))
-            .then(|| self.root.path().join(norm.trim_start_matches('/')))
-            .filter(|p| self.stays_inside(p))
+        self.resolve(path, true)
+            .and_then(|p| self.mapped(&p, false))
     }
 
-    /// Whether `p` (which need not exist yet) resolves inside the box
-    /// root. A link that cannot be resolved (dangling) is refused too, as
-    /// a write through it would create its target wherever it points.
-    fn stays_inside(&self, p: &std::path::Path) -> bool {
-        let Ok(root) = std::fs::canonicalize(self.root.path()) else {
-            return false;
-        };
-        let mut probe = Some(p);
-        while let Some(q) = probe {
-            match std::fs::canonicalize(q) {
-                Ok(real) => return real.starts_with(&root),
-                Err(_) if q.symlink_metadata().is_ok_and(|m| m.is_symlink()) => return false,
-                Err(_) => probe = q.parent(),
+    /// [`Self::host`] for reading: also the host's read-only `/usr` and
+    /// `/etc`, which the sandbox sees, so a read through a link to
+    /// `/etc/passwd` answers what a real service would.
+    pub fn host_read(&self, path: &str) -> Option<PathBuf> {
+        self.resolve(path, true).and_then(|p| self.mapped(&p, true))
+    }
+
+    /// [`Self::host`] with the last component not followed: the entry a
+    /// stat describes.
+    pub fn host_entry(&self, path: &str) -> Option<PathBuf> {
+        self.resolve(path, false)
+            .and_then(|p| self.mapped(&p, true))
+    }
+
+    /// Host path of an absolute, link-free sandbox path: the box's
+    /// writable mounts, and when `read_only` the host's `/usr` and `/etc`
+    /// (bound read-only in [`Self::command`]); `None` elsewhere.
+    fn mapped(&self, norm: &str, read_only: bool) -> Option<PathBuf> {
+        let under = |m: &str| norm == m || norm.starts_with(&format!("{m}/"));
+        if MOUNTS.iter().any(|m| under(m)) {
+            Some(self.root.path().join(norm.trim_start_matches('/')))
+        } else if read_only && ["/usr", "/etc"].into_iter().any(under) {
+            Some(PathBuf::from(norm))
+        } else {
+            None
+        }
+    }
+
+    /// `path` with its links resolved one component at a time in the
+    /// sandbox's namespace (`..` after the links before it, as the kernel
+    /// does); the last component is followed only when `follow_last`.
+    /// Missing components are kept (a file about to be created). `None`
+    /// for a relative path or more than 40 links (a loop).
+    fn resolve(&self, path: &str, follow_last: bool) -> Option<String> {
+        if !path.starts_with('/') {
+            return None;
+        }
+        let mut done: Vec<String> = Vec::new();
+        let mut rest: VecDeque<String> = path.split('/').map(str::to_string).collect();
+        let mut hops = 0;
+        while let Some(c) = rest.pop_front() {
+            match c.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    done.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            done.push(c);
+            if !follow_last && rest.iter().all(|r| r.is_empty() || r == ".") {
+                break;
+            }
+            let here = format!("/{}", done.join("/"));
+            let Some(h) = self.mapped(&here, true) else {
+                continue;
+            };
+            if !h.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
+                continue;
+            }
+            hops += 1;
+            if hops > 40 {
+                return None;
+            }
+            let target = std::fs::read_link(&h).ok()?;
+            let target = target.to_string_lossy();
+            if target.starts_with('/') {
+                done.clear();
+            } else {
+                done.pop();
+            }
+            for t in target.split('/').rev() {
+                rest.push_front(t.to_string());
             }
         }
-        false
+        Some(format!("/{}", done.join("/")))
     }
 
     /// The sandbox path of a host path under this sandbox's root.

@@ -7,6 +7,22 @@
 //! write + list + stat natively (`MINIMAL-SURFACE.md`, introduction); and
 //! the provisioner glue every service needs the same way (which sandbox
 //! holds which workspace, picking the newest, listing, deleting).
+//!
+//! **Links out of the workspace are refused** ([`BackendError::Escapes`])
+//! by every file operation, as bubblewrap, Docker and Kubernetes refuse
+//! them, here in one place: the blanket [`Sandbox`] impl. The services'
+//! file APIs follow links anywhere in the sandbox, so a path under the
+//! workdir is first resolved and checked inside the sandbox by the shared
+//! link check of module `confine` (one exec: the extra round trip Docker
+//! pays too), and the API is called with the path it resolved. Read,
+//! write, list and mkdir follow the last component; stat, remove, rename
+//! and exclusive create act on a link itself. The shell-script operations
+//! start with the same check. A stat or listing tells nothing of what a
+//! link out of the workspace points to (size 0, not a directory). Paths
+//! outside the workdir are not judged. As with the other backends, the
+//! check and the operation are separate steps: a process in the sandbox
+//! that swaps a directory for a link in between could redirect one
+//! operation.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -19,10 +35,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::ServiceClient;
+use crate::backend::confine::{ESCAPES, Follow, LOOP, op_script};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProvisionSpec, Sandbox, SandboxInfo, SpawnRequest, StreamKind,
-    Watch, labels, path as bpath,
+    FileKind, FileStat, OutputSink, Process, ProvisionSpec, Sandbox, SandboxInfo, SpawnRequest,
+    StreamKind, Watch, labels, path as bpath,
 };
 
 /// Limit for one upload, whatever the unary request limit is.
@@ -40,7 +57,9 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// what is specific to its service.
 ///
 /// `capabilities`, `workdir`, `exec` and `spawn` are those of [`Sandbox`];
-/// the file methods take absolute paths, already resolved.
+/// the file methods take absolute paths, already resolved against the
+/// workdir and, under it, with their links resolved and checked inside the
+/// sandbox (module doc), so they may follow links as the services do.
 #[async_trait]
 pub trait RemoteSandbox: Send + Sync {
     /// Backend kind.
@@ -123,12 +142,13 @@ impl<T: RemoteSandbox> Sandbox for T {
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        self.download(&resolve(self, path), range).await
+        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE).await?;
+        self.download(&p.path, range).await
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
-        self.upload(&resolve(self, path), Bytes::copy_from_slice(data))
-            .await
+        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE).await?;
+        self.upload(&p.path, Bytes::copy_from_slice(data)).await
     }
 
     async fn write_stream(
@@ -136,7 +156,8 @@ impl<T: RemoteSandbox> Sandbox for T {
         path: &str,
         reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> BackendResult<u64> {
-        self.upload_stream(&resolve(self, path), reader).await
+        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE).await?;
+        self.upload_stream(&p.path, reader).await
     }
 
     async fn append(&self, _path: &str, _data: &[u8]) -> BackendResult<()> {
@@ -151,16 +172,26 @@ impl<T: RemoteSandbox> Sandbox for T {
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
-        let mut out = self.list_dir(&resolve(self, path)).await?;
+        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE_LIST).await?;
+        let mut out = self.list_dir(&p.path).await?;
+        for st in &mut out {
+            if st.kind == FileKind::Symlink && p.links_out.contains(&st.name) {
+                hide_target(st);
+            }
+        }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
-        let p = resolve(self, path);
-        let mut st = self.stat_path(&p).await?;
+        let abs = resolve(self, path);
+        let p = confine(self, &abs, Follow::No, RESOLVE_STAT).await?;
+        let mut st = self.stat_path(&p.path).await?;
+        if st.kind == FileKind::Symlink && !p.links_out.is_empty() {
+            hide_target(&mut st);
+        }
         if st.name.is_empty() {
-            st.name = p.rsplit('/').next().unwrap_or("/").to_string();
+            st.name = abs.rsplit('/').next().unwrap_or("/").to_string();
         }
         Ok(st)
     }
@@ -188,6 +219,95 @@ impl<T: RemoteSandbox> Sandbox for T {
 /// `path` against the sandbox's workdir.
 fn resolve<T: RemoteSandbox>(sb: &T, path: &str) -> String {
     bpath::join(RemoteSandbox::workdir(sb), path)
+}
+
+/// A path [`confine`] checked: where the service's file API must go (links
+/// resolved inside the sandbox), and the links whose targets lie outside
+/// the workspace (see [`RESOLVE_LIST`], [`RESOLVE_STAT`]).
+struct Confined {
+    path: String,
+    links_out: Vec<String>,
+}
+
+// Check bodies for `confine` (after `CONFINE` has resolved and checked the
+// path into `$P1`): each prints `$P1`, NUL-terminated, then the names of
+// links it reports, each NUL-terminated. Nothing goes to stderr, which
+// Daytona's execute mode merges into stdout.
+
+/// The path alone (read, write).
+const RESOLVE: &str = r#"printf '%s\0' "$P1""#;
+
+/// A directory (followed), then the names of its entries that are links
+/// leading out of the workspace: the service would describe their
+/// targets.
+const RESOLVE_LIST: &str = r#"exec 2>/dev/null
+printf '%s\0' "$P1"
+for l in "$P1"/* "$P1"/.*; do
+  [ -L "$l" ] || continue
+  confined "$l" f || printf '%s\0' "${l##*/}"
+done
+exit 0"#;
+
+/// An entry (not followed), then `out` when it is a link leading out of
+/// the workspace.
+const RESOLVE_STAT: &str = r#"exec 2>/dev/null
+printf '%s\0' "$P1"
+if [ -L "$P1" ] && ! confined "$P1" f; then printf 'out\0'; fi
+exit 0"#;
+
+/// Checks `abs` in the sandbox with the shared link check (module
+/// `confine`), in one exec, and returns it resolved for the service's file
+/// API, which follows links anywhere in the sandbox. Paths outside the
+/// workspace (lexically) come back as they are, without an exec: they are
+/// not the workspace's business.
+///
+/// Errors: [`BackendError::Escapes`] when a link leads `abs` out of the
+/// workspace; an `Io` error (`ELOOP`) for a link loop; those of the exec.
+async fn confine<T: RemoteSandbox>(
+    sb: &T,
+    abs: &str,
+    follow: Follow,
+    body: &str,
+) -> BackendResult<Confined> {
+    if !in_workspace(RemoteSandbox::workdir(sb), abs) {
+        return Ok(Confined {
+            path: abs.to_string(),
+            links_out: Vec::new(),
+        });
+    }
+    let (code, out, err) = run_op(sb, &[(abs, follow)], body, &[]).await?;
+    if code != 0 {
+        return Err(script_error(code, abs, err, "checking"));
+    }
+    let mut fields = out
+        .split(|b| *b == 0)
+        .map(|f| String::from_utf8_lossy(f).into_owned());
+    let path = fields.next().filter(|p| p.starts_with('/'));
+    let Some(path) = path else {
+        return Err(BackendError::Io {
+            context: format!("checking {abs}"),
+            source: std::io::Error::other("the link check printed no path"),
+        });
+    };
+    Ok(Confined {
+        path,
+        links_out: fields.filter(|f| !f.is_empty()).collect(),
+    })
+}
+
+/// Whether `abs` is the workdir or under it, as `CONFINE` judges it.
+fn in_workspace(workdir: &str, abs: &str) -> bool {
+    let w = bpath::normalize(workdir);
+    let w = w.trim_end_matches('/');
+    abs == w || w.is_empty() || abs.starts_with(&format!("{w}/"))
+}
+
+/// Forgets what a link's stat says of its target (size, directory or
+/// not), for a link out of the workspace: as with bubblewrap, nothing
+/// about what lies outside is told.
+fn hide_target(st: &mut FileStat) {
+    st.size = 0;
+    st.target_is_dir = false;
 }
 
 /// `range` of a whole download (a service that cannot send a part).
@@ -558,7 +678,8 @@ pub async fn kill_marked(sb: &dyn Sandbox, marker: &str) {
 /// Limit for one helper script (they touch a single path).
 const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Exit codes the helper scripts use to say what went wrong.
+/// Exit codes the helper scripts use to say what went wrong (besides
+/// [`ESCAPES`] and [`LOOP`] from the link check).
 mod code {
     pub const NOT_FOUND: i32 = 10;
     pub const IS_DIR: i32 = 11;
@@ -567,31 +688,43 @@ mod code {
     pub const NOT_EMPTY: i32 = 14;
 }
 
-async fn run_script(sb: &dyn Sandbox, script: &str, args: &[&str]) -> BackendResult<(i32, String)> {
+/// Runs [`op_script`]`(follows, body)` with the paths, then `args`, from
+/// `/` (the workdir itself may not exist yet: creating it is one of these
+/// scripts' jobs), the workdir in `WSBENCH_WORKDIR`; returns the exit code,
+/// stdout and stderr.
+async fn run_op(
+    sb: &dyn Sandbox,
+    paths: &[(&str, Follow)],
+    body: &str,
+    args: &[&str],
+) -> BackendResult<(i32, Vec<u8>, String)> {
+    let follows: Vec<Follow> = paths.iter().map(|(_, f)| *f).collect();
     let mut argv = vec![
         "/bin/sh".to_string(),
         "-c".into(),
-        script.into(),
+        op_script(&follows, body),
         "wsbench".into(),
     ];
+    argv.extend(paths.iter().map(|(p, _)| p.to_string()));
     argv.extend(args.iter().map(|a| a.to_string()));
-    // From `/`: the workdir itself may not exist yet (creating it is one
-    // of these scripts' jobs).
-    let req = ExecRequest {
+    let mut req = ExecRequest {
         argv,
         cwd: Some("/".into()),
         timeout: Some(SCRIPT_TIMEOUT),
         ..Default::default()
     };
-    let (outcome, _out, err) = exec_request_capture(sb, req).await?;
+    req.env
+        .insert("WSBENCH_WORKDIR".into(), bpath::normalize(sb.workdir()));
+    let (outcome, out, err) = exec_request_capture(sb, req).await?;
     if outcome.timed_out {
         return Err(BackendError::Io {
-            context: format!("file operation on {}", args.first().unwrap_or(&"")),
+            context: format!("file operation on {}", paths.first().map_or("", |p| p.0)),
             source: std::io::Error::new(std::io::ErrorKind::TimedOut, "helper script timed out"),
         });
     }
     Ok((
         outcome.exit_code.unwrap_or(-1),
+        out,
         String::from_utf8_lossy(&err).trim().to_string(),
     ))
 }
@@ -609,6 +742,11 @@ fn script_error(code: i32, path: &str, stderr: String, what: &str) -> BackendErr
                 "directory not empty",
             ),
         },
+        ESCAPES => BackendError::Escapes(path.to_string()),
+        LOOP => BackendError::Io {
+            context: format!("{what} {path}"),
+            source: std::io::Error::from_raw_os_error(libc::ELOOP),
+        },
         _ if stderr.contains("ermission denied") => BackendError::PermissionDenied(path.into()),
         _ => BackendError::Io {
             context: format!("{what} {path}"),
@@ -617,54 +755,79 @@ fn script_error(code: i32, path: &str, stderr: String, what: &str) -> BackendErr
     }
 }
 
-/// Removes a file or directory with `rm`/`rmdir` in the sandbox.
-///
-/// Errors: `NotFound`, a non-empty directory without `recursive`, or the
-/// shell's message.
-pub async fn shell_remove(sb: &dyn Sandbox, path: &str, recursive: bool) -> BackendResult<()> {
-    const SCRIPT: &str = r#"p=$1
+/// Body of [`shell_remove`] for [`op_script`].
+const REMOVE: &str = r#"p=$P1
 if [ ! -e "$p" ] && [ ! -L "$p" ]; then exit 10; fi
 if [ -d "$p" ] && [ ! -L "$p" ]; then
-  if [ "$2" = r ]; then rm -rf -- "$p"; exit $?; fi
+  if [ "$1" = r ]; then rm -rf -- "$p"; exit $?; fi
   if [ -n "$(ls -A -- "$p")" ]; then exit 14; fi
   rmdir -- "$p"; exit $?
 fi
 rm -f -- "$p""#;
-    let (c, err) = run_script(sb, SCRIPT, &[path, if recursive { "r" } else { "-" }]).await?;
+
+/// Removes a file, link (never what it points to) or directory with
+/// `rm`/`rmdir` in the sandbox.
+///
+/// Errors: [`BackendError::Escapes`] when a link on the way leads out of
+/// the workspace, `NotFound`, a non-empty directory without `recursive`,
+/// or the shell's message.
+pub async fn shell_remove(sb: &dyn Sandbox, path: &str, recursive: bool) -> BackendResult<()> {
+    let r = if recursive { "r" } else { "-" };
+    let (c, _, err) = run_op(sb, &[(path, Follow::No)], REMOVE, &[r]).await?;
     match c {
         0 => Ok(()),
         c => Err(script_error(c, path, err, "removing")),
     }
 }
 
-/// Creates a directory (and its parents when `parents`).
-///
-/// Errors: `AlreadyExists` without `parents`, `NotFound` for a missing
-/// parent, `NotADirectory` when a file is in the way.
-pub async fn shell_mkdir(sb: &dyn Sandbox, path: &str, parents: bool) -> BackendResult<()> {
-    const SCRIPT: &str = r#"p=$1
-if [ -d "$p" ]; then if [ "$2" = p ]; then exit 0; fi; exit 13; fi
+/// Body of [`shell_mkdir`] for [`op_script`].
+const MKDIR: &str = r#"p=$P1
+if [ -d "$p" ]; then if [ "$1" = p ]; then exit 0; fi; exit 13; fi
 if [ -e "$p" ] || [ -L "$p" ]; then exit 13; fi
-if [ "$2" = p ]; then mkdir -p -- "$p" || exit 12; exit 0; fi
-d=$(dirname -- "$p")
+if [ "$1" = p ]; then mkdir -p -- "$p" || exit 12; exit 0; fi
+d=${p%/*}
+d=${d:-/}
 if [ ! -e "$d" ]; then exit 10; fi
 if [ ! -d "$d" ]; then exit 12; fi
 mkdir -- "$p""#;
-    let (c, err) = run_script(sb, SCRIPT, &[path, if parents { "p" } else { "-" }]).await?;
+
+/// Creates a directory (and its parents when `parents`); through a link
+/// that stays in the workspace, where it points.
+///
+/// Errors: [`BackendError::Escapes`] when a link leads out of the
+/// workspace, `AlreadyExists` without `parents`, `NotFound` for a missing
+/// parent, `NotADirectory` when a file is in the way.
+pub async fn shell_mkdir(sb: &dyn Sandbox, path: &str, parents: bool) -> BackendResult<()> {
+    let p = if parents { "p" } else { "-" };
+    let (c, _, err) = run_op(sb, &[(path, Follow::Yes)], MKDIR, &[p]).await?;
     match c {
         0 => Ok(()),
         c => Err(script_error(c, path, err, "creating directory")),
     }
 }
 
-/// Renames `from` to `to` with `mv`, creating the target's parent.
+/// Body of [`shell_rename`] for [`op_script`].
+const RENAME: &str = r#"a=$P1 b=$P2
+if [ ! -e "$a" ] && [ ! -L "$a" ]; then exit 10; fi
+[ "$a" = "$b" ] && exit 0
+if [ -d "$b" ] && [ ! -L "$b" ]; then
+  if [ ! -d "$a" ] || [ -L "$a" ]; then exit 11; fi
+  rmdir -- "$b" 2>/dev/null || exit 14
+fi
+if [ -L "$b" ]; then rm -f -- "$b" || exit 1; fi
+d=${b%/*}
+mkdir -p -- "${d:-/}" && mv -f -- "$a" "$b""#;
+
+/// Renames `from` to `to` as `rename(2)` does (neither followed when a
+/// link: a link at `to` is replaced, not moved into; an empty directory
+/// at `to` is replaced by a directory), creating the target's parent.
 ///
-/// Errors: `NotFound` when `from` is missing, or the shell's message.
+/// Errors: [`BackendError::Escapes`] when a link on the way to either
+/// leads out of the workspace, `NotFound` when `from` is missing,
+/// `IsADirectory` when a non-directory would replace a directory, a
+/// non-empty directory at `to`, or the shell's message.
 pub async fn shell_rename(sb: &dyn Sandbox, from: &str, to: &str) -> BackendResult<()> {
-    const SCRIPT: &str = r#"if [ ! -e "$1" ] && [ ! -L "$1" ]; then exit 10; fi
-if [ -d "$2" ] && [ ! -L "$2" ] && ! [ -d "$1" ]; then exit 11; fi
-mkdir -p -- "$(dirname -- "$2")" && mv -f -- "$1" "$2""#;
-    let (c, err) = run_script(sb, SCRIPT, &[from, to]).await?;
+    let (c, _, err) = run_op(sb, &[(from, Follow::No), (to, Follow::No)], RENAME, &[]).await?;
     match c {
         0 => Ok(()),
         code::IS_DIR => Err(BackendError::IsADirectory(to.to_string())),
@@ -672,23 +835,35 @@ mkdir -p -- "$(dirname -- "$2")" && mv -f -- "$1" "$2""#;
     }
 }
 
+/// Body of [`shell_create_new`] for [`op_script`].
+const CREATE_NEW: &str = r#"if ln -- "$P1" "$P2" 2>/dev/null; then rm -f -- "$P1"; exit 0; fi
+rm -f -- "$P1"
+if [ -e "$P2" ] || [ -L "$P2" ]; then exit 13; fi
+exit 1"#;
+
 /// Creates `path` only if it does not exist: uploads to a temp name in
 /// the same directory, then hard-links it into place, which fails
-/// atomically when the name is taken. `Ok(false)` when it already exists.
+/// atomically when the name is taken (a link there, even dangling, takes
+/// it). `Ok(false)` when it already exists.
 ///
-/// Errors: those of the upload, or the shell's message.
+/// Errors: [`BackendError::Escapes`] when a link on the way leads out of
+/// the workspace, those of the upload, or the shell's message.
 pub async fn shell_create_new(sb: &dyn Sandbox, path: &str, data: &[u8]) -> BackendResult<bool> {
-    const SCRIPT: &str = r#"if ln -- "$1" "$2" 2>/dev/null; then rm -f -- "$1"; exit 0; fi
-rm -f -- "$1"
-if [ -e "$2" ] || [ -L "$2" ]; then exit 13; fi
-exit 1"#;
     let parent = bpath::join(path, "..");
     let tmp = bpath::join(
         &parent,
         &format!(".wsbench-new-{}", uuid::Uuid::new_v4().simple()),
     );
+    // Checked like any write: the temp file lands where the parent's
+    // links lead, never outside.
     sb.write(&tmp, data).await?;
-    let (c, err) = run_script(sb, SCRIPT, &[&tmp, path]).await?;
+    let (c, _, err) = run_op(
+        sb,
+        &[(&tmp, Follow::No), (path, Follow::No)],
+        CREATE_NEW,
+        &[],
+    )
+    .await?;
     match c {
         0 => Ok(true),
         code::EXISTS => Ok(false),
@@ -880,6 +1055,97 @@ mod tests {
         .await
         .unwrap_err();
         assert!(e.to_string().contains("still starting after 0s"), "{e}");
+    }
+
+    #[test]
+    fn file_scripts_refuse_links_out_in_sh_and_busybox() {
+        use crate::backend::confine::test_shells::shells;
+        use std::os::unix::fs::symlink;
+        for sh in shells() {
+            let n = sh.name;
+            let d = tempfile::tempdir().unwrap();
+            let (w, out) = (d.path().join("ws"), d.path().join("out"));
+            std::fs::create_dir_all(w.join("sub")).unwrap();
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join("secret"), "s").unwrap();
+            symlink(&out, w.join("out")).unwrap();
+            symlink("/etc", w.join(".hid")).unwrap();
+            symlink("sub", w.join("in")).unwrap();
+            symlink("sub/new", w.join("dang")).unwrap();
+            let real = w.canonicalize().unwrap().display().to_string();
+            let ws = w.display().to_string();
+            let run = |follows: &[Follow], body: &str, args: &[&str]| {
+                let (c, o) = sh.run(&w, &op_script(follows, body), args, b"");
+                let fields: Vec<String> = o
+                    .split(|b| *b == 0)
+                    .filter(|f| !f.is_empty())
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect();
+                (c, fields)
+            };
+            let at = |p: &str| format!("{ws}/{p}");
+            // The check: the resolved path, then the links out.
+            let (c, f) = run(&[Follow::Yes], RESOLVE_LIST, &[&ws]);
+            assert_eq!(c, 0, "{n}");
+            assert_eq!(f[0], real, "{n}");
+            let mut links_out = f[1..].to_vec();
+            links_out.sort();
+            assert_eq!(links_out, [".hid", "out"], "{n}");
+            let (c, f) = run(&[Follow::Yes], RESOLVE, &[&at("in/x")]);
+            assert_eq!((c, f), (0, vec![format!("{real}/sub/x")]), "{n}");
+            assert_eq!(run(&[Follow::Yes], RESOLVE, &[&at("out")]).0, ESCAPES);
+            assert_eq!(run(&[Follow::Yes], RESOLVE_LIST, &[&at("out")]).0, ESCAPES);
+            let (c, f) = run(&[Follow::No], RESOLVE_STAT, &[&at("out")]);
+            assert_eq!(
+                (c, f),
+                (0, vec![format!("{real}/out"), "out".into()]),
+                "{n}"
+            );
+            let (c, f) = run(&[Follow::No], RESOLVE_STAT, &[&at("in")]);
+            assert_eq!((c, f), (0, vec![format!("{real}/in")]), "{n}");
+            assert_eq!(
+                run(&[Follow::No], RESOLVE_STAT, &[&at("out/secret")]).0,
+                ESCAPES
+            );
+            // mkdir follows links that stay inside, never those out.
+            for p in ["p", "-"] {
+                let r = run(&[Follow::Yes], MKDIR, &[&at("out/made"), p]);
+                assert_eq!(r.0, ESCAPES, "{n}: mkdir {p}");
+            }
+            assert_eq!(
+                run(&[Follow::Yes], MKDIR, &[&at("dang/a"), "p"]).0,
+                0,
+                "{n}"
+            );
+            assert!(w.join("sub/new/a").is_dir(), "{n}");
+            // remove acts on the link, refuses what lies behind it.
+            let r = run(&[Follow::No], REMOVE, &[&at("out/secret"), "-"]);
+            assert_eq!(r.0, ESCAPES, "{n}");
+            // rename: a link out at the target is replaced, not entered.
+            std::fs::write(w.join("f"), "f").unwrap();
+            let both = [Follow::No, Follow::No];
+            assert_eq!(run(&both, RENAME, &[&at("f"), &at("out")]).0, 0, "{n}");
+            assert_eq!(std::fs::read_to_string(w.join("out")).unwrap(), "f");
+            assert!(!out.join("f").exists(), "{n}");
+            let r = run(&both, RENAME, &[&at("out"), &at(".hid/x")]);
+            assert_eq!(r.0, ESCAPES, "{n}");
+            // A directory replaces an empty one, not a full one.
+            std::fs::create_dir_all(w.join("full/x")).unwrap();
+            std::fs::create_dir_all(w.join("empty")).unwrap();
+            let r = run(&both, RENAME, &[&at("sub"), &at("full")]);
+            assert_eq!(r.0, code::NOT_EMPTY, "{n}");
+            assert_eq!(run(&both, RENAME, &[&at("sub"), &at("empty")]).0, 0, "{n}");
+            assert!(w.join("empty/new/a").is_dir(), "{n}");
+            let r = run(&both, RENAME, &[&at("out"), &at("empty")]);
+            assert_eq!(r.0, code::IS_DIR, "{n}");
+            assert_eq!(run(&[Follow::No], REMOVE, &[&at(".hid"), "-"]).0, 0, "{n}");
+            assert!(!w.join(".hid").is_symlink() && out.join("secret").exists());
+            // An exclusive create finds a dangling link's name taken.
+            std::fs::write(w.join("tmp"), "t").unwrap();
+            let r = run(&both, CREATE_NEW, &[&at("tmp"), &at("dang")]);
+            assert_eq!(r.0, code::EXISTS, "{n}");
+            assert!(!w.join("tmp").exists(), "{n}");
+        }
     }
 
     #[test]
