@@ -273,3 +273,83 @@ async fn text_dialogs_edit_in_the_middle() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Whether the focused pane has the keyboard (its footer names a way
+/// out of typing).
+fn typing(hs: &Harness) -> bool {
+    let focus = hs.app.focus();
+    hs.app.pane(focus).is_some_and(|p| p.text_input_active())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn focus_keys_never_hand_the_keyboard_to_a_pane() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // At start the prompt has the keyboard; leaving the pane with a focus
+    // key takes it away, so `5` comes back without typing and `i` types.
+    assert!(typing(&hs));
+    hs.keys("tab").await;
+    assert!(!typing(&hs));
+    hs.keys("5").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(!typing(&hs), "5 must focus without typing");
+    hs.keys("i").await;
+    hs.type_text("pwd").await;
+    assert_eq!(command(&mut hs).prompt_lines(), ["pwd"]);
+
+    // Agent pane: `m` sets the model and leaves the keyboard alone.
+    hs.keys("esc A m").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let screen = hs.draw().await;
+    assert!(
+        screen.contains("e.g. http://127.0.0.1:8080/v1 qwen2.5"),
+        "{screen}"
+    );
+    hs.type_text("http://127.0.0.1:9/v1 tiny").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.modal(), Some("agent"));
+    assert!(!typing(&hs), "setting a model must not start typing");
+    hs.keys("i").await;
+    assert!(typing(&hs), "i types");
+    // A bad setting brings the dialog back with the text to fix.
+    hs.keys("esc m ctrl-u").await;
+    hs.type_text("http://x").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let screen = hs.draw().await;
+    assert!(screen.contains("http://x"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_prompt_never_takes_the_keyboard_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.read_only = true;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    assert!(!typing(&hs));
+    let screen = hs.draw().await;
+    assert!(
+        screen.contains("read-only mode: commands do not run"),
+        "{screen}"
+    );
+    // Keys at start are pane keys: `9` focuses MCP, `A` opens the Agent
+    // pane; nothing lands in the prompt.
+    hs.keys("9").await;
+    assert_eq!(hs.app.focus(), "mcp");
+    hs.keys("A").await;
+    assert_eq!(hs.app.modal(), Some("agent"));
+    hs.keys("esc 5 enter").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(!typing(&hs));
+    hs.keys("i").await;
+    assert!(!typing(&hs));
+    assert_eq!(command(&mut hs).prompt_lines(), [""]);
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("read-only mode: commands do not run")),
+        "{log:#?}"
+    );
+}

@@ -117,8 +117,8 @@ async fn palette_ws_switches_the_workspace() {
     );
 
     // An unknown id creates nothing and says why (the rebuilt Command
-    // pane has its prompt focused again: leave it first).
-    hs.keys("esc :").await;
+    // pane left the keyboard alone: `:` opens the palette).
+    hs.keys(":").await;
     hs.type_text("ws nope").await;
     hs.keys("enter").await;
     assert_eq!(hs.app.cx.ws.id(), "ws-beta");
@@ -143,6 +143,20 @@ async fn enter_in_the_pane_opens_the_selected_workspace() {
     // marks the new one as current.
     let text = hs.draw().await;
     assert!(text.contains("● ws-beta"), "{text}");
+    // The rebuilt Command pane does not take the keyboard: `5` focuses
+    // it, `i` starts typing (`5 i pwd` types `pwd`, not `ipwd`).
+    hs.keys("5").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(!hs.app.pane("command").unwrap().text_input_active());
+    hs.keys("i").await;
+    hs.type_text("pwd").await;
+    let lines = hs
+        .app
+        .pane_call::<wsbench::tui::panes::command::CommandPane, _>("command", |p, _| {
+            p.prompt_lines().to_vec()
+        })
+        .unwrap();
+    assert_eq!(lines, ["pwd"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

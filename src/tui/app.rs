@@ -494,6 +494,7 @@ impl App {
             )));
         }
         app.apply_effects();
+        app.blur_unfocused();
         app
     }
 
@@ -596,6 +597,23 @@ impl App {
         if let Some(ws) = self.cx.pending_ws.take() {
             self.switch_workspace(ws);
         }
+        self.blur_unfocused();
+    }
+
+    /// Takes the keyboard from every pane but the focused one (see
+    /// [`Pane::blur`]): typing mode never outlives the focus, and a pane
+    /// rebuilt by a workspace switch does not start with the keyboard
+    /// unless it has the focus. In read-only mode the Command prompt
+    /// never takes the keyboard (nothing could run).
+    fn blur_unfocused(&mut self) {
+        let focus = self.focus();
+        let read_only = self.cx.read_only;
+        for p in &mut self.panes {
+            let id = p.id();
+            if p.text_input_active() && (id != focus || (read_only && id == panes::command::ID)) {
+                p.blur();
+            }
+        }
     }
 
     /// A lease on the open workspace from the current manager (`None`
@@ -690,7 +708,20 @@ impl App {
         self.cx.workspace_ids.clear();
         self.modal = None;
         self.overlay = None;
+        // Rebuilt panes keep the typing mode the old ones had: a switch
+        // made from a list must not hand the keyboard to the prompt.
+        let typing: Vec<&'static str> = self
+            .panes
+            .iter()
+            .filter(|p| p.text_input_active())
+            .map(|p| p.id())
+            .collect();
         self.panes = panes::registry(&self.cx);
+        for p in &mut self.panes {
+            if !typing.contains(&p.id()) {
+                p.blur();
+            }
+        }
         for i in 0..self.panes.len() {
             self.panes[i].init(&mut self.cx);
         }
@@ -706,6 +737,7 @@ impl App {
         for e in effects {
             self.apply(e);
         }
+        self.blur_unfocused();
     }
 
     /// Stops the current file watch and, when watching is on, starts one
@@ -866,6 +898,7 @@ impl App {
         } else if self.pane_index(id).is_some() {
             self.modal = Some(id);
         }
+        self.blur_unfocused();
     }
 
     fn focus_order(&self) -> Vec<&'static str> {
@@ -895,6 +928,7 @@ impl App {
         let i = order.iter().position(|&p| p == self.focus).unwrap_or(0) as isize;
         let n = order.len() as isize;
         self.focus = order[((i + delta) % n + n) as usize % n as usize];
+        self.blur_unfocused();
     }
 
     // ----- incoming -----
@@ -1066,6 +1100,7 @@ impl App {
             TermEvent::Mouse(m) => self.on_mouse(m),
             _ => {}
         }
+        self.blur_unfocused();
     }
 
     fn on_paste(&mut self, text: &str) {
@@ -1849,7 +1884,14 @@ fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
             let w = body.width.saturating_sub(4).clamp(10, 80);
             let r = centered(body, w, 3);
             f.render_widget(Clear, r);
-            let block = cx.block(title, "enter ok · esc cancel", true);
+            // The footer names the keys too: a long title wins the room.
+            let note = "enter ok · esc cancel";
+            let note = if text::width(title) + text::width(note) + 6 <= w as usize {
+                note
+            } else {
+                ""
+            };
+            let block = cx.block(title, note, true);
             let inner = block.inner(r);
             f.render_widget(block, r);
             let (visible, col) = input.view(inner.width as usize);

@@ -203,6 +203,10 @@ struct Run {
     stop_requested: bool,
 }
 
+/// Title of the model dialog: the format, a complete example, and how to
+/// clear the setting.
+const MODEL_TITLE: &str = "Model: URL MODEL (e.g. http://127.0.0.1:8080/v1 qwen2.5; empty clears)";
+
 /// The Agent pane.
 pub struct AgentPane {
     demos: Vec<(String, String)>,
@@ -213,6 +217,9 @@ pub struct AgentPane {
     model: Option<ModelSetting>,
     prompt: TextArea<'static>,
     typing: bool,
+    /// `i` asked for a model first: typing starts once one is set (but
+    /// not after `m` or `:agent`, which only set the model).
+    type_after_model: bool,
     lines: Ring<ConvLine>,
     /// The line model text is streaming into.
     partial: Option<ConvLine>,
@@ -260,6 +267,7 @@ impl AgentPane {
             model: ModelSetting::from_env(),
             prompt: new_prompt(),
             typing: false,
+            type_after_model: false,
             lines: Ring::new(cfg.output_buffer_lines),
             partial: None,
             partial_chars: 0,
@@ -1016,6 +1024,10 @@ impl Pane for AgentPane {
         self.typing
     }
 
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
@@ -1101,11 +1113,15 @@ impl Pane for AgentPane {
                 if self.model.is_none() {
                     cx.toast(Level::Warn, "set a model first: m, or :agent URL MODEL");
                     self.ask_model(cx);
+                    self.type_after_model = true;
                 } else {
                     self.typing = true;
                 }
             }
-            "model" => self.ask_model(cx),
+            "model" => {
+                self.type_after_model = false;
+                self.ask_model(cx)
+            }
             "clear" => {
                 self.lines.clear();
                 self.partial = None;
@@ -1181,11 +1197,23 @@ impl Pane for AgentPane {
                 }
                 match ModelSetting::parse(t) {
                     Ok(m) => {
-                        cx.toast(Level::Info, format!("model {} at {}", m.model, m.url));
+                        let then = if self.type_after_model {
+                            "type a message"
+                        } else {
+                            "i types a message"
+                        };
+                        cx.toast(
+                            Level::Info,
+                            format!("model {} at {} · {then}", m.model, m.url),
+                        );
                         self.model = Some(m);
-                        self.typing = true;
+                        self.typing = std::mem::take(&mut self.type_after_model);
                     }
-                    Err(e) => cx.toast(Level::Error, e),
+                    Err(e) => {
+                        cx.toast(Level::Error, e);
+                        // Back to the dialog with the text, to fix it.
+                        self.ask_model_with(cx, t.trim().to_string());
+                    }
                 }
             }
             _ => {}
@@ -1332,14 +1360,20 @@ impl Pane for AgentPane {
 
 impl AgentPane {
     fn ask_model(&mut self, cx: &mut Ctx) {
+        // No half value to accept by mistake: the current setting, else
+        // an empty field under a title with a complete example.
         let initial = self
             .model
             .as_ref()
             .map(|m| format!("{} {}", m.url, m.model))
-            .unwrap_or_else(|| "http://127.0.0.1:8080/v1 ".into());
+            .unwrap_or_default();
+        self.ask_model_with(cx, initial);
+    }
+
+    fn ask_model_with(&mut self, cx: &mut Ctx, initial: String) {
         cx.effect(Effect::Prompt {
             pane: ID,
-            title: "Model: URL NAME (OpenAI-compatible; empty clears)".into(),
+            title: MODEL_TITLE.into(),
             initial,
             tag: "model".into(),
         });

@@ -518,6 +518,10 @@ impl Pane for CommandPane {
         self.typing
     }
 
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
@@ -579,6 +583,15 @@ impl Pane for CommandPane {
             }
             "newline" => self.prompt.insert_newline(),
             "leave" => self.typing = false,
+            // Read-only: the prompt never takes the keyboard (keys stay
+            // pane and focus keys), and `i`/Enter say why.
+            "prompt" if !cx.can("command.run") => {
+                self.show_past = false;
+                cx.toast(
+                    Level::Warn,
+                    "read-only mode: commands do not run (start wsbench without --read-only)",
+                );
+            }
             "prompt" => {
                 if self.show_past {
                     let n = self.past.len();
@@ -753,7 +766,7 @@ impl Pane for CommandPane {
             }
             MouseEventKind::Down(MouseButton::Left) => {
                 // A click on the prompt rows focuses the prompt.
-                if ev.row + 4 >= area.y + area.height {
+                if ev.row + 4 >= area.y + area.height && cx.can("command.run") {
                     self.typing = true;
                 }
                 true
@@ -802,7 +815,9 @@ impl Pane for CommandPane {
         }
         if sep == 1 {
             let y = inner.y + out_h;
-            let label = if self.typing && focused {
+            let label = if !cx.can("command.run") {
+                "─ $ (read-only) "
+            } else if self.typing && focused {
                 "─ $ "
             } else {
                 "─ $ (i to type) "
@@ -822,6 +837,10 @@ impl Pane for CommandPane {
             st = st.add_modifier(Modifier::DIM);
         }
         self.prompt.set_style(st);
+        if !cx.can("command.run") {
+            self.prompt
+                .set_placeholder_text("read-only mode: commands do not run");
+        }
         self.prompt.set_placeholder_style(t.muted);
         self.prompt.set_cursor_style(if self.typing && focused {
             t.base.add_modifier(Modifier::REVERSED)

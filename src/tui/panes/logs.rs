@@ -419,6 +419,11 @@ impl Pane for LogsPane {
         self.search.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.search.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.search.key(key) {
             FilterOutcome::Ignored => false,

@@ -237,6 +237,13 @@ pub trait Pane: Send {
         false
     }
 
+    /// The pane lost the focus (another pane was focused, the workspace
+    /// was switched under it): it leaves any typing mode. The one rule for
+    /// every pane: focus keys (`1`…`9`, `0`, Tab, `A`, a click) focus a
+    /// pane, and only the pane's own key (`i`, Enter, `/`) starts typing;
+    /// a pane never keeps the keyboard from an earlier visit.
+    fn blur(&mut self) {}
+
     /// A raw key while [`Pane::text_input_active`]; true if consumed.
     fn on_key(&mut self, _key: &KeyEvent, _cx: &mut Ctx) -> bool {
         false

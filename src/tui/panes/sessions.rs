@@ -115,6 +115,11 @@ impl Pane for SessionsPane {
         self.filter.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,

@@ -194,6 +194,11 @@ impl Pane for SkillsPane {
         self.filter.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,
