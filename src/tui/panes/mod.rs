@@ -66,7 +66,13 @@ pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 pub struct HeaderInfo {
     /// Profile name (`local` until the manager brings profiles).
     pub profile: String,
-    /// User name.
+    /// Profile the open workspace belongs to: differs from
+    /// [`HeaderInfo::profile`] after `:profile` until a workspace of the
+    /// new profile is opened, and the header says so.
+    pub ws_profile: String,
+    /// The login name. The header shows the workspace's user id instead
+    /// (as `wsbench workspaces list` does), since that is what the
+    /// manager keys workspaces by.
     pub user: String,
     /// Connection / workspace state text (`ready`, `failed: ...`).
     pub state: String,
@@ -102,8 +108,14 @@ pub struct Ctx {
     /// Workspace ids of the current profile from the last listing
     /// (palette completion, `:ws` suggestions).
     pub workspace_ids: Vec<String>,
+    /// `(id, "user/agent · state")` of the last listing, for the
+    /// palette's `:ws` completion.
+    pub workspace_notes: Vec<(String, String)>,
     /// Profile names (palette completion).
     pub profiles: Vec<String>,
+    /// Built-in profiles this machine cannot use, with the reason
+    /// (`("e2b", "needs E2B_API_KEY")`): shown, not offered, by `:profile`.
+    pub unavailable_profiles: Vec<(String, String)>,
     /// The workspace manager of the selected profile (`None` when the
     /// app runs without one, as in most tests): the Workspaces pane and
     /// `:ws` use it.
