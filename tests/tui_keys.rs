@@ -353,3 +353,50 @@ async fn read_only_prompt_never_takes_the_keyboard_and_says_why() {
         "{log:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewer_footer_names_link_keys_only_with_links_and_w_wraps() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!("start {} the-very-end", "x".repeat(200));
+    std::fs::write(dir.path().join("long.txt"), format!("{long}\n")).unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 2 G v").await;
+    assert_eq!(hs.app.modal(), Some("viewer"));
+    let screen = hs.draw().await;
+    let f = footer(&screen);
+    assert!(!f.contains("next link") && !f.contains("open link"), "{f}");
+    assert!(f.contains("w wrap long lines"), "{f}");
+    assert!(
+        !screen.contains("the-very-end"),
+        "cut at the edge:\n{screen}"
+    );
+    hs.keys("w").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("the-very-end"), "wrapped:\n{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_list_keys_all_move_the_demo_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    let selected = |screen: &str| {
+        screen
+            .lines()
+            .find_map(|l| {
+                l.split('▸')
+                    .nth(1)
+                    .map(|r| r.split_whitespace().next().unwrap_or("").to_string())
+            })
+            .unwrap_or_default()
+    };
+    hs.keys("esc A").await;
+    assert_eq!(selected(&hs.draw().await), "explore");
+    hs.keys("G").await;
+    assert_eq!(selected(&hs.draw().await), "long");
+    hs.keys("g").await;
+    assert_eq!(selected(&hs.draw().await), "explore");
+    hs.keys("j").await;
+    assert_eq!(selected(&hs.draw().await), "bugfix");
+}

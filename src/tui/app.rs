@@ -1747,7 +1747,16 @@ impl App {
                 ("ctrl-u".into(), "clear"),
             ],
             (_, "dialog") => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
-            _ => self.cx.keymap.hints(ctx),
+            _ => {
+                let pane = self.pane(self.focus());
+                self.cx
+                    .keymap
+                    .bindings(ctx)
+                    .filter(|b| b.spec.hint && !b.keys.is_empty())
+                    .filter(|b| !pane.is_some_and(|p| p.hint_off(b.spec.name)))
+                    .map(|b| (super::keymap::keys_label(&b.keys), b.spec.desc))
+                    .collect()
+            }
         };
         // Help over a palette or dialog: the keys that reach it there.
         if matches!(

@@ -56,8 +56,9 @@ pub const ID: &str = "agent";
 /// Keymap context while the prompt has the keyboard.
 pub const PROMPT: &str = "agent.prompt";
 
-/// Keys of the pane. `j`/`k` pick a demo; page keys scroll the
-/// conversation, `g`/`G` jump to its top / follow its end.
+/// Keys of the pane. List keys (`j`/`k`, `g`/`G`) move in the demo list;
+/// page keys scroll the conversation (paging down to its end follows it
+/// again).
 pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("agent";
     act("agent.run", ID, "run demo", &["enter", "r"], true, true),
     act("agent.step_mode", ID, "step mode on/off", &["t"], false, true),
@@ -695,7 +696,7 @@ impl AgentPane {
         );
         let mut rows: Vec<(String, Style)> = Vec::new();
         if let Some((_, d)) = self.demos.get(self.cursor.selected) {
-            for l in wrap(&text::display(d), w) {
+            for l in wrap_text(d, w) {
                 rows.push((l, t.muted));
             }
         }
@@ -773,7 +774,7 @@ impl AgentPane {
         let mut rows: Vec<(String, Style)> = Vec::new();
         for l in self.partial.iter().chain(self.lines.iter().rev()) {
             let st = self.style(l.kind, cx);
-            let wrapped = wrap(&text::display(&l.text), w);
+            let wrapped = wrap_text(&l.text, w);
             for r in wrapped.into_iter().rev() {
                 rows.push((r, st));
             }
@@ -789,6 +790,29 @@ impl AgentPane {
             buf.set_stringn(area.x, area.y + n as u16, s, w, *st);
         }
     }
+}
+
+/// Rows of raw text `s` for `w` columns: each of its own lines wraps on
+/// its own (a line break is never shown as `␊` inside a paragraph), and
+/// the rows a line wraps into keep its indentation.
+fn wrap_text(s: &str, w: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in s.split('\n') {
+        let line = text::display(line.strip_suffix('\r').unwrap_or(line)).into_owned();
+        let body = line.trim_start_matches(' ');
+        let indent = (line.len() - body.len()).min(w / 2);
+        if indent == 0 {
+            out.extend(wrap(&line, w));
+            continue;
+        }
+        let pad = " ".repeat(indent);
+        out.extend(
+            wrap(body, w - indent)
+                .into_iter()
+                .map(|r| format!("{pad}{r}")),
+        );
+    }
+    out
 }
 
 /// Cuts `s` (already sanitised) into rows of at most `w` columns,
@@ -1066,7 +1090,7 @@ impl Pane for AgentPane {
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         let verb = action.strip_prefix("agent.").unwrap_or(action);
         match verb {
-            "down" | "up" => {
+            "down" | "up" | "top" | "bottom" => {
                 super::navigate(&mut self.cursor, verb, self.demos.len());
             }
             "page_down" => {
@@ -1076,14 +1100,6 @@ impl Pane for AgentPane {
             "page_up" => {
                 self.back += self.view_height.max(1);
                 self.follow = false;
-            }
-            "top" => {
-                self.back = self.lines.len().saturating_mul(4);
-                self.follow = false;
-            }
-            "bottom" => {
-                self.back = 0;
-                self.follow = true;
             }
             "run" => self.run_demo(cx),
             "step_mode" => {
@@ -1435,6 +1451,16 @@ mod tests {
             p.lines().iter().filter(|l| l.text.starts_with('y')).count(),
             6
         );
+    }
+
+    #[test]
+    fn wrapped_text_keeps_line_breaks_and_indentation() {
+        assert_eq!(
+            wrap_text("first line\r\n  an indented one that wraps", 14),
+            ["first line", "  an indented ", "  one that ", "  wraps"]
+        );
+        assert_eq!(wrap_text("a\n\nb", 10), ["a", "", "b"]);
+        assert!(!wrap_text("x\ny", 10).concat().contains('␊'));
     }
 
     #[test]

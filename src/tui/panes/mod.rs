@@ -249,6 +249,13 @@ pub trait Pane: Send {
         false
     }
 
+    /// Whether the footer leaves out `action` now because it would do
+    /// nothing (the viewer's link keys on a document without links). The
+    /// key still works; help still lists it.
+    fn hint_off(&self, _action: &str) -> bool {
+        false
+    }
+
     /// The pane lost the focus (another pane was focused, the workspace
     /// was switched under it): it leaves any typing mode. The one rule for
     /// every pane: focus keys (`1`…`9`, `0`, Tab, `A`, a click) focus a
