@@ -366,7 +366,7 @@ async fn viewer_footer_names_link_keys_only_with_links_and_w_wraps() {
     let screen = hs.draw().await;
     let f = footer(&screen);
     assert!(!f.contains("next link") && !f.contains("open link"), "{f}");
-    assert!(f.contains("w wrap long lines"), "{f}");
+    assert!(f.contains("w wrap"), "{f}");
     assert!(
         !screen.contains("the-very-end"),
         "cut at the edge:\n{screen}"

@@ -33,7 +33,7 @@ pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("viewer";
     act("viewer.prev_link", ID, "previous link", &["shift-tab", "N"], false, false),
     act("viewer.open_link", ID, "open link", &["enter"], false, true),
     act("viewer.copy", ID, "copy document", &["y"], false, false),
-    act("viewer.wrap", ID, "wrap long lines", &["w"], false, true),
+    act("viewer.wrap", ID, "wrap", &["w"], false, true),
 );
 
 /// The viewer pane.
