@@ -400,3 +400,42 @@ async fn agent_list_keys_all_move_the_demo_list() {
     hs.keys("j").await;
     assert_eq!(selected(&hs.draw().await), "bugfix");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn titles_keep_name_and_count_and_long_session_ids_stay_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.session = "demo-long-20261129-101500".into();
+    let mut hs = Harness::new(ws, o, 80, 24).await;
+    for s in ["demo-long-20261129-101500", "demo-long-20261129-113000"] {
+        hs.keys("esc :").await;
+        hs.type_text(&format!("session new {s}")).await;
+        hs.keys("enter 5 i").await;
+        hs.type_text("true").await;
+        press(&mut hs, "enter");
+        let t0 = Instant::now();
+        loop {
+            hs.app.drain();
+            if !command(&mut hs).is_running() && t0.elapsed() > Duration::from_millis(100) {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    hs.keys("esc 1 r").await;
+    let screen = hs.draw().await;
+    // Each title keeps its pane name (and count); the note gives way.
+    assert!(screen.contains("Offload (0)"), "{screen}");
+    assert!(screen.contains("Skills (0)"), "{screen}");
+    // The two ids differ at their ends: both ends are shown.
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("demo") && l.contains('…'))
+        .collect();
+    assert!(
+        rows.iter().any(|l| l.contains("1500 ")) && rows.iter().any(|l| l.contains("3000 ")),
+        "{screen}"
+    );
+}

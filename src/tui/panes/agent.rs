@@ -1291,7 +1291,7 @@ impl Pane for AgentPane {
                 .trim_start_matches(" · ")
                 .to_string();
         }
-        let block = cx.block("Agent", &note, focused);
+        let block = cx.block_for(area, "Agent", &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         if inner.height == 0 || inner.width == 0 {

@@ -796,7 +796,7 @@ impl Pane for CommandPane {
         } else {
             format!("Command · session {}", cx.session)
         };
-        let block = cx.block(&title, &note, focused);
+        let block = cx.block_for(area, &title, &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         if inner.height == 0 || inner.width == 0 {

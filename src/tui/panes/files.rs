@@ -1133,7 +1133,7 @@ impl Pane for FilesPane {
             if self.watching { "live" } else { "" },
             if loading { " · listing…" } else { "" }
         );
-        let block = cx.block(&self.title(), note.trim_start_matches(' '), focused);
+        let block = cx.block_for(area, &self.title(), note.trim_start_matches(' '), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let (tree, prev) = if self.show_preview && inner.width >= 50 {

@@ -637,7 +637,7 @@ impl Pane for LogsPane {
             note.push(format!("{} dropped", self.ring.dropped()));
         }
         let title = format!("Logs ({}/{})", self.filtered.len(), self.ring.len());
-        let block = cx.block(&title, &note.join(" · "), focused);
+        let block = cx.block_for(area, &title, &note.join(" · "), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = super::filter_bar(f, inner, &self.search, cx);

@@ -200,6 +200,31 @@ impl Ctx {
         self.inflight.load(Ordering::SeqCst)
     }
 
+    /// [`Ctx::block`] for a pane drawn in `area`: when title and note do
+    /// not both fit on the top border, the note gives way first (cut in
+    /// the middle, then dropped), so the pane's name and count stay whole
+    /// (`Workspaces (2)`, not `Worksp profile local`); a title that alone
+    /// is too wide is cut at its end.
+    pub fn block_for<'a>(&self, area: Rect, title: &str, note: &str, focused: bool) -> Block<'a> {
+        // Two corners, a space either side of each part, one gap.
+        let room = (area.width as usize).saturating_sub(2);
+        let tw = text::width(title) + 2;
+        let title = if tw > room {
+            text::truncate(title, room.saturating_sub(2)).into_owned()
+        } else {
+            title.to_string()
+        };
+        let left = room.saturating_sub(text::width(&title) + 2 + 1);
+        let note = if text::width(note) + 2 <= left {
+            note.to_string()
+        } else if left >= 12 {
+            text::truncate_middle(note, left - 2)
+        } else {
+            String::new()
+        };
+        self.block(&title, &note, focused)
+    }
+
     /// The bordered block of a pane, styled for focus, with `title` and an
     /// optional right-hand note.
     pub fn block<'a>(&self, title: &str, note: &str, focused: bool) -> Block<'a> {

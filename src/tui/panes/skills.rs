@@ -385,7 +385,7 @@ impl Pane for SkillsPane {
         } else {
             cx.agent.as_str()
         };
-        let block = cx.block(&self.title(), &format!("agent {agent}"), focused);
+        let block = cx.block_for(area, &self.title(), &format!("agent {agent}"), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = filter_bar(f, inner, &self.filter, cx);

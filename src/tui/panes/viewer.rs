@@ -459,7 +459,7 @@ impl Pane for ViewerPane {
             (0, _) => "esc back".to_string(),
             (n, _) => format!("{n} links · tab select · enter open · esc back"),
         };
-        let block = cx.block(&self.title(), &note, focused);
+        let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         self.height = inner.height as usize;

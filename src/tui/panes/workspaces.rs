@@ -546,7 +546,7 @@ impl Pane for WorkspacesPane {
             (None, Some(m)) => format!("profile {}", m.profile()),
             (None, None) => String::new(),
         };
-        let block = cx.block(&self.title(), &note, focused);
+        let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let mut list = filter_bar(f, inner, &self.filter, cx);
