@@ -439,3 +439,28 @@ async fn titles_keep_name_and_count_and_long_session_ids_stay_apart() {
         "{screen}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_preview_shows_at_120_columns_and_p_says_what_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "preview-me\n").unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 2 G").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("preview-me"), "{screen}");
+    hs.keys("p").await;
+    let screen = hs.draw().await;
+    assert!(!screen.contains("preview-me"), "{screen}");
+    assert!(screen.contains("preview off (p shows it)"), "{screen}");
+    // Too small for it: `p` says so and how to get room.
+    hs.resize(70, 16);
+    hs.draw().await;
+    hs.keys("p").await;
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("too small to show it") && l.contains("z zooms")),
+        "{log:#?}"
+    );
+}
