@@ -464,3 +464,37 @@ async fn files_preview_shows_at_120_columns_and_p_says_what_it_did() {
         "{log:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_kill_says_wsbench_killed_it() {
+    use std::sync::Arc;
+    use wsbench::backend::local::LocalSandbox;
+    use wsbench::engine::{EventBus, Workspace, WorkspaceConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = WorkspaceConfig {
+        workspace_id: Some(WS_ID.into()),
+        ..Default::default()
+    };
+    cfg.limits.bash_max_timeout_ms = 1000;
+    cfg.limits.bash_default_timeout_ms = 1000;
+    let sb = LocalSandbox::open(dir.path()).unwrap();
+    let ws = Workspace::open(Arc::new(sb), cfg, EventBus::default())
+        .await
+        .unwrap();
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.type_text("sleep 5").await;
+    press(&mut hs, "enter");
+    let t0 = Instant::now();
+    loop {
+        hs.app.drain();
+        let done = command(&mut hs)
+            .output()
+            .iter()
+            .any(|l| l.line.text.contains("killed by wsbench after 1s timeout"));
+        if done {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no timeout status");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
