@@ -1694,9 +1694,9 @@ impl App {
         };
         // (text, priority): higher stays longer.
         let mut parts: Vec<(String, u8)> = vec![
-            ("wsbench".to_string(), 1),
+            ("wsbench".to_string(), 4),
             (format!("profile {}", h.profile), 8),
-            (format!("backend {}", ws.backend()), 4),
+            (format!("backend {}", ws.backend()), 5),
             (ws_part, 7),
             (format!("user {}", id_or_default(Some(&self.cx.user_id))), 2),
             (format!("agent {}", id_or_default(Some(&self.cx.agent))), 3),
