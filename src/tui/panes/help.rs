@@ -106,7 +106,8 @@ impl HelpOverlay {
             "  \"app.quit\" = [\"q\", \"ctrl-q\"]   (wsbench info prints the config path)".into(),
         ));
         rows.push(Row::Note(
-            "Actions marked ! change the workspace or run something; --read-only removes them.".into(),
+            "Actions marked ! change the workspace or run something; --read-only removes them."
+                .into(),
         ));
         rows.push(Row::Note(
             "Delete, destroy, remove, re-run, kill and new workspace ask first; save, run,".into(),
