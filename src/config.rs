@@ -67,6 +67,24 @@ pub fn builtin_available(kind: BackendKind) -> bool {
     }
 }
 
+/// Why a built-in profile's backend cannot work here (what
+/// [`builtin_available`] found missing), as a short phrase such as
+/// `needs E2B_API_KEY`; `None` when it is available.
+pub fn builtin_unavailable_reason(kind: BackendKind) -> Option<&'static str> {
+    if builtin_available(kind) {
+        return None;
+    }
+    Some(match kind {
+        BackendKind::Local => return None,
+        BackendKind::Bubblewrap => "needs bwrap on PATH",
+        BackendKind::Docker => "needs DOCKER_HOST or /var/run/docker.sock",
+        BackendKind::E2b => "needs E2B_API_KEY",
+        BackendKind::Daytona => "needs DAYTONA_API_KEY",
+        BackendKind::Opensandbox => "needs OPEN_SANDBOX_API_KEY",
+        BackendKind::Kubernetes => "needs a [profiles.NAME] table with backend = \"kubernetes\"",
+    })
+}
+
 /// The backend of a built-in profile name.
 pub fn builtin_backend(name: &str) -> Option<BackendKind> {
     BUILTIN_PROFILES
@@ -401,6 +419,18 @@ impl Config {
         names
     }
 
+    /// Built-in profiles [`Config::profile_names`] leaves out because
+    /// this machine cannot use them, each with the reason:
+    /// `("e2b", "needs E2B_API_KEY")`. Messages that list the known
+    /// profiles name these too, so a README profile is never a mystery.
+    pub fn unavailable_builtins(&self) -> Vec<(String, &'static str)> {
+        BUILTIN_PROFILES
+            .iter()
+            .filter(|(n, _)| !self.profiles.contains_key(*n))
+            .filter_map(|(n, k)| builtin_unavailable_reason(*k).map(|r| (n.to_string(), r)))
+            .collect()
+    }
+
     /// The profile to use when none is named: `default_profile`, else
     /// `local`.
     pub fn default_profile_name(&self) -> &str {
@@ -423,10 +453,25 @@ impl Config {
             None => {
                 return Err(ConfigError::Invalid {
                     path: self.origin(),
-                    message: format!(
-                        "no profile `{name}` (known: {})",
-                        self.profile_names().join(", ")
-                    ),
+                    message: {
+                        let mut m = format!(
+                            "no profile `{name}` (known: {}",
+                            self.profile_names().join(", ")
+                        );
+                        let off: Vec<String> = self
+                            .unavailable_builtins()
+                            .into_iter()
+                            .map(|(n, why)| format!("{n} ({why})"))
+                            .collect();
+                        if !off.is_empty() {
+                            m.push_str(&format!(
+                                "; built in but unavailable here: {}",
+                                off.join(", ")
+                            ));
+                        }
+                        m.push(')');
+                        m
+                    },
                 });
             }
         };
@@ -677,6 +722,20 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unknown_profile_names_the_unavailable_built_in_ones() {
+        let c = Config::default();
+        let e = c.profile("nosuch").unwrap_err().to_string();
+        assert!(e.contains("no profile `nosuch` (known: local"), "{e}");
+        if std::env::var_os("E2B_API_KEY").is_none_or(|v| v.is_empty()) {
+            assert!(e.contains("e2b (needs E2B_API_KEY)"), "{e}");
+            assert!(
+                c.unavailable_builtins()
+                    .contains(&("e2b".to_string(), "needs E2B_API_KEY"))
+            );
+        }
+    }
     use super::*;
 
     #[test]

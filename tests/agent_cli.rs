@@ -157,6 +157,31 @@ async fn demo_step_mode_runs_on_enter() {
 }
 
 #[tokio::test]
+async fn demo_step_mode_takes_piped_input_line_by_line() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().to_str().unwrap();
+    let mut cmd = env.command(&["demo", "bugfix", "--workdir", w, "--step"]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use tokio::io::AsyncWriteExt;
+    // Everything at once, before the first pause: two steps, then stop.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"\n\nq\n").await.unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("step mode run timed out")
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let pauses = out.matches("⏸ next:").count();
+    assert_eq!(pauses, 3, "two steps ran, the third pause got q:\n{out}");
+    assert!(!out.contains("All three tests pass now."), "{out}");
+}
+
+#[tokio::test]
 async fn agent_runs_against_an_openai_compatible_server() {
     let env = Env::new();
     let dir = tempfile::tempdir().unwrap();

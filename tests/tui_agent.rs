@@ -259,7 +259,9 @@ async fn read_only_mode_cannot_run_the_agent_and_bad_models_are_refused() {
     hs.keys("enter").await;
     assert_eq!(hs.app.focus(), "agent");
     assert!(agent(&mut hs).model().is_none());
-    hs.keys(":").await;
+    // The refused setting comes back in the model dialog, to fix it.
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    hs.keys("esc :").await;
     hs.type_text("agent http://127.0.0.1:9/v1 tiny").await;
     hs.keys("enter").await;
     let m = agent(&mut hs).model().cloned().unwrap();
@@ -312,7 +314,8 @@ async fn a_prompt_streams_from_the_model_with_tool_calls_and_errors_show() {
     hs.keys(":").await;
     hs.type_text(&format!("agent {} tiny", server.url)).await;
     hs.keys("enter").await;
-    // Setting the model puts the keyboard in the prompt.
+    // Setting the model leaves the keyboard alone: `i` types.
+    hs.keys("i").await;
     hs.type_text("say hi through the shell").await;
     hs.keys("enter").await;
     wait_for(&mut hs, "the reply", |hs| {

@@ -273,3 +273,228 @@ async fn text_dialogs_edit_in_the_middle() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Whether the focused pane has the keyboard (its footer names a way
+/// out of typing).
+fn typing(hs: &Harness) -> bool {
+    let focus = hs.app.focus();
+    hs.app.pane(focus).is_some_and(|p| p.text_input_active())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn focus_keys_never_hand_the_keyboard_to_a_pane() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // At start the prompt has the keyboard; leaving the pane with a focus
+    // key takes it away, so `5` comes back without typing and `i` types.
+    assert!(typing(&hs));
+    hs.keys("tab").await;
+    assert!(!typing(&hs));
+    hs.keys("5").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(!typing(&hs), "5 must focus without typing");
+    hs.keys("i").await;
+    hs.type_text("pwd").await;
+    assert_eq!(command(&mut hs).prompt_lines(), ["pwd"]);
+
+    // Agent pane: `m` sets the model and leaves the keyboard alone.
+    hs.keys("esc A m").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let screen = hs.draw().await;
+    assert!(
+        screen.contains("e.g. http://127.0.0.1:8080/v1 qwen2.5"),
+        "{screen}"
+    );
+    hs.type_text("http://127.0.0.1:9/v1 tiny").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.modal(), Some("agent"));
+    assert!(!typing(&hs), "setting a model must not start typing");
+    hs.keys("i").await;
+    assert!(typing(&hs), "i types");
+    // A bad setting brings the dialog back with the text to fix.
+    hs.keys("esc m ctrl-u").await;
+    hs.type_text("http://x").await;
+    hs.keys("enter").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let screen = hs.draw().await;
+    assert!(screen.contains("http://x"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_prompt_never_takes_the_keyboard_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.read_only = true;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    assert!(!typing(&hs));
+    let screen = hs.draw().await;
+    assert!(
+        screen.contains("read-only mode: commands do not run"),
+        "{screen}"
+    );
+    // Keys at start are pane keys: `9` focuses MCP, `A` opens the Agent
+    // pane; nothing lands in the prompt.
+    hs.keys("9").await;
+    assert_eq!(hs.app.focus(), "mcp");
+    hs.keys("A").await;
+    assert_eq!(hs.app.modal(), Some("agent"));
+    hs.keys("esc 5 enter").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(!typing(&hs));
+    hs.keys("i").await;
+    assert!(!typing(&hs));
+    assert_eq!(command(&mut hs).prompt_lines(), [""]);
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("read-only mode: commands do not run")),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewer_footer_names_link_keys_only_with_links_and_w_wraps() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!("start {} the-very-end", "x".repeat(200));
+    std::fs::write(dir.path().join("long.txt"), format!("{long}\n")).unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 2 G v").await;
+    assert_eq!(hs.app.modal(), Some("viewer"));
+    let screen = hs.draw().await;
+    let f = footer(&screen);
+    assert!(!f.contains("next link") && !f.contains("open link"), "{f}");
+    assert!(f.contains("w wrap"), "{f}");
+    assert!(
+        !screen.contains("the-very-end"),
+        "cut at the edge:\n{screen}"
+    );
+    hs.keys("w").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("the-very-end"), "wrapped:\n{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_list_keys_all_move_the_demo_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    let selected = |screen: &str| {
+        screen
+            .lines()
+            .find_map(|l| {
+                l.split('▸')
+                    .nth(1)
+                    .map(|r| r.split_whitespace().next().unwrap_or("").to_string())
+            })
+            .unwrap_or_default()
+    };
+    hs.keys("esc A").await;
+    assert_eq!(selected(&hs.draw().await), "explore");
+    hs.keys("G").await;
+    assert_eq!(selected(&hs.draw().await), "long");
+    hs.keys("g").await;
+    assert_eq!(selected(&hs.draw().await), "explore");
+    hs.keys("j").await;
+    assert_eq!(selected(&hs.draw().await), "bugfix");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn titles_keep_name_and_count_and_long_session_ids_stay_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.session = "demo-long-20261129-101500".into();
+    let mut hs = Harness::new(ws, o, 80, 24).await;
+    for s in ["demo-long-20261129-101500", "demo-long-20261129-113000"] {
+        hs.keys("esc :").await;
+        hs.type_text(&format!("session new {s}")).await;
+        hs.keys("enter 5 i").await;
+        hs.type_text("true").await;
+        press(&mut hs, "enter");
+        let t0 = Instant::now();
+        loop {
+            hs.app.drain();
+            if !command(&mut hs).is_running() && t0.elapsed() > Duration::from_millis(100) {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    hs.keys("esc 1 r").await;
+    let screen = hs.draw().await;
+    // Each title keeps its pane name (and count); the note gives way.
+    assert!(screen.contains("Offload (0)"), "{screen}");
+    assert!(screen.contains("Skills (0)"), "{screen}");
+    // The two ids differ at their ends: both ends are shown.
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("demo") && l.contains('…'))
+        .collect();
+    assert!(
+        rows.iter().any(|l| l.contains("1500 ")) && rows.iter().any(|l| l.contains("3000 ")),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_preview_shows_at_120_columns_and_p_says_what_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "preview-me\n").unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 2 G").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("preview-me"), "{screen}");
+    hs.keys("p").await;
+    let screen = hs.draw().await;
+    assert!(!screen.contains("preview-me"), "{screen}");
+    assert!(screen.contains("preview off (p shows it)"), "{screen}");
+    // Too small for it: `p` says so and how to get room.
+    hs.resize(70, 16);
+    hs.draw().await;
+    hs.keys("p").await;
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("too small to show it") && l.contains("z zooms")),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_kill_says_wsbench_killed_it() {
+    use std::sync::Arc;
+    use wsbench::backend::local::LocalSandbox;
+    use wsbench::engine::{EventBus, Workspace, WorkspaceConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = WorkspaceConfig {
+        workspace_id: Some(WS_ID.into()),
+        ..Default::default()
+    };
+    cfg.limits.bash_max_timeout_ms = 1000;
+    cfg.limits.bash_default_timeout_ms = 1000;
+    let sb = LocalSandbox::open(dir.path()).unwrap();
+    let ws = Workspace::open(Arc::new(sb), cfg, EventBus::default())
+        .await
+        .unwrap();
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.type_text("sleep 5").await;
+    press(&mut hs, "enter");
+    let t0 = Instant::now();
+    loop {
+        hs.app.drain();
+        let done = command(&mut hs)
+            .output()
+            .iter()
+            .any(|l| l.line.text.contains("killed by wsbench after 1s timeout"));
+        if done {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no timeout status");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -49,11 +49,13 @@ fn with_manager(m: &WorkspaceManager) -> AppOptions {
     o
 }
 
-/// Settings of [`settings`] plus the TTL left, which is 59m or 1h
-/// depending on how many milliseconds the test took.
+/// Settings of [`settings`] plus the TTL left, which is `59m 59s` or
+/// `1h 0m` depending on how many milliseconds the test took.
 fn ws_settings(p: &Path) -> insta::Settings {
     let mut s = settings(p);
     s.add_filter(r"\b(59m|1h)\b", "[TTL]");
+    // Two-unit spans (`59m 59s`, `1h 0m`): the second unit goes too.
+    s.add_filter(r"\[TTL\] (\[DUR\]|0m)", "[TTL]");
     s
 }
 
@@ -117,8 +119,8 @@ async fn palette_ws_switches_the_workspace() {
     );
 
     // An unknown id creates nothing and says why (the rebuilt Command
-    // pane has its prompt focused again: leave it first).
-    hs.keys("esc :").await;
+    // pane left the keyboard alone: `:` opens the palette).
+    hs.keys(":").await;
     hs.type_text("ws nope").await;
     hs.keys("enter").await;
     assert_eq!(hs.app.cx.ws.id(), "ws-beta");
@@ -143,6 +145,20 @@ async fn enter_in_the_pane_opens_the_selected_workspace() {
     // marks the new one as current.
     let text = hs.draw().await;
     assert!(text.contains("● ws-beta"), "{text}");
+    // The rebuilt Command pane does not take the keyboard: `5` focuses
+    // it, `i` starts typing (`5 i pwd` types `pwd`, not `ipwd`).
+    hs.keys("5").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(!hs.app.pane("command").unwrap().text_input_active());
+    hs.keys("i").await;
+    hs.type_text("pwd").await;
+    let lines = hs
+        .app
+        .pane_call::<wsbench::tui::panes::command::CommandPane, _>("command", |p, _| {
+            p.prompt_lines().to_vec()
+        })
+        .unwrap();
+    assert_eq!(lines, ["pwd"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -541,7 +557,11 @@ async fn workspaces_pane_shows_whole_ids_and_explains_an_outside_workspace() {
         .find(|l| l.contains("ws-0123"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(row.contains(long), "the whole id: {row}");
-    assert!(row.contains(" -/- "), "no user, no agent: {row}");
+    // The default (empty) user and agent, as `workspaces list` says.
+    assert!(
+        row.contains(" (default)/(default) "),
+        "no user, no agent: {row}"
+    );
     assert!(
         text.contains("the open workspace 0123456789ab is not one of profile local's"),
         "{text}"
@@ -699,4 +719,205 @@ async fn mcp_stop_cancels_a_start_in_progress() {
             .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&tag))
     });
     assert!(!alive, "the server process is gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ws_takes_a_unique_prefix_or_user_or_agent_and_lists_the_ambiguous() {
+    let (_base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    // Both workspaces are user tester's: ambiguous, nothing switches, the
+    // candidates are named.
+    palette(&mut hs, "ws tester").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-alpha");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter().any(|l| l.contains("`:ws tester` matches 2")
+            && l.contains("ws-alpha (tester/coder)")
+            && l.contains("ws-beta (tester/reviewer)")),
+        "{log:#?}"
+    );
+    // An agent name that is unique opens its workspace.
+    palette(&mut hs, "ws reviewer").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    // A unique id prefix too.
+    palette(&mut hs, "ws ws-a").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-alpha");
+    // Tab offers ids with their user/agent and state.
+    hs.keys(":").await;
+    hs.type_text("ws ws-").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("tester/reviewer · running"), "{screen}");
+}
+
+/// Pane cells of the row of `id` (the zoomed pane at 160 columns).
+async fn pane_row(hs: &mut Harness, id: &str) -> String {
+    hs.resize(160, 30);
+    hs.keys("0 z").await;
+    let screen = hs.draw().await;
+    hs.keys("z").await;
+    screen
+        .lines()
+        .skip(1)
+        .find(|l| l.contains(id))
+        .unwrap_or_else(|| panic!("no row for {id}:\n{screen}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_pane_shows_the_cells_of_workspaces_list() {
+    use wsbench::manager::display;
+    let (_base, m, ws) = manager().await;
+    let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
+    hs.keys("esc").await;
+    let list = m.list().await.unwrap();
+    for id in ["ws-alpha", "ws-beta"] {
+        let w = list.iter().find(|w| w.id == id).unwrap();
+        let row = pane_row(&mut hs, id).await;
+        let labels = display::labels(w);
+        assert!(labels.contains("wsbench.isolation="), "{labels}");
+        for cell in [
+            display::state(w),
+            format!(
+                "{}/{}",
+                display::id_or_default(w.user.as_deref()),
+                display::id_or_default(w.agent.as_deref())
+            ),
+            labels,
+        ] {
+            assert!(row.contains(&cell), "{cell:?} not in {row:?}");
+        }
+        assert!(!row.contains("ready"), "{row}");
+    }
+    // The open one is leased by the app: `running (1 lease)` as the CLI
+    // says it; the other is `running`.
+    let row = pane_row(&mut hs, "ws-alpha").await;
+    assert!(row.contains("running (1 lease)"), "{row}");
+    // The header reads the user and agent ids the same way.
+    let screen = hs.draw().await;
+    assert!(screen.contains("user (default)"), "{screen}");
+}
+
+/// A provisioner whose listing fails like a Docker daemon that is down.
+struct DownProvisioner(LocalProvisioner);
+
+#[async_trait::async_trait]
+impl Provisioner for DownProvisioner {
+    fn kind(&self) -> wsbench::backend::BackendKind {
+        wsbench::backend::BackendKind::Docker
+    }
+    fn capabilities(&self) -> wsbench::backend::ProvisionerCapabilities {
+        self.0.capabilities()
+    }
+    async fn create(
+        &self,
+        spec: &wsbench::backend::ProvisionSpec,
+    ) -> wsbench::backend::BackendResult<Arc<dyn wsbench::backend::Sandbox>> {
+        self.0.create(spec).await
+    }
+    async fn find(
+        &self,
+        id: &str,
+    ) -> wsbench::backend::BackendResult<Option<wsbench::backend::SandboxInfo>> {
+        self.0.find(id).await
+    }
+    async fn attach(
+        &self,
+        info: &wsbench::backend::SandboxInfo,
+    ) -> wsbench::backend::BackendResult<Arc<dyn wsbench::backend::Sandbox>> {
+        self.0.attach(info).await
+    }
+    async fn suspend(&self, id: &str) -> wsbench::backend::BackendResult<()> {
+        self.0.suspend(id).await
+    }
+    async fn resume(&self, id: &str) -> wsbench::backend::BackendResult<()> {
+        self.0.resume(id).await
+    }
+    async fn destroy(&self, id: &str) -> wsbench::backend::BackendResult<()> {
+        self.0.destroy(id).await
+    }
+    async fn list(&self) -> wsbench::backend::BackendResult<Vec<wsbench::backend::SandboxInfo>> {
+        Err(wsbench::backend::BackendError::Unavailable(
+            "cannot connect to the Docker daemon at unix:///var/run/docker.sock \
+             (is dockerd running? start it or set DOCKER_HOST) — the end of a long reason"
+                .into(),
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_switch_follows_the_user_and_agent_or_says_whose_workspace_is_open() {
+    let (_base, m, alpha) = manager().await;
+    let other = tempfile::tempdir().unwrap();
+    let earlier = factory(other.path())("other").unwrap();
+    earlier
+        .get_workspace("tester", "coder", "s-001", Some("ws-gamma"))
+        .await
+        .unwrap();
+    earlier.shutdown().await.unwrap();
+    let down = tempfile::tempdir().unwrap();
+    let (other_base, down_base) = (other.path().to_path_buf(), down.path().to_path_buf());
+    let mut o = with_manager(&m);
+    o.user_id = "tester".into();
+    o.agent = "coder".into();
+    o.manager_factory = Some(Arc::new(move |name: &str| {
+        let prov: Arc<dyn Provisioner> = match name {
+            "docker" => Arc::new(DownProvisioner(LocalProvisioner::new(&down_base))),
+            _ => Arc::new(LocalProvisioner::new(if name == "empty" {
+                &down_base
+            } else {
+                &other_base
+            })),
+        };
+        let opts = ManagerOptions::for_provisioner(prov.as_ref());
+        Ok(WorkspaceManager::new(name, prov, opts, EventBus::default()))
+    }));
+    let mut hs = Harness::new(alpha, o, 120, 40).await;
+
+    // The new profile has tester/coder's workspace: it is opened.
+    palette(&mut hs, "profile other").await;
+    until(&mut hs, "ws-gamma to open", |hs| {
+        hs.app.cx.ws.id() == "ws-gamma"
+    })
+    .await;
+    let header = hs.app.header_text(200);
+    assert!(
+        header.contains("profile other") && header.contains("ws ws-gamma │"),
+        "{header}"
+    );
+
+    // A profile without one: the open workspace stays, and the header
+    // says it is the previous profile's.
+    palette(&mut hs, "profile empty").await;
+    assert_eq!(hs.app.cx.ws.id(), "ws-gamma");
+    let header = hs.app.header_text(200);
+    assert!(
+        header.contains("profile empty") && header.contains("ws ws-gamma (of profile other)"),
+        "{header}"
+    );
+    assert!(
+        logged(&mut hs)
+            .iter()
+            .any(|l| l.contains("profile empty has no workspace for user tester agent coder")),
+    );
+
+    // A profile whose backend is down: the header keeps profile and
+    // workspace at 120 columns, the pane shows the whole reason wrapped,
+    // and Logs has it.
+    palette(&mut hs, "profile docker").await;
+    let screen = hs.draw().await;
+    let head = screen.lines().next().unwrap();
+    assert!(
+        head.contains("profile docker") && head.contains("ws ws-gamma"),
+        "{head}"
+    );
+    hs.keys("0 z").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("the end of a long reason"), "{screen}");
+    assert!(screen.contains("list of workspaces failed"), "{screen}");
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("listing profile docker") && l.contains("the end of a long reason")),
+        "{log:#?}"
+    );
 }

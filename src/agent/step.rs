@@ -12,6 +12,8 @@ struct Gate {
     stepping: bool,
     credits: u64,
     waiting: Option<String>,
+    /// Pauses so far (a new number for each wait that had to pause).
+    pauses: u64,
 }
 
 /// Controls step mode; cheap to clone, shared by the agent and its UI.
@@ -51,6 +53,13 @@ impl StepControl {
         self.notify.notify_waiters();
     }
 
+    /// How many times the agent has paused so far: a reader that answers
+    /// one pause per input line waits for this to move on, so a line
+    /// never lands on a pause already answered.
+    pub fn pauses(&self) -> u64 {
+        self.gate.lock().expect("gate lock").pauses
+    }
+
     /// What the agent is waiting to run, while it waits.
     pub fn waiting_for(&self) -> Option<String> {
         self.gate.lock().expect("gate lock").waiting.clone()
@@ -80,6 +89,9 @@ impl StepControl {
                     g.credits -= 1;
                     g.waiting = None;
                     return;
+                }
+                if g.waiting.is_none() {
+                    g.pauses += 1;
                 }
                 g.waiting = Some(next.to_string());
             }

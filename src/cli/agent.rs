@@ -223,13 +223,24 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
 }
 
 /// Reads stdin lines in step mode: Enter steps, `c` continues, `q` stops.
+/// Each line answers one pause: a line read before the agent pauses
+/// (piped input, typed ahead) waits for that pause, so `printf '\n\nq\n'`
+/// runs two steps, then stops.
 fn spawn_step_reader(step: StepControl, stopper: Stopper) {
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut line = String::new();
+        let mut answered = 0;
         loop {
             line.clear();
-            match stdin.read_line(&mut line) {
+            let read = stdin.read_line(&mut line);
+            // EOF also waits for the next pause, so the steps of lines
+            // read before it run one by one first.
+            match wait_for_pause(&step, answered) {
+                Some(n) => answered = n,
+                None => return,
+            }
+            match read {
                 Ok(0) | Err(_) => {
                     // No more input: run to the end rather than hang.
                     step.set_stepping(false);
@@ -250,6 +261,22 @@ fn spawn_step_reader(step: StepControl, stopper: Stopper) {
             }
         }
     });
+}
+
+/// Waits until the agent pauses for a step after pause number
+/// `answered`; returns the new pause's number, or `None` once step mode
+/// is off (continued, stopped), when no pause will come.
+fn wait_for_pause(step: &StepControl, answered: u64) -> Option<u64> {
+    loop {
+        if !step.is_stepping() {
+            return None;
+        }
+        let n = step.pauses();
+        if n > answered && step.waiting_for().is_some() {
+            return Some(n);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Stops the agent on Ctrl-C.

@@ -225,8 +225,13 @@ impl Ctx {
         check_workdir(&dir)?;
         let sandbox = LocalSandbox::open(&dir)
             .with_context(|| format!("opening workspace {}", dir.display()))?;
+        // Stable across launches: the Workspaces pane, the header and
+        // `:ws` name the same directory by the same id every time.
+        let id = crate::backend::Sandbox::host_root(&sandbox)
+            .map(workdir_workspace_id)
+            .unwrap_or_else(|| workdir_workspace_id(&dir));
         let config = WorkspaceConfig {
-            workspace_id: None,
+            workspace_id: Some(id),
             skill_paths: self.config.workspace.skill_paths.clone(),
             instructions: self.config.workspace.instructions.clone(),
             limits: self.config.limits.clone(),
@@ -234,6 +239,20 @@ impl Ctx {
         };
         Ok(Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?)
     }
+}
+
+/// The workspace id of a `--workdir` directory: the first 32 hex digits
+/// of the SHA-256 of its canonical path — the shape of a minted id
+/// (`uuid4().hex`, contract §1), the same on every launch for the same
+/// directory however it is spelt (`dir`, `dir/.`, a symlink), different
+/// for different directories. Nothing on disk is keyed by it (sessions
+/// and journals live in the directory), so earlier launches' data is
+/// found whatever id they had.
+pub fn workdir_workspace_id(dir: &std::path::Path) -> String {
+    use sha2::Digest as _;
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    hex::encode(digest)[..32].to_string()
 }
 
 /// Cancels `token` on SIGINT, SIGTERM or SIGHUP, so a running command's
@@ -333,6 +352,26 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workdir_keeps_its_workspace_id_across_launches() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let id = workdir_workspace_id(a.path());
+        assert_eq!(id.len(), 32);
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_eq!(workdir_workspace_id(a.path()), id);
+        assert_eq!(workdir_workspace_id(&a.path().join(".")), id);
+        let link = b.path().join("link");
+        std::os::unix::fs::symlink(a.path(), &link).unwrap();
+        assert_eq!(workdir_workspace_id(&link), id);
+        assert_ne!(workdir_workspace_id(b.path()), id);
+    }
+
     #[test]
     fn error_line_shows_each_cause_once() {
         let backend = crate::backend::BackendError::Unavailable("gone".into());

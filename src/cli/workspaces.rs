@@ -11,8 +11,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, output};
-use crate::backend::labels as blabels;
-use crate::manager::{ManagerError, WorkspaceInfo, WorkspaceManager, labels as mlabels};
+use crate::manager::{ManagerError, WorkspaceInfo, WorkspaceManager};
 
 /// `workspaces` sub-commands.
 #[derive(Debug, Subcommand)]
@@ -169,61 +168,20 @@ fn list_error(e: ManagerError) -> anyhow::Error {
 }
 
 fn row(w: &WorkspaceInfo) -> Vec<String> {
-    let dash = || "-".to_string();
-    let opt = |v: &Option<String>| match v.as_deref() {
-        None => dash(),
-        Some("") => "\"\"".to_string(),
-        Some(s) => s.to_string(),
-    };
-    let state = if w.leases > 0 {
-        format!("{} ({})", w.state, w.leases)
-    } else {
-        w.state.clone()
-    };
-    let well_known = [
-        blabels::WORKSPACE_ID,
-        blabels::USER,
-        blabels::AGENT,
-        blabels::PROFILE,
-        mlabels::SESSION,
-    ];
-    let mut labels: Vec<String> = w
-        .labels
-        .iter()
-        .filter(|(k, _)| !well_known.contains(&k.as_str()))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if let Some(s) = &w.session {
-        labels.insert(0, format!("session={s}"));
-    }
+    // The TUI's Workspaces pane shows the same cells (one formatter).
+    use crate::manager::display;
     vec![
         w.id.clone(),
         w.profile.clone(),
         w.backend.to_string(),
-        state,
-        opt(&w.user),
-        opt(&w.agent),
-        w.age_secs.map(span).unwrap_or_else(dash),
-        w.idle_secs.map(span).unwrap_or_else(dash),
-        w.ttl_left_secs.map(span).unwrap_or_else(dash),
-        if labels.is_empty() {
-            dash()
-        } else {
-            labels.join(",")
-        },
+        display::state(w),
+        display::id_or_default(w.user.as_deref()),
+        display::id_or_default(w.agent.as_deref()),
+        display::span(w.age_secs),
+        display::span(w.idle_secs),
+        display::span(w.ttl_left_secs),
+        display::labels(w),
     ]
-}
-
-/// A span of seconds in its two largest units (`42s`, `5m 3s`, `2h 10m`,
-/// `3d 4h`).
-fn span(secs: f64) -> String {
-    let s = secs.max(0.0) as u64;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {}s", s / 60, s % 60),
-        3600..86400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d {}h", s / 86400, s % 86400 / 3600),
-    }
 }
 
 async fn describe(
@@ -346,12 +304,14 @@ async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
 
 #[cfg(test)]
 mod tests {
+    use crate::manager::display::span;
+
     #[test]
     fn spans_use_two_units() {
-        assert_eq!(super::span(42.9), "42s");
-        assert_eq!(super::span(303.0), "5m 3s");
-        assert_eq!(super::span(7800.0), "2h 10m");
-        assert_eq!(super::span(3.0 * 86400.0 + 4.0 * 3600.0), "3d 4h");
-        assert_eq!(super::span(-1.0), "0s");
+        assert_eq!(span(Some(42.9)), "42s");
+        assert_eq!(span(Some(303.0)), "5m 3s");
+        assert_eq!(span(Some(7800.0)), "2h 10m");
+        assert_eq!(span(Some(3.0 * 86400.0 + 4.0 * 3600.0)), "3d 4h");
+        assert_eq!(span(Some(-1.0)), "0s");
     }
 }

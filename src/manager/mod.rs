@@ -25,6 +25,7 @@
 //! * point 26 — ids, not raw agent ids, decide where a workspace lives;
 //!   see [`profile::make_provisioner`].
 
+pub mod display;
 pub mod isolation;
 pub mod lease;
 mod list;
@@ -188,7 +189,7 @@ pub enum ManagerError {
         source: Arc<WorkspaceError>,
     },
     /// A provisioner call other than provisioning failed.
-    #[error("{op} of workspace {id} failed: {source}")]
+    #[error("{op} of {} failed: {source}", backend_err_subject(.id))]
     Backend {
         /// `close`, `destroy`, `list`, ...
         op: &'static str,
@@ -707,6 +708,16 @@ fn explicit(id: Option<&str>) -> Result<Option<&str>, ManagerError> {
         return Err(bad("has leading or trailing white space"));
     }
     Ok(Some(id))
+}
+
+/// `workspace <id>`, or `workspaces` for a call on none in particular
+/// (`list`): no `list of workspace  failed` with a blank id.
+fn backend_err_subject(id: &str) -> String {
+    if id.is_empty() {
+        "workspaces".into()
+    } else {
+        format!("workspace {id}")
+    }
 }
 
 fn backend_err(op: &'static str, id: &str, e: BackendError) -> ManagerError {

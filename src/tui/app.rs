@@ -306,6 +306,9 @@ pub struct AppOptions {
     pub manager_factory: Option<panes::ManagerFactory>,
     /// Profile names `:profile` completes.
     pub profiles: Vec<String>,
+    /// Built-in profiles left out of [`AppOptions::profiles`] because
+    /// they cannot work here, with the reason (`needs E2B_API_KEY`).
+    pub unavailable_profiles: Vec<(String, String)>,
 }
 
 impl AppOptions {
@@ -327,6 +330,7 @@ impl AppOptions {
             manager: None,
             manager_factory: None,
             profiles: Vec::new(),
+            unavailable_profiles: Vec::new(),
         }
     }
 }
@@ -432,6 +436,7 @@ impl App {
             config: opts.config.clone(),
             header: HeaderInfo {
                 profile: opts.profile.clone(),
+                ws_profile: opts.profile.clone(),
                 user: opts.user.clone(),
                 state: if ws.is_alive() {
                     "ready".into()
@@ -444,7 +449,9 @@ impl App {
             inflight: Arc::new(AtomicUsize::new(0)),
             sessions: Vec::new(),
             workspace_ids: Vec::new(),
+            workspace_notes: Vec::new(),
             profiles: opts.profiles.clone(),
+            unavailable_profiles: opts.unavailable_profiles.clone(),
             manager: opts.manager.clone(),
             manager_factory: opts.manager_factory.clone(),
             pending_ws: None,
@@ -494,6 +501,7 @@ impl App {
             )));
         }
         app.apply_effects();
+        app.blur_unfocused();
         app
     }
 
@@ -596,6 +604,23 @@ impl App {
         if let Some(ws) = self.cx.pending_ws.take() {
             self.switch_workspace(ws);
         }
+        self.blur_unfocused();
+    }
+
+    /// Takes the keyboard from every pane but the focused one (see
+    /// [`Pane::blur`]): typing mode never outlives the focus, and a pane
+    /// rebuilt by a workspace switch does not start with the keyboard
+    /// unless it has the focus. In read-only mode the Command prompt
+    /// never takes the keyboard (nothing could run).
+    fn blur_unfocused(&mut self) {
+        let focus = self.focus();
+        let read_only = self.cx.read_only;
+        for p in &mut self.panes {
+            let id = p.id();
+            if p.text_input_active() && (id != focus || (read_only && id == panes::command::ID)) {
+                p.blur();
+            }
+        }
     }
 
     /// A lease on the open workspace from the current manager (`None`
@@ -678,6 +703,8 @@ impl App {
             "closed".into()
         };
         self.cx.ws = ws;
+        // Workspaces are opened through the current manager.
+        self.cx.header.ws_profile = self.cx.header.profile.clone();
         // Leave the previous workspace to its manager: release the lease
         // (so its idle clock starts), and shut down a replaced manager
         // that only waited for the app to leave it.
@@ -688,9 +715,23 @@ impl App {
         self.lease = self.lease_open_workspace();
         self.cx.sessions.clear();
         self.cx.workspace_ids.clear();
+        self.cx.workspace_notes.clear();
         self.modal = None;
         self.overlay = None;
+        // Rebuilt panes keep the typing mode the old ones had: a switch
+        // made from a list must not hand the keyboard to the prompt.
+        let typing: Vec<&'static str> = self
+            .panes
+            .iter()
+            .filter(|p| p.text_input_active())
+            .map(|p| p.id())
+            .collect();
         self.panes = panes::registry(&self.cx);
+        for p in &mut self.panes {
+            if !typing.contains(&p.id()) {
+                p.blur();
+            }
+        }
         for i in 0..self.panes.len() {
             self.panes[i].init(&mut self.cx);
         }
@@ -706,6 +747,7 @@ impl App {
         for e in effects {
             self.apply(e);
         }
+        self.blur_unfocused();
     }
 
     /// Stops the current file watch and, when watching is on, starts one
@@ -866,6 +908,7 @@ impl App {
         } else if self.pane_index(id).is_some() {
             self.modal = Some(id);
         }
+        self.blur_unfocused();
     }
 
     fn focus_order(&self) -> Vec<&'static str> {
@@ -895,6 +938,7 @@ impl App {
         let i = order.iter().position(|&p| p == self.focus).unwrap_or(0) as isize;
         let n = order.len() as isize;
         self.focus = order[((i + delta) % n + n) as usize % n as usize];
+        self.blur_unfocused();
     }
 
     // ----- incoming -----
@@ -1066,6 +1110,7 @@ impl App {
             TermEvent::Mouse(m) => self.on_mouse(m),
             _ => {}
         }
+        self.blur_unfocused();
     }
 
     fn on_paste(&mut self, text: &str) {
@@ -1348,7 +1393,9 @@ impl App {
             themes: super::theme::Theme::available(self.theme_dir.as_deref()),
             sessions: self.cx.sessions.clone(),
             workspaces: self.cx.workspace_ids.clone(),
+            workspace_notes: self.cx.workspace_notes.clone(),
             profiles: self.cx.profiles.clone(),
+            unavailable_profiles: self.cx.unavailable_profiles.clone(),
         }
     }
 
@@ -1616,46 +1663,70 @@ impl App {
 
     fn render_header(&self, f: &mut Frame<'_>, area: Rect) {
         let t = &self.cx.theme;
-        let ws = &self.cx.ws;
-        let id = ws.id();
-        let short = &id[..id.len().min(12)];
-        let agent = if self.cx.agent.is_empty() {
-            "default"
-        } else {
-            &self.cx.agent
-        };
-        let state = &self.cx.header.state;
-        let dot = if state == "ready" { "●" } else { "○" };
-        let mut parts = vec![
-            "wsbench".to_string(),
-            format!("profile {}", self.cx.header.profile),
-            format!("backend {}", ws.backend()),
-            format!("ws {short}"),
-            format!("user {}", self.cx.header.user),
-            format!("agent {agent}"),
-            format!("session {}", self.cx.session),
-            format!("{dot} {state}"),
-        ];
-        if self.cx.read_only {
-            parts.push("READ-ONLY".into());
-        }
-        let mut text_line = format!(" {}", parts.join(" │ "));
-        // On narrow screens keep the parts that matter most.
-        if text::width(&text_line) > area.width as usize {
-            text_line = format!(
-                " wsbench │ {} │ session {} │ {dot} {state}",
-                ws.backend(),
-                self.cx.session
-            );
-            if self.cx.read_only {
-                text_line.push_str(" │ READ-ONLY");
-            }
-        }
         let p = Paragraph::new(Line::from(Span::styled(
-            text::fit(&text::display(&text_line), area.width as usize),
+            text::fit(
+                &text::display(&self.header_text(area.width as usize)),
+                area.width as usize,
+            ),
             t.header,
         )));
         f.render_widget(p, area);
+    }
+
+    /// The header line for `width` columns: parts are dropped, least
+    /// important first, until it fits; profile, workspace id, session and
+    /// state go last. User and agent ids read as `wsbench workspaces
+    /// list` shows them.
+    pub fn header_text(&self, width: usize) -> String {
+        use crate::manager::display::id_or_default;
+        let ws = &self.cx.ws;
+        let id = ws.id();
+        let short = &id[..id.len().min(12)];
+        let state = &self.cx.header.state;
+        let dot = if state == "ready" { "●" } else { "○" };
+        let h = &self.cx.header;
+        // After `:profile` the open workspace may still be the previous
+        // profile's: say whose it is rather than imply it is the new one's.
+        let ws_part = if h.ws_profile != h.profile && !h.ws_profile.is_empty() {
+            format!("ws {short} (of profile {})", h.ws_profile)
+        } else {
+            format!("ws {short}")
+        };
+        // (text, priority): higher stays longer.
+        let mut parts: Vec<(String, u8)> = vec![
+            ("wsbench".to_string(), 4),
+            (format!("profile {}", h.profile), 8),
+            (format!("backend {}", ws.backend()), 5),
+            (ws_part, 7),
+            (format!("user {}", id_or_default(Some(&self.cx.user_id))), 2),
+            (format!("agent {}", id_or_default(Some(&self.cx.agent))), 3),
+            (format!("session {}", self.cx.session), 6),
+            (format!("{dot} {state}"), 9),
+        ];
+        if self.cx.read_only {
+            parts.push(("READ-ONLY".into(), 10));
+        }
+        // Most important first, each kept when it still fits; shown in
+        // the usual order.
+        let join = |keep: &[bool]| {
+            let v: Vec<&str> = parts
+                .iter()
+                .zip(keep)
+                .filter(|(_, k)| **k)
+                .map(|((s, _), _)| s.as_str())
+                .collect();
+            format!(" {}", v.join(" │ "))
+        };
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(parts[i].1));
+        let mut keep = vec![false; parts.len()];
+        for i in order {
+            keep[i] = true;
+            if text::width(&join(&keep)) > width {
+                keep[i] = false;
+            }
+        }
+        join(&keep)
     }
 
     fn render_footer(&self, f: &mut Frame<'_>, area: Rect) {
@@ -1676,7 +1747,16 @@ impl App {
                 ("ctrl-u".into(), "clear"),
             ],
             (_, "dialog") => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
-            _ => self.cx.keymap.hints(ctx),
+            _ => {
+                let pane = self.pane(self.focus());
+                self.cx
+                    .keymap
+                    .bindings(ctx)
+                    .filter(|b| b.spec.hint && !b.keys.is_empty())
+                    .filter(|b| !pane.is_some_and(|p| p.hint_off(b.spec.name)))
+                    .map(|b| (super::keymap::keys_label(&b.keys), b.spec.desc))
+                    .collect()
+            }
         };
         // Help over a palette or dialog: the keys that reach it there.
         if matches!(
@@ -1849,7 +1929,14 @@ fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
             let w = body.width.saturating_sub(4).clamp(10, 80);
             let r = centered(body, w, 3);
             f.render_widget(Clear, r);
-            let block = cx.block(title, "enter ok · esc cancel", true);
+            // The footer names the keys too: a long title wins the room.
+            let note = "enter ok · esc cancel";
+            let note = if text::width(title) + text::width(note) + 6 <= w as usize {
+                note
+            } else {
+                ""
+            };
+            let block = cx.block(title, note, true);
             let inner = block.inner(r);
             f.render_widget(block, r);
             let (visible, col) = input.view(inner.width as usize);

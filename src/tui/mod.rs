@@ -375,6 +375,12 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
     opts.config_problems = theme_err.into_iter().collect();
     opts.profile = ctx.profile_name();
     opts.profiles = ctx.config.profile_names();
+    opts.unavailable_profiles = ctx
+        .config
+        .unavailable_builtins()
+        .into_iter()
+        .map(|(n, why)| (n, why.to_string()))
+        .collect();
     // The Workspaces pane and `:ws` / `:profile` need the manager; a
     // profile that cannot build one still opens the TUI on the directory.
     match ctx.manager().await {

@@ -56,8 +56,9 @@ pub const ID: &str = "agent";
 /// Keymap context while the prompt has the keyboard.
 pub const PROMPT: &str = "agent.prompt";
 
-/// Keys of the pane. `j`/`k` pick a demo; page keys scroll the
-/// conversation, `g`/`G` jump to its top / follow its end.
+/// Keys of the pane. List keys (`j`/`k`, `g`/`G`) move in the demo list;
+/// page keys scroll the conversation (paging down to its end follows it
+/// again).
 pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("agent";
     act("agent.run", ID, "run demo", &["enter", "r"], true, true),
     act("agent.step_mode", ID, "step mode on/off", &["t"], false, true),
@@ -203,6 +204,10 @@ struct Run {
     stop_requested: bool,
 }
 
+/// Title of the model dialog: the format, a complete example, and how to
+/// clear the setting.
+const MODEL_TITLE: &str = "Model: URL MODEL (e.g. http://127.0.0.1:8080/v1 qwen2.5; empty clears)";
+
 /// The Agent pane.
 pub struct AgentPane {
     demos: Vec<(String, String)>,
@@ -213,6 +218,9 @@ pub struct AgentPane {
     model: Option<ModelSetting>,
     prompt: TextArea<'static>,
     typing: bool,
+    /// `i` asked for a model first: typing starts once one is set (but
+    /// not after `m` or `:agent`, which only set the model).
+    type_after_model: bool,
     lines: Ring<ConvLine>,
     /// The line model text is streaming into.
     partial: Option<ConvLine>,
@@ -260,6 +268,7 @@ impl AgentPane {
             model: ModelSetting::from_env(),
             prompt: new_prompt(),
             typing: false,
+            type_after_model: false,
             lines: Ring::new(cfg.output_buffer_lines),
             partial: None,
             partial_chars: 0,
@@ -687,7 +696,7 @@ impl AgentPane {
         );
         let mut rows: Vec<(String, Style)> = Vec::new();
         if let Some((_, d)) = self.demos.get(self.cursor.selected) {
-            for l in wrap(&text::display(d), w) {
+            for l in wrap_text(d, w) {
                 rows.push((l, t.muted));
             }
         }
@@ -765,7 +774,7 @@ impl AgentPane {
         let mut rows: Vec<(String, Style)> = Vec::new();
         for l in self.partial.iter().chain(self.lines.iter().rev()) {
             let st = self.style(l.kind, cx);
-            let wrapped = wrap(&text::display(&l.text), w);
+            let wrapped = wrap_text(&l.text, w);
             for r in wrapped.into_iter().rev() {
                 rows.push((r, st));
             }
@@ -781,6 +790,29 @@ impl AgentPane {
             buf.set_stringn(area.x, area.y + n as u16, s, w, *st);
         }
     }
+}
+
+/// Rows of raw text `s` for `w` columns: each of its own lines wraps on
+/// its own (a line break is never shown as `␊` inside a paragraph), and
+/// the rows a line wraps into keep its indentation.
+fn wrap_text(s: &str, w: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in s.split('\n') {
+        let line = text::display(line.strip_suffix('\r').unwrap_or(line)).into_owned();
+        let body = line.trim_start_matches(' ');
+        let indent = (line.len() - body.len()).min(w / 2);
+        if indent == 0 {
+            out.extend(wrap(&line, w));
+            continue;
+        }
+        let pad = " ".repeat(indent);
+        out.extend(
+            wrap(body, w - indent)
+                .into_iter()
+                .map(|r| format!("{pad}{r}")),
+        );
+    }
+    out
 }
 
 /// Cuts `s` (already sanitised) into rows of at most `w` columns,
@@ -1016,6 +1048,10 @@ impl Pane for AgentPane {
         self.typing
     }
 
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
@@ -1054,7 +1090,7 @@ impl Pane for AgentPane {
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         let verb = action.strip_prefix("agent.").unwrap_or(action);
         match verb {
-            "down" | "up" => {
+            "down" | "up" | "top" | "bottom" => {
                 super::navigate(&mut self.cursor, verb, self.demos.len());
             }
             "page_down" => {
@@ -1064,14 +1100,6 @@ impl Pane for AgentPane {
             "page_up" => {
                 self.back += self.view_height.max(1);
                 self.follow = false;
-            }
-            "top" => {
-                self.back = self.lines.len().saturating_mul(4);
-                self.follow = false;
-            }
-            "bottom" => {
-                self.back = 0;
-                self.follow = true;
             }
             "run" => self.run_demo(cx),
             "step_mode" => {
@@ -1101,11 +1129,15 @@ impl Pane for AgentPane {
                 if self.model.is_none() {
                     cx.toast(Level::Warn, "set a model first: m, or :agent URL MODEL");
                     self.ask_model(cx);
+                    self.type_after_model = true;
                 } else {
                     self.typing = true;
                 }
             }
-            "model" => self.ask_model(cx),
+            "model" => {
+                self.type_after_model = false;
+                self.ask_model(cx)
+            }
             "clear" => {
                 self.lines.clear();
                 self.partial = None;
@@ -1181,11 +1213,23 @@ impl Pane for AgentPane {
                 }
                 match ModelSetting::parse(t) {
                     Ok(m) => {
-                        cx.toast(Level::Info, format!("model {} at {}", m.model, m.url));
+                        let then = if self.type_after_model {
+                            "type a message"
+                        } else {
+                            "i types a message"
+                        };
+                        cx.toast(
+                            Level::Info,
+                            format!("model {} at {} · {then}", m.model, m.url),
+                        );
                         self.model = Some(m);
-                        self.typing = true;
+                        self.typing = std::mem::take(&mut self.type_after_model);
                     }
-                    Err(e) => cx.toast(Level::Error, e),
+                    Err(e) => {
+                        cx.toast(Level::Error, e);
+                        // Back to the dialog with the text, to fix it.
+                        self.ask_model_with(cx, t.trim().to_string());
+                    }
                 }
             }
             _ => {}
@@ -1247,7 +1291,7 @@ impl Pane for AgentPane {
                 .trim_start_matches(" · ")
                 .to_string();
         }
-        let block = cx.block("Agent", &note, focused);
+        let block = cx.block_for(area, "Agent", &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         if inner.height == 0 || inner.width == 0 {
@@ -1332,14 +1376,20 @@ impl Pane for AgentPane {
 
 impl AgentPane {
     fn ask_model(&mut self, cx: &mut Ctx) {
+        // No half value to accept by mistake: the current setting, else
+        // an empty field under a title with a complete example.
         let initial = self
             .model
             .as_ref()
             .map(|m| format!("{} {}", m.url, m.model))
-            .unwrap_or_else(|| "http://127.0.0.1:8080/v1 ".into());
+            .unwrap_or_default();
+        self.ask_model_with(cx, initial);
+    }
+
+    fn ask_model_with(&mut self, cx: &mut Ctx, initial: String) {
         cx.effect(Effect::Prompt {
             pane: ID,
-            title: "Model: URL NAME (OpenAI-compatible; empty clears)".into(),
+            title: MODEL_TITLE.into(),
             initial,
             tag: "model".into(),
         });
@@ -1401,6 +1451,16 @@ mod tests {
             p.lines().iter().filter(|l| l.text.starts_with('y')).count(),
             6
         );
+    }
+
+    #[test]
+    fn wrapped_text_keeps_line_breaks_and_indentation() {
+        assert_eq!(
+            wrap_text("first line\r\n  an indented one that wraps", 14),
+            ["first line", "  an indented ", "  one that ", "  wraps"]
+        );
+        assert_eq!(wrap_text("a\n\nb", 10), ["a", "", "b"]);
+        assert!(!wrap_text("x\ny", 10).concat().contains('␊'));
     }
 
     #[test]

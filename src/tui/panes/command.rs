@@ -341,13 +341,18 @@ impl CommandPane {
                 t.error,
             )
         } else if timed_out {
-            (format!("⏱ timed out · {took}"), t.error)
+            // The exit status (143, SIGTERM) is wsbench's own kill: say so.
+            let limit = cx.ws.limits().bash_max_timeout_ms / 1000;
+            (
+                format!("⏱ killed by wsbench after {limit}s timeout · {took}"),
+                t.error,
+            )
         } else if state == "interrupted" {
             (format!("✗ killed · {took}"), t.warn)
         } else {
             match exit_code {
                 Some(0) => (format!("✓ exit 0 · {took}"), t.success),
-                Some(c) => (format!("✗ exit {c} · {took}"), t.error),
+                Some(c) => (format!("✗ exit {} · {took}", exit_label(c)), t.error),
                 None => (format!("✗ exit ? · {took}"), t.error),
             }
         };
@@ -465,7 +470,10 @@ impl CommandPane {
                 };
                 let when = e.started_at.format("%m-%d %H:%M").to_string();
                 let left = format!("{when} {mark:<5} {:>7} ", text::duration_ms(e.duration_ms));
-                let cmd = e.summary().replace('\n', " ⏎ ");
+                let mut cmd = e.summary().replace('\n', " ⏎ ");
+                if e.timed_out {
+                    cmd.push_str("  (killed by wsbench: timeout)");
+                }
                 let room = w.saturating_sub(text::width(&left));
                 Line::from(vec![
                     Span::styled(format!("{when} "), t.muted),
@@ -479,6 +487,18 @@ impl CommandPane {
             },
         );
     }
+}
+
+/// An exit status, with the signal named when it is 128 + a signal
+/// number (`143 (SIGTERM)`): a process killed from outside (not by
+/// wsbench's timeout, which says so itself).
+pub fn exit_label(code: i32) -> String {
+    if code > 128
+        && let Ok(sig) = nix::sys::signal::Signal::try_from(code - 128)
+    {
+        return format!("{code} ({sig})");
+    }
+    code.to_string()
 }
 
 /// Stderr lines get the warning colour where the program set none.
@@ -516,6 +536,10 @@ impl Pane for CommandPane {
 
     fn text_input_active(&self) -> bool {
         self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
     }
 
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
@@ -579,6 +603,15 @@ impl Pane for CommandPane {
             }
             "newline" => self.prompt.insert_newline(),
             "leave" => self.typing = false,
+            // Read-only: the prompt never takes the keyboard (keys stay
+            // pane and focus keys), and `i`/Enter say why.
+            "prompt" if !cx.can("command.run") => {
+                self.show_past = false;
+                cx.toast(
+                    Level::Warn,
+                    "read-only mode: commands do not run (start wsbench without --read-only)",
+                );
+            }
             "prompt" => {
                 if self.show_past {
                     let n = self.past.len();
@@ -753,7 +786,7 @@ impl Pane for CommandPane {
             }
             MouseEventKind::Down(MouseButton::Left) => {
                 // A click on the prompt rows focuses the prompt.
-                if ev.row + 4 >= area.y + area.height {
+                if ev.row + 4 >= area.y + area.height && cx.can("command.run") {
                     self.typing = true;
                 }
                 true
@@ -783,7 +816,7 @@ impl Pane for CommandPane {
         } else {
             format!("Command · session {}", cx.session)
         };
-        let block = cx.block(&title, &note, focused);
+        let block = cx.block_for(area, &title, &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         if inner.height == 0 || inner.width == 0 {
@@ -802,7 +835,9 @@ impl Pane for CommandPane {
         }
         if sep == 1 {
             let y = inner.y + out_h;
-            let label = if self.typing && focused {
+            let label = if !cx.can("command.run") {
+                "─ $ (read-only) "
+            } else if self.typing && focused {
                 "─ $ "
             } else {
                 "─ $ (i to type) "
@@ -822,6 +857,10 @@ impl Pane for CommandPane {
             st = st.add_modifier(Modifier::DIM);
         }
         self.prompt.set_style(st);
+        if !cx.can("command.run") {
+            self.prompt
+                .set_placeholder_text("read-only mode: commands do not run");
+        }
         self.prompt.set_placeholder_style(t.muted);
         self.prompt.set_cursor_style(if self.typing && focused {
             t.base.add_modifier(Modifier::REVERSED)
@@ -853,6 +892,14 @@ mod tests {
         }
         assert_eq!(p.output().len(), 100);
         assert_eq!(p.output().iter().last().unwrap().line.text, "9999");
+    }
+
+    #[test]
+    fn signal_exits_are_named() {
+        assert_eq!(exit_label(143), "143 (SIGTERM)");
+        assert_eq!(exit_label(137), "137 (SIGKILL)");
+        assert_eq!(exit_label(3), "3");
+        assert_eq!(exit_label(128), "128");
     }
 
     #[test]

@@ -390,7 +390,7 @@ impl Pane for EditorPane {
         } else {
             "ctrl-s save · esc close".into()
         };
-        let block = cx.block(&self.title(), &note, focused);
+        let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         if let Some(e) = &self.error {

@@ -154,6 +154,9 @@ pub struct FilesPane {
     preview_want: Option<String>,
     preview_busy: bool,
     show_preview: bool,
+    /// Inside of the pane at the last render: whether `p` can show the
+    /// preview there.
+    inner_area: Rect,
     inflight: BTreeSet<String>,
     again: BTreeSet<String>,
     sniffing: bool,
@@ -287,6 +290,7 @@ impl FilesPane {
             preview_want: None,
             preview_busy: false,
             show_preview: true,
+            inner_area: Rect::default(),
             inflight: BTreeSet::new(),
             again: BTreeSet::new(),
             sniffing: false,
@@ -811,6 +815,11 @@ impl Pane for FilesPane {
         self.filter.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,
@@ -953,7 +962,20 @@ impl Pane for FilesPane {
                     p.scroll = (p.scroll as isize + d).max(0) as usize;
                 }
             }
-            "toggle_preview" => self.show_preview = !self.show_preview,
+            "toggle_preview" => {
+                self.show_preview = !self.show_preview;
+                let msg = if !self.show_preview {
+                    "preview off (p shows it)".to_string()
+                } else if preview_layout(self.inner_area, true).is_some() {
+                    "preview on".to_string()
+                } else {
+                    format!(
+                        "preview on, but the pane is too small to show it (needs {PREVIEW_SIDE_MIN_WIDTH} \
+                         columns, or {PREVIEW_BELOW_MIN_HEIGHT} rows): z zooms the pane"
+                    )
+                };
+                cx.toast(Level::Info, msg);
+            }
             _ => return false,
         }
         true
@@ -1128,22 +1150,16 @@ impl Pane for FilesPane {
             if self.watching { "live" } else { "" },
             if loading { " · listing…" } else { "" }
         );
-        let block = cx.block(&self.title(), note.trim_start_matches(' '), focused);
+        let block = cx.block_for(area, &self.title(), note.trim_start_matches(' '), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        let (tree, prev) = if self.show_preview && inner.width >= 50 {
-            let tw = (inner.width * 45 / 100).max(20);
-            (
-                Rect::new(inner.x, inner.y, tw, inner.height),
-                Some(Rect::new(
-                    inner.x + tw + 1,
-                    inner.y,
-                    inner.width - tw - 1,
-                    inner.height,
-                )),
-            )
-        } else {
-            (inner, None)
+        // Beside the tree when wide enough, else under it when tall
+        // enough (the default layout at 120 columns), else not at all.
+        let layout = preview_layout(inner, self.show_preview);
+        self.inner_area = inner;
+        let (tree, prev, below) = match layout {
+            Some((tree, prev, below)) => (tree, Some(prev), below),
+            None => (inner, None, false),
         };
         let list = filter_bar(f, tree, &self.filter, cx);
         self.tree_area = list;
@@ -1228,13 +1244,58 @@ impl Pane for FilesPane {
             self.sniff_visible(cx);
         }
         if let Some(pa) = prev {
-            let sep_x = pa.x - 1;
-            for y in pa.y..pa.y + pa.height {
-                f.buffer_mut().set_string(sep_x, y, "│", t.border);
+            if below {
+                let line = "─".repeat(pa.width as usize);
+                f.buffer_mut().set_string(pa.x, pa.y - 1, line, t.border);
+            } else {
+                let sep_x = pa.x - 1;
+                for y in pa.y..pa.y + pa.height {
+                    f.buffer_mut().set_string(sep_x, y, "│", t.border);
+                }
             }
             self.render_preview(f, pa, cx);
         }
     }
+}
+
+/// Width from which the preview sits beside the tree.
+pub const PREVIEW_SIDE_MIN_WIDTH: u16 = 64;
+/// Height from which the preview sits under the tree instead.
+pub const PREVIEW_BELOW_MIN_HEIGHT: u16 = 12;
+
+/// `(tree, preview, preview is below)` areas inside `inner`, or `None`
+/// when the preview is off or the pane is too small for it.
+fn preview_layout(inner: Rect, on: bool) -> Option<(Rect, Rect, bool)> {
+    if !on {
+        return None;
+    }
+    if inner.width >= PREVIEW_SIDE_MIN_WIDTH {
+        let tw = (inner.width * 45 / 100).max(20);
+        return Some((
+            Rect::new(inner.x, inner.y, tw, inner.height),
+            Rect::new(
+                inner.x + tw + 1,
+                inner.y,
+                inner.width - tw - 1,
+                inner.height,
+            ),
+            false,
+        ));
+    }
+    if inner.height >= PREVIEW_BELOW_MIN_HEIGHT && inner.width >= 20 {
+        let th = inner.height / 2;
+        return Some((
+            Rect::new(inner.x, inner.y, inner.width, th),
+            Rect::new(
+                inner.x,
+                inner.y + th + 1,
+                inner.width,
+                inner.height - th - 1,
+            ),
+            true,
+        ));
+    }
+    None
 }
 
 fn expand_home(p: &str) -> std::path::PathBuf {

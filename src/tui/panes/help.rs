@@ -106,7 +106,14 @@ impl HelpOverlay {
             "  \"app.quit\" = [\"q\", \"ctrl-q\"]   (wsbench info prints the config path)".into(),
         ));
         rows.push(Row::Note(
-            "Destructive actions (marked !) ask first and are gone with --read-only.".into(),
+            "Actions marked ! change the workspace or run something; --read-only removes them."
+                .into(),
+        ));
+        rows.push(Row::Note(
+            "Delete, destroy, remove, re-run, kill and new workspace ask first; save, run,".into(),
+        ));
+        rows.push(Row::Note(
+            "shell and demo runs act at once; upload, rename and add take their text first.".into(),
         ));
         rows.push(Row::Note(
             "In a text field keys type; Tab, Esc and ctrl/F keys still work.".into(),

@@ -419,6 +419,11 @@ impl Pane for LogsPane {
         self.search.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.search.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.search.key(key) {
             FilterOutcome::Ignored => false,
@@ -632,7 +637,7 @@ impl Pane for LogsPane {
             note.push(format!("{} dropped", self.ring.dropped()));
         }
         let title = format!("Logs ({}/{})", self.filtered.len(), self.ring.len());
-        let block = cx.block(&title, &note.join(" · "), focused);
+        let block = cx.block_for(area, &title, &note.join(" · "), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = super::filter_bar(f, inner, &self.search, cx);

@@ -66,7 +66,13 @@ pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 pub struct HeaderInfo {
     /// Profile name (`local` until the manager brings profiles).
     pub profile: String,
-    /// User name.
+    /// Profile the open workspace belongs to: differs from
+    /// [`HeaderInfo::profile`] after `:profile` until a workspace of the
+    /// new profile is opened, and the header says so.
+    pub ws_profile: String,
+    /// The login name. The header shows the workspace's user id instead
+    /// (as `wsbench workspaces list` does), since that is what the
+    /// manager keys workspaces by.
     pub user: String,
     /// Connection / workspace state text (`ready`, `failed: ...`).
     pub state: String,
@@ -102,8 +108,14 @@ pub struct Ctx {
     /// Workspace ids of the current profile from the last listing
     /// (palette completion, `:ws` suggestions).
     pub workspace_ids: Vec<String>,
+    /// `(id, "user/agent · state")` of the last listing, for the
+    /// palette's `:ws` completion.
+    pub workspace_notes: Vec<(String, String)>,
     /// Profile names (palette completion).
     pub profiles: Vec<String>,
+    /// Built-in profiles this machine cannot use, with the reason
+    /// (`("e2b", "needs E2B_API_KEY")`): shown, not offered, by `:profile`.
+    pub unavailable_profiles: Vec<(String, String)>,
     /// The workspace manager of the selected profile (`None` when the
     /// app runs without one, as in most tests): the Workspaces pane and
     /// `:ws` use it.
@@ -188,6 +200,31 @@ impl Ctx {
         self.inflight.load(Ordering::SeqCst)
     }
 
+    /// [`Ctx::block`] for a pane drawn in `area`: when title and note do
+    /// not both fit on the top border, the note gives way first (cut in
+    /// the middle, then dropped), so the pane's name and count stay whole
+    /// (`Workspaces (2)`, not `Worksp profile local`); a title that alone
+    /// is too wide is cut at its end.
+    pub fn block_for<'a>(&self, area: Rect, title: &str, note: &str, focused: bool) -> Block<'a> {
+        // Two corners, a space either side of each part, one gap.
+        let room = (area.width as usize).saturating_sub(2);
+        let tw = text::width(title) + 2;
+        let title = if tw > room {
+            text::truncate(title, room.saturating_sub(2)).into_owned()
+        } else {
+            title.to_string()
+        };
+        let left = room.saturating_sub(text::width(&title) + 2 + 1);
+        let note = if text::width(note) + 2 <= left {
+            note.to_string()
+        } else if left >= 12 {
+            text::truncate_middle(note, left - 2)
+        } else {
+            String::new()
+        };
+        self.block(&title, &note, focused)
+    }
+
     /// The bordered block of a pane, styled for focus, with `title` and an
     /// optional right-hand note.
     pub fn block<'a>(&self, title: &str, note: &str, focused: bool) -> Block<'a> {
@@ -236,6 +273,20 @@ pub trait Pane: Send {
     fn text_input_active(&self) -> bool {
         false
     }
+
+    /// Whether the footer leaves out `action` now because it would do
+    /// nothing (the viewer's link keys on a document without links). The
+    /// key still works; help still lists it.
+    fn hint_off(&self, _action: &str) -> bool {
+        false
+    }
+
+    /// The pane lost the focus (another pane was focused, the workspace
+    /// was switched under it): it leaves any typing mode. The one rule for
+    /// every pane: focus keys (`1`…`9`, `0`, Tab, `A`, a click) focus a
+    /// pane, and only the pane's own key (`i`, Enter, `/`) starts typing;
+    /// a pane never keeps the keyboard from an earlier visit.
+    fn blur(&mut self) {}
 
     /// A raw key while [`Pane::text_input_active`]; true if consumed.
     fn on_key(&mut self, _key: &KeyEvent, _cx: &mut Ctx) -> bool {

@@ -124,6 +124,11 @@ impl Pane for OffloadPane {
         self.filter.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,
@@ -226,7 +231,12 @@ impl Pane for OffloadPane {
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
-        let block = cx.block(&self.title(), &format!("session {}", cx.session), focused);
+        let block = cx.block_for(
+            area,
+            &self.title(),
+            &format!("session {}", cx.session),
+            focused,
+        );
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = filter_bar(f, inner, &self.filter, cx);

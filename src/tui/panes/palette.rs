@@ -96,6 +96,11 @@ pub struct Completions {
     pub workspaces: Vec<String>,
     /// Profile names.
     pub profiles: Vec<String>,
+    /// Built-in profiles that cannot work here, with the reason: listed
+    /// under the usable ones so `:profile e2b` is never a mystery.
+    pub unavailable_profiles: Vec<(String, String)>,
+    /// A short description of each workspace id (`user/agent · state`).
+    pub workspace_notes: Vec<(String, String)>,
 }
 
 /// State of the open palette.
@@ -194,10 +199,26 @@ impl PaletteOverlay {
                 pool.iter()
                     .filter(|s| !s.starts_with(arg) && s.contains(arg)),
             );
-            out.extend(
-                hits.into_iter()
-                    .map(|s| (format!("{word} {s}"), String::new())),
-            );
+            let note = |s: &String| -> String {
+                if word == "ws" {
+                    p.workspace_notes
+                        .iter()
+                        .find(|(id, _)| id == s)
+                        .map(|(_, n)| n.clone())
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            };
+            out.extend(hits.into_iter().map(|s| (format!("{word} {s}"), note(s))));
+            if word == "profile" {
+                out.extend(
+                    p.unavailable_profiles
+                        .iter()
+                        .filter(|(n, _)| n.starts_with(arg))
+                        .map(|(n, why)| (format!("profile {n}"), format!("unavailable: {why}"))),
+                );
+            }
         } else {
             for (w, _, d) in COMMANDS {
                 if w.starts_with(input) {
@@ -266,9 +287,9 @@ impl PaletteOverlay {
                 None
             }
             KeyCode::Backspace => {
-                if self.input.pop().is_none() {
-                    self.closed = true;
-                }
+                // On an empty line Backspace does nothing (Esc closes):
+                // closing here would turn the next letters into pane keys.
+                self.input.pop();
                 self.selected = 0;
                 self.refresh();
                 None
@@ -436,6 +457,41 @@ mod tests {
         }
         p.on_key(&k(KeyCode::Tab));
         assert_eq!(p.input, "profile docker");
+    }
+
+    #[test]
+    fn unavailable_profiles_are_shown_with_the_reason() {
+        let pools = Completions {
+            profiles: vec!["local".to_string()],
+            unavailable_profiles: vec![("e2b".to_string(), "needs E2B_API_KEY".to_string())],
+            ..Completions::default()
+        };
+        let mut p = PaletteOverlay::new(pools);
+        for c in "profile ".chars() {
+            p.on_key(&k(KeyCode::Char(c)));
+        }
+        p.refresh();
+        assert_eq!(
+            p.candidates,
+            [
+                ("profile local".to_string(), String::new()),
+                (
+                    "profile e2b".to_string(),
+                    "unavailable: needs E2B_API_KEY".to_string()
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn backspace_on_an_empty_line_keeps_the_palette() {
+        let mut p = PaletteOverlay::new(Completions::default());
+        p.on_key(&k(KeyCode::Char('x')));
+        p.on_key(&k(KeyCode::Backspace));
+        p.on_key(&k(KeyCode::Backspace));
+        assert!(!p.closed, "the next letters must not become pane keys");
+        p.on_key(&k(KeyCode::Char('q')));
+        assert_eq!(p.input, "q");
     }
 
     #[test]

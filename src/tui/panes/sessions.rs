@@ -115,6 +115,11 @@ impl Pane for SessionsPane {
         self.filter.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,
@@ -208,7 +213,7 @@ impl Pane for SessionsPane {
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
         let note = if self.loading { "loading…" } else { "" };
-        let block = cx.block(&self.title(), note, focused);
+        let block = cx.block_for(area, &self.title(), note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = filter_bar(f, inner, &self.filter, cx);
@@ -254,7 +259,8 @@ impl Pane for SessionsPane {
                 let mark = if *current { "● " } else { "  " };
                 let rw = text::width(right) + 1;
                 let id_w = w.saturating_sub(rw + 2);
-                let name = text::fit(&text::display(id), id_w);
+                // Cut in the middle: generated ids share long prefixes.
+                let name = text::fit(&text::truncate_middle(&text::display(id), id_w), id_w);
                 let id_style = if *current { t.accent } else { t.base };
                 Line::from(vec![
                     Span::styled(mark, t.accent),

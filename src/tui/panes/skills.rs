@@ -194,6 +194,11 @@ impl Pane for SkillsPane {
         self.filter.editing
     }
 
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,
@@ -380,7 +385,7 @@ impl Pane for SkillsPane {
         } else {
             cx.agent.as_str()
         };
-        let block = cx.block(&self.title(), &format!("agent {agent}"), focused);
+        let block = cx.block_for(area, &self.title(), &format!("agent {agent}"), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = filter_bar(f, inner, &self.filter, cx);

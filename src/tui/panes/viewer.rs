@@ -33,6 +33,7 @@ pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("viewer";
     act("viewer.prev_link", ID, "previous link", &["shift-tab", "N"], false, false),
     act("viewer.open_link", ID, "open link", &["enter"], false, true),
     act("viewer.copy", ID, "copy document", &["y"], false, false),
+    act("viewer.wrap", ID, "wrap", &["w"], false, true),
 );
 
 /// The viewer pane.
@@ -43,6 +44,8 @@ pub struct ViewerPane {
     link: Option<usize>,
     height: usize,
     loading: Option<String>,
+    /// Long lines wrap instead of being cut at the edge (`w`).
+    wrap: bool,
 }
 
 struct Loaded(Doc);
@@ -291,6 +294,7 @@ impl ViewerPane {
             link: None,
             height: 10,
             loading: None,
+            wrap: false,
         }
     }
 
@@ -334,6 +338,15 @@ impl Pane for ViewerPane {
         }
     }
 
+    fn hint_off(&self, action: &str) -> bool {
+        let links = self.doc.as_ref().is_some_and(|d| !d.links.is_empty());
+        !links
+            && matches!(
+                action,
+                "viewer.next_link" | "viewer.prev_link" | "viewer.open_link"
+            )
+    }
+
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         let verb = action.strip_prefix("viewer.").unwrap_or(action);
         let len = self.doc.as_ref().map(|d| d.lines.len()).unwrap_or(0);
@@ -375,6 +388,15 @@ impl Pane for ViewerPane {
                 {
                     cx.effect(Effect::OpenLink(url.clone()));
                 }
+            }
+            "wrap" => {
+                self.wrap = !self.wrap;
+                let m = if self.wrap {
+                    "long lines wrap (w cuts them again)"
+                } else {
+                    "long lines are cut at the edge (w wraps them)"
+                };
+                cx.toast(crate::tui::action::Level::Info, m);
             }
             "copy" => {
                 if let Some(doc) = &self.doc {
@@ -437,7 +459,7 @@ impl Pane for ViewerPane {
             (0, _) => "esc back".to_string(),
             (n, _) => format!("{n} links · tab select · enter open · esc back"),
         };
-        let block = cx.block(&self.title(), &note, focused);
+        let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         self.height = inner.height as usize;
@@ -451,6 +473,29 @@ impl Pane for ViewerPane {
             return;
         };
         let sel_line = self.link.and_then(|l| doc.links.get(l)).map(|(i, _)| *i);
+        if self.wrap {
+            let lines: Vec<ratatui::text::Line<'_>> = doc
+                .lines
+                .iter()
+                .enumerate()
+                .skip(self.offset)
+                .take(inner.height as usize)
+                .map(|(i, l)| {
+                    let ln = l.to_line(t.base);
+                    if Some(i) == sel_line {
+                        ln.patch_style(t.selection)
+                    } else {
+                        ln
+                    }
+                })
+                .collect();
+            f.render_widget(
+                ratatui::widgets::Paragraph::new(lines)
+                    .wrap(ratatui::widgets::Wrap { trim: false }),
+                inner,
+            );
+            return;
+        }
         let buf = f.buffer_mut();
         for (row, (i, l)) in doc
             .lines

@@ -19,7 +19,7 @@ use ratatui::text::{Line, Span};
 use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::engine::Workspace;
 use crate::engine::events::Event;
-use crate::manager::{WorkspaceInfo, WorkspaceManager};
+use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
 use crate::tui::action::{Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
@@ -67,6 +67,9 @@ pub struct WorkspacesPane {
     /// Our own failed opens, by id (shown in the row with a retry).
     failures: HashMap<String, String>,
     opening: Option<String>,
+    /// Set by `:profile` to the previous profile: the next listing opens
+    /// the new profile's workspace of the same user and agent.
+    follow_from: Option<String>,
     ticks: u32,
     inner: Rect,
 }
@@ -77,28 +80,37 @@ impl Default for WorkspacesPane {
     }
 }
 
-/// `0s`, `42s`, `5m`, `3h`, `2d`; `-` when unknown.
-fn secs(v: Option<f64>) -> String {
-    match v {
-        Some(s) => text::age(Some(0.0), s),
-        None => "-".into(),
-    }
+/// `user/agent` of a row, as `wsbench workspaces list` shows them.
+fn user_agent(w: &WorkspaceInfo) -> String {
+    format!(
+        "{}/{}",
+        display::id_or_default(w.user.as_deref()),
+        display::id_or_default(w.agent.as_deref())
+    )
 }
 
-/// Labels worth showing: the ones the backend and manager add
-/// (`wsbench.*`) are columns already.
-fn user_labels(w: &WorkspaceInfo) -> String {
-    let v: Vec<String> = w
-        .labels
-        .iter()
-        .filter(|(k, _)| !k.starts_with("wsbench."))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if v.is_empty() {
-        "-".into()
-    } else {
-        v.join(" ")
+/// `idle/ttl left`, in the units of `wsbench workspaces list`.
+fn idle_ttl(w: &WorkspaceInfo) -> String {
+    format!(
+        "{}/{}",
+        display::span(w.idle_secs),
+        display::span(w.ttl_left_secs)
+    )
+}
+
+/// What `:ws <text>` names among `rows`: an exact id, else the rows whose
+/// id starts with it or whose user or agent id equals it.
+pub fn resolve_ws<'a>(rows: &'a [WorkspaceInfo], wanted: &str) -> Vec<&'a WorkspaceInfo> {
+    if let Some(w) = rows.iter().find(|r| r.id == wanted) {
+        return vec![w];
     }
+    rows.iter()
+        .filter(|r| {
+            r.id.starts_with(wanted)
+                || r.user.as_deref() == Some(wanted)
+                || r.agent.as_deref() == Some(wanted)
+        })
+        .collect()
 }
 
 impl WorkspacesPane {
@@ -114,6 +126,7 @@ impl WorkspacesPane {
             error: None,
             failures: HashMap::new(),
             opening: None,
+            follow_from: None,
             ticks: 0,
             inner: Rect::default(),
         }
@@ -154,6 +167,23 @@ impl WorkspacesPane {
             );
             return;
         };
+        let hits = resolve_ws(&self.rows, id);
+        let id = match hits[..] {
+            [one] => one.id.clone(),
+            [] => id.to_string(),
+            _ => {
+                let names: Vec<String> = hits
+                    .iter()
+                    .map(|w| format!("{} ({})", w.id, user_agent(w)))
+                    .collect();
+                cx.toast(
+                    Level::Warn,
+                    format!("`:ws {id}` matches {}: {}", names.len(), names.join(", ")),
+                );
+                return;
+            }
+        };
+        let id = id.as_str();
         if id == cx.ws.id() {
             cx.toast(Level::Info, format!("workspace {id} is already open"));
             return;
@@ -185,6 +215,53 @@ impl WorkspacesPane {
         });
     }
 
+    /// After `:profile`: opens the new profile's workspace of the open
+    /// one's user and agent (the session's, when there are several); when
+    /// it has none, says so and how to make one (the header marks the open
+    /// workspace as `old`'s meanwhile).
+    fn follow_profile(&mut self, old: &str, cx: &mut Ctx) {
+        let (user, agent) = (cx.user_id.clone(), cx.agent.clone());
+        let mine: Vec<&WorkspaceInfo> = self
+            .rows
+            .iter()
+            .filter(|w| {
+                w.user.as_deref().unwrap_or("") == user && w.agent.as_deref().unwrap_or("") == agent
+            })
+            .collect();
+        let pick = match mine[..] {
+            [one] => Some(one.id.clone()),
+            [] => None,
+            _ => mine
+                .iter()
+                .find(|w| w.session.as_deref() == Some(cx.session.as_str()))
+                .or(mine.first())
+                .map(|w| w.id.clone()),
+        };
+        let p = cx.header.profile.clone();
+        match pick {
+            Some(id) if id == cx.ws.id() => {}
+            Some(id) => {
+                cx.toast(
+                    Level::Info,
+                    format!("profile {p}: opening workspace {id} of the same user and agent"),
+                );
+                self.open_id(&id, cx);
+            }
+            None => {
+                let short = &cx.ws.id()[..cx.ws.id().len().min(12)];
+                cx.toast(
+                    Level::Info,
+                    format!(
+                        "profile {p} has no workspace for user {} agent {}: n creates one; \
+                         the open workspace {short} is still profile {old}'s",
+                        display::id_or_default(Some(&user)),
+                        display::id_or_default(Some(&agent)),
+                    ),
+                );
+            }
+        }
+    }
+
     fn refilter(&mut self) {
         self.shown = (0..self.rows.len())
             .filter(|&i| {
@@ -193,7 +270,7 @@ impl WorkspacesPane {
                     || self.filter.matches(&r.state)
                     || r.user.as_deref().is_some_and(|u| self.filter.matches(u))
                     || r.agent.as_deref().is_some_and(|a| self.filter.matches(a))
-                    || self.filter.matches(&user_labels(r))
+                    || self.filter.matches(&display::labels(r))
             })
             .collect();
         self.cursor.clamp(self.shown.len());
@@ -211,7 +288,7 @@ impl WorkspacesPane {
         if self.opening.as_deref() == Some(w.id.as_str()) {
             return ("opening…".into(), None);
         }
-        (w.state.clone(), w.reason.as_deref())
+        (display::state(w), w.reason.as_deref())
     }
 
     fn act_on_selected(&mut self, verb: &str, cx: &mut Ctx) {
@@ -270,6 +347,11 @@ impl Pane for WorkspacesPane {
 
     fn text_input_active(&self) -> bool {
         self.filter.editing
+    }
+
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.filter.editing = false;
     }
 
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
@@ -331,8 +413,33 @@ impl Pane for WorkspacesPane {
                             self.rows = rows.clone();
                             self.error = None;
                             cx.workspace_ids = self.ids();
+                            cx.workspace_notes = self
+                                .rows
+                                .iter()
+                                .map(|w| {
+                                    let n = format!("{} · {}", user_agent(w), display::state(w));
+                                    (w.id.clone(), n)
+                                })
+                                .collect();
+                            if let Some(old) = self.follow_from.take() {
+                                self.follow_profile(&old, cx);
+                            }
                         }
-                        Err(e) => self.error = Some(e.clone()),
+                        Err(e) => {
+                            // In full in Logs (once, not on every refresh).
+                            if self.error.as_ref() != Some(e) {
+                                let p = cx.manager.as_ref().map_or("", |m| m.profile());
+                                cx.effect(crate::tui::action::Effect::Log(
+                                    crate::tui::action::LogLine::now(
+                                        Level::Error,
+                                        "workspaces",
+                                        format!("listing profile {p}: {e}"),
+                                    ),
+                                ));
+                            }
+                            self.error = Some(e.clone());
+                            self.follow_from = None;
+                        }
                     }
                     self.refilter();
                     if self.dirty {
@@ -372,7 +479,8 @@ impl Pane for WorkspacesPane {
                 Some(Msg::Profile(name, r)) => match r {
                     Ok(m) => {
                         cx.switch_manager(m.clone());
-                        cx.header.profile = name.clone();
+                        self.follow_from =
+                            Some(std::mem::replace(&mut cx.header.profile, name.clone()));
                         self.failures.clear();
                         self.rows.clear();
                         cx.workspace_ids.clear();
@@ -438,7 +546,7 @@ impl Pane for WorkspacesPane {
             (None, Some(m)) => format!("profile {}", m.profile()),
             (None, None) => String::new(),
         };
-        let block = cx.block(&self.title(), &note, focused);
+        let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let mut list = filter_bar(f, inner, &self.filter, cx);
@@ -449,7 +557,13 @@ impl Pane for WorkspacesPane {
         }
         if let Some(e) = &self.error {
             self.inner = list;
-            placeholder(f, list, &format!("error: {e}"), t.error);
+            // Wrapped, so the whole reason is readable (also in Logs).
+            let p = ratatui::widgets::Paragraph::new(
+                text::display(&format!("error: {e}")).into_owned(),
+            )
+            .style(t.error)
+            .wrap(ratatui::widgets::Wrap { trim: true });
+            f.render_widget(p, list);
             return;
         }
         // The open workspace may not be this profile's (`--workdir`, or
@@ -482,9 +596,10 @@ impl Pane for WorkspacesPane {
             return;
         }
         let w = list.width as usize;
-        // Columns by priority: what fits is shown.
-        let wide = w >= 96;
-        let mid = w >= 56;
+        // Columns by priority: what fits is shown. Cells are those of
+        // `wsbench workspaces list` (crate::manager::display).
+        let wide = w >= 100;
+        let mid = w >= 60;
         // Whole ids where there is room (`:ws <id>` needs them), at
         // least 14 columns so the others line up.
         let longest = self
@@ -494,9 +609,9 @@ impl Pane for WorkspacesPane {
             .max()
             .unwrap_or(0);
         let idw = if wide {
-            longest.clamp(14, w.saturating_sub(82).max(14))
+            longest.clamp(14, w.saturating_sub(88).max(14))
         } else if mid {
-            longest.clamp(14, w.saturating_sub(33).max(14))
+            longest.clamp(14, w.saturating_sub(46).max(14))
         } else {
             14
         };
@@ -523,13 +638,13 @@ impl Pane for WorkspacesPane {
         if list.height >= 3 {
             let head = if wide {
                 format!(
-                    "  {:<idw$} {:<14} {:<12} {:<18} {:>5} {:>11} LABELS",
-                    "ID", "PROFILE/BE", "STATE", "USER/AGENT", "AGE", "IDLE/TTL"
+                    "  {:<idw$} {:<14} {:<17} {:<20} {:>7} {:>15} LABELS",
+                    "ID", "PROFILE/BE", "STATE", "USER/AGENT", "AGE", "IDLE/TTL LEFT"
                 )
             } else if mid {
                 format!(
-                    "  {:<idw$} {:<12} {:>5} {:>11}",
-                    "ID", "STATE", "AGE", "IDLE/TTL"
+                    "  {:<idw$} {:<17} {:>7} {:>15}",
+                    "ID", "STATE", "AGE", "IDLE/TTL LEFT"
                 )
             } else {
                 format!("  {:<14} STATE", "ID")
@@ -563,12 +678,13 @@ impl Pane for WorkspacesPane {
                 let mark = if r.id == current { "● " } else { "  " };
                 let sstyle = match state.as_str() {
                     "failed" | "unknown" => t.error,
-                    "ready" | "leased" | "running" => t.success,
+                    s if s.starts_with("running") => t.success,
                     _ => t.warn,
                 };
                 let id = text::fit(&text::display(&r.id), idw);
-                let idle = format!("{}/{}", secs(r.idle_secs), secs(r.ttl_left_secs));
-                let state_cell = text::fit(&text::display(state), 12);
+                let idle = idle_ttl(r);
+                let age = display::span(r.age_secs);
+                let state_cell = text::fit(&text::display(state), 17);
                 let mut spans = vec![
                     Span::styled(mark, t.accent),
                     Span::styled(id, t.base),
@@ -576,36 +692,26 @@ impl Pane for WorkspacesPane {
                 ];
                 if wide {
                     let pb = format!("{}/{}", r.profile, r.backend);
-                    let ua = format!(
-                        "{}/{}",
-                        r.user.as_deref().filter(|u| !u.is_empty()).unwrap_or("-"),
-                        r.agent.as_deref().filter(|a| !a.is_empty()).unwrap_or("-")
-                    );
+                    let ua = user_agent(r);
                     spans.push(Span::styled(
                         format!("{} ", text::fit(&text::display(&pb), 14)),
                         t.muted,
                     ));
                     spans.push(Span::styled(format!("{state_cell} "), sstyle));
                     spans.push(Span::styled(
-                        format!("{} ", text::fit(&text::display(&ua), 18)),
+                        format!("{} ", text::fit(&text::display(&ua), 20)),
                         t.base,
                     ));
-                    spans.push(Span::styled(
-                        format!("{:>5} {:>11} ", secs(r.age_secs), idle),
-                        t.muted,
-                    ));
-                    let used = 2 + idw + 1 + 15 + 13 + 19 + 18;
-                    let labels = text::display(&user_labels(r)).into_owned();
+                    spans.push(Span::styled(format!("{age:>7} {idle:>15} "), t.muted));
+                    let used = 2 + idw + 1 + 15 + 18 + 21 + 24;
+                    let labels = text::display(&display::labels(r)).into_owned();
                     spans.push(Span::styled(
                         text::truncate(&labels, w.saturating_sub(used)).into_owned(),
                         t.muted,
                     ));
                 } else if mid {
                     spans.push(Span::styled(format!("{state_cell} "), sstyle));
-                    spans.push(Span::styled(
-                        format!("{:>5} {:>11}", secs(r.age_secs), idle),
-                        t.muted,
-                    ));
+                    spans.push(Span::styled(format!("{age:>7} {idle:>15}"), t.muted));
                 } else {
                     let rest = w.saturating_sub(idw + 3).max(1);
                     spans.push(Span::styled(
@@ -623,26 +729,17 @@ impl Pane for WorkspacesPane {
 mod tests {
     use super::*;
 
-    #[test]
-    fn seconds_are_short() {
-        assert_eq!(secs(None), "-");
-        assert_eq!(secs(Some(5.2)), "5s");
-        assert_eq!(secs(Some(3599.0)), "59m");
-        assert_eq!(secs(Some(7200.0)), "2h");
-    }
-
-    #[test]
-    fn wsbench_labels_are_columns_not_labels() {
-        let mut w = WorkspaceInfo {
-            id: "a".into(),
+    fn row(id: &str, user: &str, agent: &str) -> WorkspaceInfo {
+        WorkspaceInfo {
+            id: id.into(),
             profile: "local".into(),
             backend: crate::backend::BackendKind::Local,
-            state: "ready".into(),
+            state: "running".into(),
             reason: None,
-            open: true,
+            open: false,
             leases: 0,
-            user: None,
-            agent: None,
+            user: Some(user.into()),
+            agent: Some(agent.into()),
             session: None,
             location: None,
             created_at: None,
@@ -650,10 +747,25 @@ mod tests {
             idle_secs: None,
             ttl_left_secs: None,
             labels: Default::default(),
-        };
-        assert_eq!(user_labels(&w), "-");
-        w.labels.insert("wsbench.user".into(), "u".into());
-        w.labels.insert("team".into(), "blue".into());
-        assert_eq!(user_labels(&w), "team=blue");
+        }
+    }
+
+    #[test]
+    fn ws_resolves_ids_prefixes_users_and_agents() {
+        let rows = vec![
+            row("ab12", "alice", "coder"),
+            row("ab34", "bob", "coder"),
+            row("cd56", "alice", "reviewer"),
+            row("ab", "carol", "x"),
+        ];
+        let ids = |v: Vec<&WorkspaceInfo>| v.iter().map(|w| w.id.clone()).collect::<Vec<_>>();
+        // An exact id wins over the ids it prefixes.
+        assert_eq!(ids(resolve_ws(&rows, "ab")), ["ab"]);
+        assert_eq!(ids(resolve_ws(&rows, "ab3")), ["ab34"]);
+        assert_eq!(ids(resolve_ws(&rows, "bob")), ["ab34"]);
+        assert_eq!(ids(resolve_ws(&rows, "reviewer")), ["cd56"]);
+        assert_eq!(ids(resolve_ws(&rows, "alice")), ["ab12", "cd56"]);
+        assert_eq!(ids(resolve_ws(&rows, "coder")), ["ab12", "ab34"]);
+        assert!(resolve_ws(&rows, "zz").is_empty());
     }
 }

@@ -117,6 +117,26 @@ pub fn truncate_left(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Cuts `s` in the middle to at most `max` columns, with `…` where the
+/// cut is: both ends stay, so names that share a long prefix
+/// (`demo-long-20261129-101500`, `demo-long-20261129-113000`) stay
+/// distinguishable.
+pub fn truncate_middle(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max < 3 {
+        return truncate(s, max).into_owned();
+    }
+    let tail_cols = (max - 1) / 2;
+    let head_cols = max - 1 - tail_cols;
+    let head = truncate(s, head_cols + 1);
+    let head = head.strip_suffix('…').unwrap_or(&head);
+    let tail = truncate_left(s, tail_cols + 1);
+    let tail = tail.strip_prefix('…').unwrap_or(&tail);
+    format!("{head}…{tail}")
+}
+
 /// Pads `s` with spaces to exactly `cols` columns (truncating first).
 pub fn fit(s: &str, cols: usize) -> String {
     let t = truncate(s, cols);
@@ -168,6 +188,20 @@ pub fn duration_ms(ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn middle_truncation_keeps_both_ends() {
+        assert_eq!(truncate_middle("abcdef", 6), "abcdef");
+        assert_eq!(
+            truncate_middle("demo-long-20261129-101500", 13),
+            "demo-l…101500"
+        );
+        assert_ne!(
+            truncate_middle("demo-long-20261129-101500", 13),
+            truncate_middle("demo-long-20261129-113000", 13)
+        );
+        assert!(width(&truncate_middle("日本語のテキスト", 7)) <= 7);
+    }
     use super::*;
 
     #[test]
