@@ -349,3 +349,51 @@ fn a_closed_stdout_ends_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A port on 127.0.0.1 that nothing listens on.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// An unreachable Kubernetes API server: one error line naming the server
+/// and the cause; kube's own ERROR log line stays quiet by default.
+#[test]
+fn an_unreachable_cluster_is_one_line_naming_server_and_cause() {
+    let env = Env::new();
+    let port = closed_port();
+    let kc = env.home.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n"
+        ),
+    )
+    .unwrap();
+    let cfg = env.home.path().join("k8s.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[profiles.k8s]\nbackend = \"kubernetes\"\n\n[profiles.k8s.options]\nkubeconfig = {:?}\n",
+            kc.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_wsbench"))
+        .args(["--config", cfg, "--profile", "k8s", "workspaces", "list"])
+        .env("XDG_DATA_HOME", env.home.path().join("data"))
+        .env_remove("WSBENCH_LOG")
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains(&format!("http://127.0.0.1:{port}"))
+            && lines[0].contains("connection refused"),
+        "{err}"
+    );
+}

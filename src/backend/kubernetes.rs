@@ -135,13 +135,15 @@ pub struct Resources {
 
 /// Profile options of a Kubernetes workspace (`[profiles.<name>.options]`
 /// with `backend = "kubernetes"`). Every field has a default; the cluster
-/// comes from `kubeconfig`/`context`, else in-cluster config, else the
-/// default kubeconfig (`$KUBECONFIG`, `~/.kube/config`).
+/// comes from `kubeconfig`/`context`; with neither, kube-rs's inference
+/// picks the current context of `$KUBECONFIG` or `~/.kube/config` first
+/// and the in-cluster service account only when there is no kubeconfig.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KubernetesOptions {
-    /// Path of a kubeconfig file; `None` = in-cluster when running in a
-    /// Pod, else the default kubeconfig.
+    /// Path of a kubeconfig file; `None` = the default kubeconfig
+    /// (`$KUBECONFIG`, `~/.kube/config`), else in-cluster when running in
+    /// a Pod.
     pub kubeconfig: Option<PathBuf>,
     /// Use the in-cluster service account config and nothing else.
     pub in_cluster: bool,
@@ -164,6 +166,7 @@ pub struct KubernetesOptions {
     pub node_selector: BTreeMap<String, String>,
     /// Tolerations of the Pod (Kubernetes JSON/TOML shape: `key`,
     /// `operator`, `value`, `effect`, `tolerationSeconds`).
+    #[serde(deserialize_with = "strict_tolerations")]
     pub tolerations: Vec<Toleration>,
     /// Service account of the Pod; its token is mounted only when set.
     pub service_account: Option<String>,
@@ -185,6 +188,33 @@ pub struct KubernetesOptions {
     /// Grace period of Pod deletion (`sleep` ignores SIGTERM, so a long
     /// one only slows suspend down).
     pub termination_grace_secs: i64,
+}
+
+/// A toleration as written in a profile: the Kubernetes fields and no
+/// others, so a typo (`operatr`) is an error instead of a toleration that
+/// silently matches every taint with that key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TolerationOption {
+    key: Option<String>,
+    operator: Option<String>,
+    value: Option<String>,
+    effect: Option<String>,
+    toleration_seconds: Option<i64>,
+}
+
+fn strict_tolerations<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Toleration>, D::Error> {
+    let items = Vec::<TolerationOption>::deserialize(d)?;
+    Ok(items
+        .into_iter()
+        .map(|t| Toleration {
+            key: t.key,
+            operator: t.operator,
+            value: t.value,
+            effect: t.effect,
+            toleration_seconds: t.toleration_seconds,
+        })
+        .collect())
 }
 
 impl Default for KubernetesOptions {
@@ -371,20 +401,62 @@ impl K8sEvent {
 }
 
 /// Maps a kube error to [`BackendError::Remote`] with the API's status
-/// code and reason.
+/// code and reason; see [`kube_error_at`].
 fn kube_error(context: &str, e: kube::Error) -> BackendError {
+    kube_error_at(None, context, e)
+}
+
+/// Maps a kube error to [`BackendError::Remote`]: an API answer keeps its
+/// status code and reason (401/403 with a hint about the kubeconfig
+/// user); a request that got no answer says, in one line, which API
+/// server (`server`, when known) could not be reached and the root cause
+/// (`connection refused`, an unknown certificate issuer).
+fn kube_error_at(server: Option<&str>, context: &str, e: kube::Error) -> BackendError {
+    use crate::backend::http::{is_tls_error, root_cause};
+    let at = server
+        .map(|s| format!("the Kubernetes API at {s}"))
+        .unwrap_or_else(|| "the Kubernetes API".into());
     match e {
-        kube::Error::Api(s) => BackendError::Remote {
-            service: "kubernetes",
-            status: Some(s.code),
-            code: Some(s.reason.clone()).filter(|r| !r.is_empty()),
-            message: format!("{context}: {}", s.message),
-        },
+        kube::Error::Api(s) => {
+            let hint = match s.code {
+                401 => " (check the user credentials of the kubeconfig context)",
+                403 => {
+                    " (the kubeconfig user lacks an RBAC permission; see the README's Kubernetes section)"
+                }
+                _ => "",
+            };
+            BackendError::Remote {
+                service: "kubernetes",
+                status: Some(s.code),
+                code: Some(s.reason.clone()).filter(|r| !r.is_empty()),
+                message: format!("{context}: {}{hint}", s.message),
+            }
+        }
+        ref other @ (kube::Error::HyperError(_) | kube::Error::Service(_)) => {
+            let cause = root_cause(other);
+            if is_tls_error(other) {
+                BackendError::Remote {
+                    service: "kubernetes",
+                    status: None,
+                    code: Some("tls".into()),
+                    message: format!(
+                        "{context}: TLS with {at} failed: {cause} (check the cluster's certificate-authority in the kubeconfig)"
+                    ),
+                }
+            } else {
+                BackendError::Remote {
+                    service: "kubernetes",
+                    status: None,
+                    code: None,
+                    message: format!("{context}: cannot reach {at}: {cause}"),
+                }
+            }
+        }
         other => BackendError::Remote {
             service: "kubernetes",
             status: None,
             code: None,
-            message: format!("{context}: {other}"),
+            message: format!("{context}: {}", crate::backend::http::error_chain(&other)),
         },
     }
 }
@@ -400,6 +472,11 @@ fn api_code(e: &kube::Error) -> Option<u16> {
 ///
 /// Errors: [`BackendError::Unavailable`] naming what was tried.
 pub async fn connect(opts: &KubernetesOptions) -> BackendResult<Client> {
+    Ok(connect_to(opts).await?.0)
+}
+
+/// [`connect`], also returning the API server's URL (for messages).
+async fn connect_to(opts: &KubernetesOptions) -> BackendResult<(Client, String)> {
     crate::backend::http::ensure_crypto_provider();
     let kco = KubeConfigOptions {
         context: opts.context.clone(),
@@ -411,21 +488,53 @@ pub async fn connect(opts: &KubernetesOptions) -> BackendResult<Client> {
     } else if let Some(path) = &opts.kubeconfig {
         let kc = Kubeconfig::read_from(path)
             .map_err(|e| unavailable(format!("reading kubeconfig {}: {e}", path.display())))?;
+        check_context(&kc, opts.context.as_deref(), &path.display().to_string())
+            .map_err(unavailable)?;
         Config::from_custom_kubeconfig(kc, &kco)
             .await
             .map_err(|e| unavailable(format!("kubeconfig {}: {e}", path.display())))?
     } else if opts.context.is_some() {
+        if let Ok(kc) = Kubeconfig::read() {
+            check_context(&kc, opts.context.as_deref(), "the default kubeconfig")
+                .map_err(unavailable)?;
+        }
         Config::from_kubeconfig(&kco)
             .await
             .map_err(|e| unavailable(format!("default kubeconfig: {e}")))?
     } else {
+        // kube-rs tries $KUBECONFIG / ~/.kube/config first, then the
+        // in-cluster service account.
         Config::infer().await.map_err(|e| {
             unavailable(format!(
-                "no in-cluster config and no usable kubeconfig ({e}); set `kubeconfig` or `context`"
+                "no usable kubeconfig and no in-cluster config ({e}); set `kubeconfig` or `context`"
             ))
         })?
     };
-    Client::try_from(config).map_err(|e| unavailable(format!("building the client: {e}")))
+    let server = config.cluster_url.to_string();
+    let server = server.trim_end_matches('/').to_string();
+    let client =
+        Client::try_from(config).map_err(|e| unavailable(format!("building the client: {e}")))?;
+    Ok((client, server))
+}
+
+/// Checks that `context` (when set) is one of `kc`'s contexts; the error
+/// lists the ones there are.
+fn check_context(kc: &Kubeconfig, context: Option<&str>, file: &str) -> Result<(), String> {
+    let Some(want) = context else {
+        return Ok(());
+    };
+    if kc.contexts.iter().any(|c| c.name == want) {
+        return Ok(());
+    }
+    let names: Vec<&str> = kc.contexts.iter().map(|c| c.name.as_str()).collect();
+    Err(format!(
+        "context `{want}` is not in {file}; its contexts: {}",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
 }
 
 /// Annotation holding the exact value of a label (label values are
@@ -669,6 +778,8 @@ pub struct KubernetesProvisioner {
     /// a sink set later reaches sandboxes made from then on.
     notices: std::sync::RwLock<Option<NoticeSink>>,
     client: OnceCell<Client>,
+    /// URL of the API server, once connected, for error messages.
+    server: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for KubernetesProvisioner {
@@ -693,6 +804,7 @@ impl KubernetesProvisioner {
             events: None,
             notices: std::sync::RwLock::new(None),
             client: OnceCell::new(),
+            server: std::sync::OnceLock::new(),
         })
     }
 
@@ -759,7 +871,18 @@ impl KubernetesProvisioner {
     ///
     /// Errors: [`connect`]'s.
     pub async fn client(&self) -> BackendResult<&Client> {
-        self.client.get_or_try_init(|| connect(&self.opts)).await
+        self.client
+            .get_or_try_init(|| async {
+                let (client, server) = connect_to(&self.opts).await?;
+                let _ = self.server.set(server);
+                Ok(client)
+            })
+            .await
+    }
+
+    /// [`kube_error_at`] naming this provisioner's API server.
+    fn kube_error(&self, context: &str, e: kube::Error) -> BackendError {
+        kube_error_at(self.server.get().map(String::as_str), context, e)
     }
 
     async fn pods(&self) -> BackendResult<Api<Pod>> {
@@ -821,7 +944,7 @@ impl KubernetesProvisioner {
             // exist; creating objects in it will say otherwise.
             Err(e) if api_code(&e) == Some(403) => return Ok(()),
             Err(e) if api_code(&e) == Some(404) => {}
-            Err(e) => return Err(kube_error(&format!("reading namespace {ns}"), e)),
+            Err(e) => return Err(self.kube_error(&format!("reading namespace {ns}"), e)),
         }
         let obj = Namespace {
             metadata: ObjectMeta {
@@ -846,7 +969,7 @@ impl KubernetesProvisioner {
                 Ok(())
             }
             Err(e) if api_code(&e) == Some(409) => Ok(()),
-            Err(e) => Err(kube_error(&format!("creating namespace {ns}"), e)),
+            Err(e) => Err(self.kube_error(&format!("creating namespace {ns}"), e)),
         }
     }
 
@@ -961,7 +1084,7 @@ impl KubernetesProvisioner {
             match api.get_opt(name).await {
                 Ok(None) => return Ok(()),
                 Ok(Some(_)) => {}
-                Err(e) => return Err(kube_error(&format!("waiting for {name} to go"), e)),
+                Err(e) => return Err(self.kube_error(&format!("waiting for {name} to go"), e)),
             }
             if Instant::now() >= deadline {
                 return Err(BackendError::Remote {
@@ -1002,7 +1125,7 @@ impl KubernetesProvisioner {
                 Ok(true)
             }
             Err(e) if api_code(&e) == Some(404) => Ok(false),
-            Err(e) => Err(kube_error(&format!("deleting {kind} {name}"), e)),
+            Err(e) => Err(self.kube_error(&format!("deleting {kind} {name}"), e)),
         }
     }
 
@@ -1016,7 +1139,7 @@ impl KubernetesProvisioner {
         if let Some(pvc) = api
             .get_opt(name)
             .await
-            .map_err(|e| kube_error(&format!("reading PVC {name}"), e))?
+            .map_err(|e| self.kube_error(&format!("reading PVC {name}"), e))?
         {
             self.check_owner(&pvc.metadata, &spec.workspace_id, name)?;
             if pvc.metadata.deletion_timestamp.is_none() {
@@ -1039,7 +1162,7 @@ impl KubernetesProvisioner {
                 Ok(())
             }
             Err(e) if api_code(&e) == Some(409) => Ok(()),
-            Err(e) => Err(kube_error(&format!("creating PVC {name}"), e)),
+            Err(e) => Err(self.kube_error(&format!("creating PVC {name}"), e)),
         }
     }
 
@@ -1069,7 +1192,7 @@ impl KubernetesProvisioner {
         if let Some(pod) = api
             .get_opt(name)
             .await
-            .map_err(|e| kube_error(&format!("reading pod {name}"), e))?
+            .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?
         {
             self.check_owner(&pod.metadata, &spec.workspace_id, name)?;
             match pod_health(&pod) {
@@ -1096,7 +1219,7 @@ impl KubernetesProvisioner {
                 },
             ),
             Err(e) if api_code(&e) == Some(409) => {}
-            Err(e) => return Err(kube_error(&format!("creating pod {name}"), e)),
+            Err(e) => return Err(self.kube_error(&format!("creating pod {name}"), e)),
         }
         self.wait_running(name, sink).await
     }
@@ -1112,7 +1235,7 @@ impl KubernetesProvisioner {
             let pod = api
                 .get_opt(name)
                 .await
-                .map_err(|e| kube_error(&format!("reading pod {name}"), e))?
+                .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?
                 .ok_or_else(|| {
                     BackendError::Unavailable(format!("pod {name} disappeared while starting"))
                 })?;
@@ -1277,13 +1400,13 @@ impl Provisioner for KubernetesProvisioner {
             .await?
             .get_opt(&name)
             .await
-            .map_err(|e| kube_error(&format!("reading PVC {name}"), e))?;
+            .map_err(|e| self.kube_error(&format!("reading PVC {name}"), e))?;
         let pod = self
             .pods()
             .await?
             .get_opt(&name)
             .await
-            .map_err(|e| kube_error(&format!("reading pod {name}"), e))?;
+            .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?;
         let meta = match (&pvc, &pod) {
             (Some(p), _) if p.metadata.deletion_timestamp.is_none() => &p.metadata,
             (_, Some(p)) => &p.metadata,
@@ -1359,13 +1482,13 @@ impl Provisioner for KubernetesProvisioner {
             .await?
             .list(&lp)
             .await
-            .map_err(|e| kube_error("listing PVCs", e))?;
+            .map_err(|e| self.kube_error("listing PVCs", e))?;
         let pods = self
             .pods()
             .await?
             .list(&lp)
             .await
-            .map_err(|e| kube_error("listing pods", e))?;
+            .map_err(|e| self.kube_error("listing pods", e))?;
         let mut by_name: BTreeMap<String, SandboxInfo> = BTreeMap::new();
         let pod_of = |n: &str| {
             pods.items
@@ -1420,12 +1543,57 @@ env = { A = "1" }
         )
         .unwrap();
         assert_eq!(o.tolerations[0].key.as_deref(), Some("dedicated"));
+        let typo = toml::from_str::<KubernetesOptions>(
+            "tolerations = [{ key = 'k', operatr = 'Exists', tolerationSeconds = 5 }]",
+        )
+        .unwrap_err();
+        assert!(typo.message().contains("operatr"), "{typo}");
         assert!(o.validate().is_ok());
         let bad = KubernetesOptions {
             namespace: "Bad_NS".into(),
             ..Default::default()
         };
         assert!(bad.validate().unwrap_err().contains("namespace"));
+    }
+
+    fn kubeconfig(dir: &std::path::Path, server: &str) -> PathBuf {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {server}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n"
+        );
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_api_server_is_named_with_the_cause() {
+        let d = tempfile::tempdir().unwrap();
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let opts = KubernetesOptions {
+            kubeconfig: Some(kubeconfig(d.path(), &format!("http://127.0.0.1:{port}"))),
+            ..Default::default()
+        };
+        let p = KubernetesProvisioner::new(opts.clone()).unwrap();
+        let e = p.list().await.unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "kubernetes error: listing PVCs: cannot reach the Kubernetes API at http://127.0.0.1:{port}: connection refused"
+            )
+        );
+        let p = KubernetesProvisioner::new(KubernetesOptions {
+            context: Some("nope".into()),
+            ..opts
+        })
+        .unwrap();
+        let e = p.list().await.unwrap_err().to_string();
+        assert!(
+            e.contains("context `nope` is not in") && e.contains("its contexts: c"),
+            "{e}"
+        );
     }
 
     #[test]

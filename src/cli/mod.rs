@@ -24,6 +24,12 @@ use crate::config::{Config, Paths};
 use crate::engine::{EventBus, Workspace, WorkspaceConfig};
 use crate::manager::{WorkspaceManager, profile_options};
 
+/// The log filter when `WSBENCH_LOG` is unset or invalid: wsbench's own
+/// warnings and nothing from libraries, whose ERROR lines repeat a
+/// failure wsbench reports itself (and would break its one-line errors
+/// and the `--json` stderr).
+pub const DEFAULT_LOG_FILTER: &str = "off,wsbench=warn";
+
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
 pub const EXIT_TIMEOUT: i32 = 124;
 
