@@ -397,3 +397,45 @@ fn an_unreachable_cluster_is_one_line_naming_server_and_cause() {
         "{err}"
     );
 }
+
+/// `info` on a cloud profile describes it without contacting the service
+/// (it would create a sandbox): `${VAR}` placeholders kept, secrets masked.
+#[test]
+fn info_on_a_cloud_profile_is_read_only() {
+    let env = Env::new();
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    server.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", server.local_addr().unwrap());
+    let cfg = env.home.path().join("e2b.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[profiles.e2b]\nbackend = \"e2b\"\n\n[profiles.e2b.options]\napi_url = \"{url}\"\nenvd_url = \"{url}\"\napi_key = \"${{MY_E2B_KEY}}\"\ntemplate = \"base\"\n"
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let o = env.run(&["--config", cfg, "--profile", "e2b", "info"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("profile:          e2b (e2b backend"),
+        "{text}"
+    );
+    assert!(text.contains("option api_key = ${MY_E2B_KEY}"), "{text}");
+    assert!(text.contains("option template = base"), "{text}");
+    let o = env.run(&["--config", cfg, "--profile", "e2b", "info", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["workspace"]["backend"], "e2b");
+    assert!(v["workspace"]["root"].is_null());
+    assert_eq!(
+        v["profile"]["settings"]["options"]["api_key"],
+        "${MY_E2B_KEY}"
+    );
+    assert!(server.accept().is_err(), "info connected to the service");
+}
