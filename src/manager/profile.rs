@@ -469,6 +469,13 @@ mod tests {
     }
 
     #[test]
+    fn bwrap_is_an_alias_of_bubblewrap() {
+        let config =
+            Config::parse("[profiles.b]\nbackend = \"bwrap\"\n", Path::new("c")).unwrap();
+        assert_eq!(config.profiles["b"].backend, BackendKind::Bubblewrap);
+    }
+
+    #[test]
     fn local_options_are_checked() {
         let d = tempfile::tempdir().unwrap();
         let p = paths(d.path());
