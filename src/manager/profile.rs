@@ -470,8 +470,7 @@ mod tests {
 
     #[test]
     fn bwrap_is_an_alias_of_bubblewrap() {
-        let config =
-            Config::parse("[profiles.b]\nbackend = \"bwrap\"\n", Path::new("c")).unwrap();
+        let config = Config::parse("[profiles.b]\nbackend = \"bwrap\"\n", Path::new("c")).unwrap();
         assert_eq!(config.profiles["b"].backend, BackendKind::Bubblewrap);
     }
 
