@@ -10,8 +10,10 @@
 //!   runs `sleep infinity` in container `workspace` with the PVC mounted
 //!   at `/workspace`. Waiting for `Running` backs off from 250 ms to 2 s
 //!   and fails at once with the Pod's own reason on `ImagePullBackOff`,
-//!   `ErrImagePull`, `InvalidImageName`, `CrashLoopBackOff` or an
-//!   `Unschedulable` scheduling condition.
+//!   `ErrImagePull`, `InvalidImageName`, `CrashLoopBackOff` or
+//!   `CreateContainerConfigError`, and on an `Unschedulable` scheduling
+//!   condition once it has lasted `unschedulable_grace_secs` (a node
+//!   being added by an autoscaler is worth waiting for).
 //! * **Reattach** by the derived names (checked against the id
 //!   annotation): a `Running` or `Pending` Pod is reused, a terminating
 //!   one awaited, a Pod in any other phase deleted and recreated — the PVC
@@ -185,6 +187,10 @@ pub struct KubernetesOptions {
     pub ready_timeout_secs: u64,
     /// Most seconds to wait for a deleted Pod or PVC to go away.
     pub delete_timeout_secs: u64,
+    /// Seconds a Pod may stay `Unschedulable` before the start fails:
+    /// a cluster autoscaler adding a node, or a volume bound on first
+    /// use, make a Pod unschedulable for a while and then fine.
+    pub unschedulable_grace_secs: u64,
     /// Grace period of Pod deletion (`sleep` ignores SIGTERM, so a long
     /// one only slows suspend down).
     pub termination_grace_secs: i64,
@@ -239,6 +245,7 @@ impl Default for KubernetesOptions {
             name_prefix: "wsbench-".into(),
             ready_timeout_secs: 120,
             delete_timeout_secs: 60,
+            unschedulable_grace_secs: 60,
             termination_grace_secs: 5,
         }
     }
@@ -722,7 +729,19 @@ enum PodHealth {
     Finished(String),
 }
 
-fn pod_health(pod: &Pod) -> PodHealth {
+/// [`pod_health_at`] now.
+fn pod_health(pod: &Pod, unschedulable_grace: Duration) -> PodHealth {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    pod_health_at(pod, unschedulable_grace, now)
+}
+
+/// What a Pod's status says at `now` (Unix seconds): an `Unschedulable`
+/// condition is fatal only once it has lasted `unschedulable_grace`
+/// (from its `lastTransitionTime`; at once when that is missing).
+fn pod_health_at(pod: &Pod, unschedulable_grace: Duration, now: i64) -> PodHealth {
     if pod.metadata.deletion_timestamp.is_some() {
         return PodHealth::Terminating;
     }
@@ -747,6 +766,10 @@ fn pod_health(pod: &Pod) -> PodHealth {
             && c.status == "False"
             && c.reason.as_deref() == Some("Unschedulable")
         {
+            let since = c.last_transition_time.as_ref().map(|t| t.0.as_second());
+            if since.is_some_and(|t| now - t < unschedulable_grace.as_secs() as i64) {
+                return PodHealth::Pending(Some("Unschedulable".into()));
+            }
             return PodHealth::Fatal(
                 "Unschedulable".into(),
                 c.message.clone().unwrap_or_default(),
@@ -878,6 +901,10 @@ impl KubernetesProvisioner {
                 Ok(client)
             })
             .await
+    }
+
+    fn unschedulable_grace(&self) -> Duration {
+        Duration::from_secs(self.opts.unschedulable_grace_secs)
     }
 
     /// [`kube_error_at`] naming this provisioner's API server.
@@ -1195,7 +1222,7 @@ impl KubernetesProvisioner {
             .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?
         {
             self.check_owner(&pod.metadata, &spec.workspace_id, name)?;
-            match pod_health(&pod) {
+            match pod_health(&pod, self.unschedulable_grace()) {
                 PodHealth::Running | PodHealth::Pending(_) => {
                     return self.wait_running(name, sink).await;
                 }
@@ -1239,7 +1266,7 @@ impl KubernetesProvisioner {
                 .ok_or_else(|| {
                     BackendError::Unavailable(format!("pod {name} disappeared while starting"))
                 })?;
-            let health = pod_health(&pod);
+            let health = pod_health(&pod, self.unschedulable_grace());
             if last.as_ref() != Some(&health) {
                 let (phase, reason) = match &health {
                     PodHealth::Running => ("Running".to_string(), None),
@@ -1351,8 +1378,8 @@ impl KubernetesProvisioner {
         })
     }
 
-    fn state_of(pod: Option<&Pod>) -> SandboxState {
-        match pod.map(pod_health) {
+    fn state_of(&self, pod: Option<&Pod>) -> SandboxState {
+        match pod.map(|p| pod_health(p, self.unschedulable_grace())) {
             None => SandboxState::Suspended,
             Some(PodHealth::Running) => SandboxState::Running,
             Some(PodHealth::Pending(_)) => SandboxState::Provisioning,
@@ -1415,7 +1442,7 @@ impl Provisioner for KubernetesProvisioner {
         if self.check_owner(meta, workspace_id, &name).is_err() {
             return Ok(None);
         }
-        let state = Self::state_of(pod.as_ref());
+        let state = self.state_of(pod.as_ref());
         Ok(self.info_from(meta, state, &name).map(|i| SandboxInfo {
             workspace_id: workspace_id.to_string(),
             ..i
@@ -1499,7 +1526,7 @@ impl Provisioner for KubernetesProvisioner {
             let Some(n) = pvc.metadata.name.as_deref() else {
                 continue;
             };
-            if let Some(i) = self.info_from(&pvc.metadata, Self::state_of(pod_of(n)), n) {
+            if let Some(i) = self.info_from(&pvc.metadata, self.state_of(pod_of(n)), n) {
                 by_name.insert(n.to_string(), i);
             }
         }
@@ -1508,7 +1535,7 @@ impl Provisioner for KubernetesProvisioner {
                 continue;
             };
             if !by_name.contains_key(n)
-                && let Some(i) = self.info_from(&pod.metadata, Self::state_of(Some(pod)), n)
+                && let Some(i) = self.info_from(&pod.metadata, self.state_of(Some(pod)), n)
             {
                 by_name.insert(n.to_string(), i);
             }
@@ -1649,7 +1676,7 @@ env = { A = "1" }
         }))
         .unwrap();
         assert_eq!(
-            pod_health(&pod),
+            pod_health(&pod, Duration::from_secs(60)),
             PodHealth::Fatal("ImagePullBackOff".into(), "no such image".into())
         );
         let pod: Pod = serde_json::from_value(serde_json::json!({
@@ -1660,14 +1687,37 @@ env = { A = "1" }
             }]}
         }))
         .unwrap();
-        assert!(matches!(pod_health(&pod), PodHealth::Fatal(r, _) if r == "Unschedulable"));
+        let grace = Duration::from_secs(60);
+        assert!(matches!(pod_health(&pod, grace), PodHealth::Fatal(r, _) if r == "Unschedulable"));
+        // Unschedulable for 10 s: maybe a node is on its way; for 61 s: fatal.
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available", "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}
+        }))
+        .unwrap();
+        let t0 = 1_767_225_600; // 2026-01-01T00:00:00Z
+        assert_eq!(
+            pod_health_at(&pod, grace, t0 + 10),
+            PodHealth::Pending(Some("Unschedulable".into()))
+        );
+        assert!(
+            matches!(pod_health_at(&pod, grace, t0 + 61), PodHealth::Fatal(r, _) if r == "Unschedulable")
+        );
         let pod: Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "p"}, "status": {"phase": "Failed"}
         }))
         .unwrap();
-        assert_eq!(pod_health(&pod), PodHealth::Finished("Failed".into()));
         assert_eq!(
-            KubernetesProvisioner::state_of(None),
+            pod_health(&pod, Duration::ZERO),
+            PodHealth::Finished("Failed".into())
+        );
+        assert_eq!(
+            KubernetesProvisioner::new(KubernetesOptions::default())
+                .unwrap()
+                .state_of(None),
             SandboxState::Suspended
         );
     }
