@@ -380,13 +380,18 @@ fn an_unreachable_cluster_is_one_line_naming_server_and_cause() {
     )
     .unwrap();
     let cfg = cfg.to_str().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_wsbench"))
-        .args(["--config", cfg, "--profile", "k8s", "workspaces", "list"])
-        .env("XDG_DATA_HOME", env.home.path().join("data"))
-        .env_remove("WSBENCH_LOG")
-        .env_remove("KUBECONFIG")
-        .output()
-        .unwrap();
+    let run = |log: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wsbench"));
+        c.args(["--config", cfg, "--profile", "k8s", "workspaces", "list"])
+            .env("XDG_DATA_HOME", env.home.path().join("data"))
+            .env_remove("KUBECONFIG");
+        match log {
+            Some(l) => c.env("WSBENCH_LOG", l),
+            None => c.env_remove("WSBENCH_LOG"),
+        };
+        c.output().unwrap()
+    };
+    let o = run(None);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     let lines: Vec<&str> = err.lines().collect();
@@ -396,6 +401,14 @@ fn an_unreachable_cluster_is_one_line_naming_server_and_cause() {
             && lines[0].contains("connection refused"),
         "{err}"
     );
+    // A filter that does not parse is said so, not silently dropped.
+    let o = run(Some("wsbench=loud"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("wsbench: ignoring WSBENCH_LOG=\"wsbench=loud\""),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
 }
 
 /// `info` on a cloud profile describes it without contacting the service
