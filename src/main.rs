@@ -22,13 +22,21 @@ fn main() {
         default_hook(info);
     }));
     let cli = Cli::parse();
-    // Libraries log their own failures (rmcp's transport workers) which
-    // wsbench already reports as errors: quiet by default, `WSBENCH_LOG`
-    // to see them; colours only on a terminal.
-    let filter = std::env::var("WSBENCH_LOG")
-        .ok()
-        .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
+    // Libraries log their own failures at ERROR (rmcp's transport
+    // workers, kube's client builder, rustls' certificate verifier) and
+    // wsbench reports the same failure as its one error line: by default
+    // only wsbench's own warnings show; `WSBENCH_LOG` (an `EnvFilter`
+    // such as `debug` or `wsbench=debug,kube=info`) shows the rest.
+    let filter = match std::env::var("WSBENCH_LOG") {
+        Ok(v) if !v.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&v) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("wsbench: ignoring WSBENCH_LOG={v:?}: {e}");
+                tracing_subscriber::EnvFilter::new(wsbench::cli::DEFAULT_LOG_FILTER)
+            }
+        },
+        _ => tracing_subscriber::EnvFilter::new(wsbench::cli::DEFAULT_LOG_FILTER),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -383,3 +383,106 @@ fn a_closed_stdout_ends_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A port on 127.0.0.1 that nothing listens on.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// An unreachable Kubernetes API server: one error line naming the server
+/// and the cause; kube's own ERROR log line stays quiet by default.
+#[test]
+fn an_unreachable_cluster_is_one_line_naming_server_and_cause() {
+    let env = Env::new();
+    let port = closed_port();
+    let kc = env.home.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n"
+        ),
+    )
+    .unwrap();
+    let cfg = env.home.path().join("k8s.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[profiles.k8s]\nbackend = \"kubernetes\"\n\n[profiles.k8s.options]\nkubeconfig = {:?}\n",
+            kc.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let run = |log: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wsbench"));
+        c.args(["--config", cfg, "--profile", "k8s", "workspaces", "list"])
+            .env("XDG_DATA_HOME", env.home.path().join("data"))
+            .env_remove("KUBECONFIG");
+        match log {
+            Some(l) => c.env("WSBENCH_LOG", l),
+            None => c.env_remove("WSBENCH_LOG"),
+        };
+        c.output().unwrap()
+    };
+    let o = run(None);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains(&format!("http://127.0.0.1:{port}"))
+            && lines[0].contains("connection refused"),
+        "{err}"
+    );
+    // A filter that does not parse is said so, not silently dropped.
+    let o = run(Some("wsbench=loud"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("wsbench: ignoring WSBENCH_LOG=\"wsbench=loud\""),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+}
+
+/// `info` on a cloud profile describes it without contacting the service
+/// (it would create a sandbox): `${VAR}` placeholders kept, secrets masked.
+#[test]
+fn info_on_a_cloud_profile_is_read_only() {
+    let env = Env::new();
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    server.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", server.local_addr().unwrap());
+    let cfg = env.home.path().join("e2b.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[profiles.e2b]\nbackend = \"e2b\"\n\n[profiles.e2b.options]\napi_url = \"{url}\"\nenvd_url = \"{url}\"\napi_key = \"${{MY_E2B_KEY}}\"\ntemplate = \"base\"\n"
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let o = env.run(&["--config", cfg, "--profile", "e2b", "info"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("profile:          e2b (e2b backend"),
+        "{text}"
+    );
+    assert!(text.contains("option api_key = ${MY_E2B_KEY}"), "{text}");
+    assert!(text.contains("option template = base"), "{text}");
+    let o = env.run(&["--config", cfg, "--profile", "e2b", "info", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["workspace"]["backend"], "e2b");
+    assert!(v["workspace"]["root"].is_null());
+    assert_eq!(
+        v["profile"]["settings"]["options"]["api_key"],
+        "${MY_E2B_KEY}"
+    );
+    assert!(server.accept().is_err(), "info connected to the service");
+}

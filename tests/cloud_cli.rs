@@ -453,13 +453,19 @@ async fn failures<S: Service>(s: &S) {
         line.contains("no workspace") && line.contains(&id),
         "{line}"
     );
-    let o = ok(&home
+    let o = home
         .run(
             key,
             &["exec", "--", "cat note.txt 2>/dev/null || echo fresh"],
         )
-        .await);
-    assert_eq!(o, "fresh\n");
+        .await;
+    assert_eq!(ok(&o), "fresh\n");
+    // ... and says so: the old sandbox and its files are gone.
+    let e = err(&o);
+    assert!(
+        e.contains(&format!("sandbox of workspace {id}")) && e.contains("is gone from the service"),
+        "{e}"
+    );
     let sbs = s.sandboxes();
     assert_eq!(sbs.len(), 1);
     assert_ne!(sbs[0].0, sid);
@@ -482,6 +488,14 @@ async fn failures<S: Service>(s: &S) {
         .run(key, &["workspaces", "destroy", "--yes", &id])
         .await);
     assert!(s.sandboxes().is_empty());
+    // Destroyed by wsbench: the next workspace is a first use, no notice.
+    let o = home.run(key, &["exec", "--", "true"]).await;
+    ok(&o);
+    assert!(!err(&o).contains("is gone"), "{}", err(&o));
+    let sbs = s.sandboxes();
+    ok(&home
+        .run(key, &["workspaces", "destroy", "--yes", &sbs[0].2])
+        .await);
 
     let printed = home.printed.lock().unwrap();
     assert!(!printed.windows(key.len()).any(|w| w == key.as_bytes()));

@@ -76,7 +76,13 @@ pub struct E2bOptions {
     pub env: BTreeMap<String, String>,
     /// Extra metadata on every sandbox; `wsbench.workspace.id` always wins.
     pub metadata: BTreeMap<String, String>,
-    /// Ask E2B to pause instead of kill on expiry.
+    /// Ask E2B to pause instead of kill on expiry (`autoPause`). wsbench
+    /// defaults to `true` although the service defaults to `false`: a
+    /// one-shot command leaves its sandbox running, and a killed sandbox
+    /// takes the workspace's files with it (the next command would get a
+    /// new empty one); a paused one is resumed by the next command.
+    /// `false` sends `autoPause: false` (kill on expiry); `None`, which a
+    /// profile cannot write, leaves the field out.
     pub auto_pause: Option<bool>,
     /// How long to wait for envd's `/health` after create/connect.
     pub ready_timeout_secs: u64,
@@ -102,7 +108,7 @@ impl Default for E2bOptions {
             user: None,
             env: BTreeMap::new(),
             metadata: BTreeMap::new(),
-            auto_pause: None,
+            auto_pause: Some(true),
             ready_timeout_secs: 30,
             request_timeout_secs: 60,
             max_retries: 4,
@@ -1424,5 +1430,9 @@ mod tests {
         let o: E2bOptions = serde_json::from_value(json!({"api_key": "sk-secret"})).unwrap();
         assert!(!format!("{o:?}").contains("sk-secret"));
         assert_eq!(o.template, "base");
+        // Files survive the provider's expiry unless the profile says no.
+        assert_eq!(o.auto_pause, Some(true));
+        let o: E2bOptions = serde_json::from_value(json!({"auto_pause": false})).unwrap();
+        assert_eq!(o.auto_pause, Some(false));
     }
 }

@@ -287,7 +287,9 @@ impl ServiceClient {
                     tokio::time::sleep(wait).await;
                 }
                 Err(e) => {
-                    let transient = e.is_connect() || e.is_timeout() || e.is_request();
+                    // A certificate the client refuses stays refused.
+                    let transient =
+                        (e.is_connect() || e.is_timeout() || e.is_request()) && !is_tls_error(&e);
                     if retry != Retry::Idempotent || !transient || last {
                         return Err(self.transport_error(&e));
                     }
@@ -502,25 +504,45 @@ impl ServiceClient {
         }
     }
 
-    /// Maps a transport failure (no HTTP answer) to a [`BackendError`].
+    /// Maps a transport failure (no HTTP answer) to a [`BackendError`]
+    /// naming the server (scheme, host and port: our URLs carry no
+    /// secrets, keys travel in headers) and the root cause, in one line:
+    /// `cannot reach e2b at http://127.0.0.1:9: connection refused`.
+    /// A TLS failure (an unknown certificate issuer, most often) says how
+    /// to trust a private CA.
     pub fn transport_error(&self, e: &reqwest::Error) -> BackendError {
-        // reqwest puts the URL in its message; our URLs carry no secrets
-        // (keys travel in headers only).
-        if e.is_timeout() {
+        let server = e
+            .url()
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|| "its server".into());
+        let cause = root_cause(e);
+        if is_tls_error(e) {
+            BackendError::Remote {
+                service: self.service,
+                status: None,
+                code: Some("tls".into()),
+                message: format!(
+                    "TLS with {server} failed: {cause} (a private CA: point SSL_CERT_FILE at its PEM bundle)"
+                ),
+            }
+        } else if e.is_timeout() {
             BackendError::Remote {
                 service: self.service,
                 status: None,
                 code: Some("timeout".into()),
-                message: format!("request timed out: {e}"),
+                message: format!("request to {server} timed out"),
             }
         } else if e.is_connect() {
-            BackendError::Unavailable(format!("cannot reach {}: {e}", self.service))
+            BackendError::Unavailable(format!(
+                "cannot reach {} at {server}: {cause}",
+                self.service
+            ))
         } else {
             BackendError::Remote {
                 service: self.service,
                 status: None,
                 code: Some("transport".into()),
-                message: error_chain(e),
+                message: format!("talking to {server}: {cause}"),
             }
         }
     }
@@ -538,6 +560,51 @@ impl ServiceClient {
             .unwrap_or(0);
         capped + capped.mul_f64((nanos % 1000) as f64 / 4000.0)
     }
+}
+
+/// The innermost source of `e` as a short phrase: `connection refused`
+/// rather than `error sending request for url (...)`, without the
+/// `(os error 111)` tail.
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last: &(dyn std::error::Error + 'static) = e;
+    while let Some(s) = last.source() {
+        last = s;
+    }
+    let text = last.to_string();
+    let text = match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    };
+    // `Connection refused` → `connection refused`, but keep `TLS ...`.
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(a), Some(b)) if a.is_uppercase() && b.is_lowercase() => a
+            .to_lowercase()
+            .chain(text[a.len_utf8()..].chars())
+            .collect(),
+        _ => text,
+    }
+}
+
+/// Whether `e` or one of its sources is a TLS failure (bad or unknown
+/// certificate, failed handshake): repeating the request cannot help.
+pub fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if c.is::<rustls::Error>() {
+            return true;
+        }
+        // An `io::Error` hides the error it wraps from `source()` (and
+        // tokio-rustls wraps twice).
+        cur = match c.downcast_ref::<std::io::Error>() {
+            Some(io) => match io.get_ref() {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => std::error::Error::source(io),
+            },
+            None => c.source(),
+        };
+    }
+    false
 }
 
 /// The error text of `e` and its sources, joined with `: `.
@@ -774,6 +841,66 @@ mod tests {
         );
         let e = c.status_error(StatusCode::NOT_FOUND, b"", On404::Path("/a".into()));
         assert!(e.is_not_found());
+    }
+
+    fn quick_client() -> ServiceClient {
+        let policy = HttpPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+            ..HttpPolicy::default()
+        };
+        ServiceClient::new("e2b", HeaderMap::new(), policy, "").unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_names_the_server_and_the_cause() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let c = quick_client();
+        let url = format!("http://127.0.0.1:{port}/sandboxes");
+        let e = c
+            .send(Retry::Idempotent, false, |cl| cl.get(&url))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "sandbox unavailable: cannot reach e2b at http://127.0.0.1:{port}: connection refused"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn tls_failures_are_not_retried() {
+        // A server that answers a TLS hello with plain text.
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Ok((mut s, _)) = l.accept().await {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+            }
+        });
+        let c = quick_client();
+        let url = format!("https://127.0.0.1:{port}/sandboxes");
+        let e = c
+            .send(Retry::Idempotent, false, |cl| cl.get(&url))
+            .await
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("e2b error tls: TLS with https://127.0.0.1:"),
+            "{text}"
+        );
+        assert!(text.contains("SSL_CERT_FILE"), "{text}");
+        assert!(!text.contains('\n'), "{text}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!   runs `sleep infinity` in container `workspace` with the PVC mounted
 //!   at `/workspace`. Waiting for `Running` backs off from 250 ms to 2 s
 //!   and fails at once with the Pod's own reason on `ImagePullBackOff`,
-//!   `ErrImagePull`, `InvalidImageName`, `CrashLoopBackOff` or an
-//!   `Unschedulable` scheduling condition.
+//!   `ErrImagePull`, `InvalidImageName`, `CrashLoopBackOff` or
+//!   `CreateContainerConfigError`, and on an `Unschedulable` scheduling
+//!   condition once it has lasted `unschedulable_grace_secs` (a node
+//!   being added by an autoscaler is worth waiting for).
 //! * **Reattach** by the derived names (checked against the id
 //!   annotation): a `Running` or `Pending` Pod is reused, a terminating
 //!   one awaited, a Pod in any other phase deleted and recreated — the PVC
@@ -138,13 +140,15 @@ pub struct Resources {
 
 /// Profile options of a Kubernetes workspace (`[profiles.<name>.options]`
 /// with `backend = "kubernetes"`). Every field has a default; the cluster
-/// comes from `kubeconfig`/`context`, else in-cluster config, else the
-/// default kubeconfig (`$KUBECONFIG`, `~/.kube/config`).
+/// comes from `kubeconfig`/`context`; with neither, kube-rs's inference
+/// picks the current context of `$KUBECONFIG` or `~/.kube/config` first
+/// and the in-cluster service account only when there is no kubeconfig.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KubernetesOptions {
-    /// Path of a kubeconfig file; `None` = in-cluster when running in a
-    /// Pod, else the default kubeconfig.
+    /// Path of a kubeconfig file; `None` = the default kubeconfig
+    /// (`$KUBECONFIG`, `~/.kube/config`), else in-cluster when running in
+    /// a Pod.
     pub kubeconfig: Option<PathBuf>,
     /// Use the in-cluster service account config and nothing else.
     pub in_cluster: bool,
@@ -167,6 +171,7 @@ pub struct KubernetesOptions {
     pub node_selector: BTreeMap<String, String>,
     /// Tolerations of the Pod (Kubernetes JSON/TOML shape: `key`,
     /// `operator`, `value`, `effect`, `tolerationSeconds`).
+    #[serde(deserialize_with = "strict_tolerations")]
     pub tolerations: Vec<Toleration>,
     /// Service account of the Pod; its token is mounted only when set.
     pub service_account: Option<String>,
@@ -185,9 +190,40 @@ pub struct KubernetesOptions {
     pub ready_timeout_secs: u64,
     /// Most seconds to wait for a deleted Pod or PVC to go away.
     pub delete_timeout_secs: u64,
+    /// Seconds a Pod may stay `Unschedulable` before the start fails:
+    /// a cluster autoscaler adding a node, or a volume bound on first
+    /// use, make a Pod unschedulable for a while and then fine.
+    pub unschedulable_grace_secs: u64,
     /// Grace period of Pod deletion (`sleep` ignores SIGTERM, so a long
     /// one only slows suspend down).
     pub termination_grace_secs: i64,
+}
+
+/// A toleration as written in a profile: the Kubernetes fields and no
+/// others, so a typo (`operatr`) is an error instead of a toleration that
+/// silently matches every taint with that key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TolerationOption {
+    key: Option<String>,
+    operator: Option<String>,
+    value: Option<String>,
+    effect: Option<String>,
+    toleration_seconds: Option<i64>,
+}
+
+fn strict_tolerations<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Toleration>, D::Error> {
+    let items = Vec::<TolerationOption>::deserialize(d)?;
+    Ok(items
+        .into_iter()
+        .map(|t| Toleration {
+            key: t.key,
+            operator: t.operator,
+            value: t.value,
+            effect: t.effect,
+            toleration_seconds: t.toleration_seconds,
+        })
+        .collect())
 }
 
 impl Default for KubernetesOptions {
@@ -212,6 +248,7 @@ impl Default for KubernetesOptions {
             name_prefix: "wsbench-".into(),
             ready_timeout_secs: 120,
             delete_timeout_secs: 60,
+            unschedulable_grace_secs: 60,
             termination_grace_secs: 5,
         }
     }
@@ -374,20 +411,62 @@ impl K8sEvent {
 }
 
 /// Maps a kube error to [`BackendError::Remote`] with the API's status
-/// code and reason.
+/// code and reason; see [`kube_error_at`].
 fn kube_error(context: &str, e: kube::Error) -> BackendError {
+    kube_error_at(None, context, e)
+}
+
+/// Maps a kube error to [`BackendError::Remote`]: an API answer keeps its
+/// status code and reason (401/403 with a hint about the kubeconfig
+/// user); a request that got no answer says, in one line, which API
+/// server (`server`, when known) could not be reached and the root cause
+/// (`connection refused`, an unknown certificate issuer).
+fn kube_error_at(server: Option<&str>, context: &str, e: kube::Error) -> BackendError {
+    use crate::backend::http::{is_tls_error, root_cause};
+    let at = server
+        .map(|s| format!("the Kubernetes API at {s}"))
+        .unwrap_or_else(|| "the Kubernetes API".into());
     match e {
-        kube::Error::Api(s) => BackendError::Remote {
-            service: "kubernetes",
-            status: Some(s.code),
-            code: Some(s.reason.clone()).filter(|r| !r.is_empty()),
-            message: format!("{context}: {}", s.message),
-        },
+        kube::Error::Api(s) => {
+            let hint = match s.code {
+                401 => " (check the user credentials of the kubeconfig context)",
+                403 => {
+                    " (the kubeconfig user lacks an RBAC permission; see the README's Kubernetes section)"
+                }
+                _ => "",
+            };
+            BackendError::Remote {
+                service: "kubernetes",
+                status: Some(s.code),
+                code: Some(s.reason.clone()).filter(|r| !r.is_empty()),
+                message: format!("{context}: {}{hint}", s.message),
+            }
+        }
+        ref other @ (kube::Error::HyperError(_) | kube::Error::Service(_)) => {
+            let cause = root_cause(other);
+            if is_tls_error(other) {
+                BackendError::Remote {
+                    service: "kubernetes",
+                    status: None,
+                    code: Some("tls".into()),
+                    message: format!(
+                        "{context}: TLS with {at} failed: {cause} (check the cluster's certificate-authority in the kubeconfig)"
+                    ),
+                }
+            } else {
+                BackendError::Remote {
+                    service: "kubernetes",
+                    status: None,
+                    code: None,
+                    message: format!("{context}: cannot reach {at}: {cause}"),
+                }
+            }
+        }
         other => BackendError::Remote {
             service: "kubernetes",
             status: None,
             code: None,
-            message: format!("{context}: {other}"),
+            message: format!("{context}: {}", crate::backend::http::error_chain(&other)),
         },
     }
 }
@@ -403,6 +482,11 @@ fn api_code(e: &kube::Error) -> Option<u16> {
 ///
 /// Errors: [`BackendError::Unavailable`] naming what was tried.
 pub async fn connect(opts: &KubernetesOptions) -> BackendResult<Client> {
+    Ok(connect_to(opts).await?.0)
+}
+
+/// [`connect`], also returning the API server's URL (for messages).
+async fn connect_to(opts: &KubernetesOptions) -> BackendResult<(Client, String)> {
     crate::backend::http::ensure_crypto_provider();
     let kco = KubeConfigOptions {
         context: opts.context.clone(),
@@ -414,21 +498,53 @@ pub async fn connect(opts: &KubernetesOptions) -> BackendResult<Client> {
     } else if let Some(path) = &opts.kubeconfig {
         let kc = Kubeconfig::read_from(path)
             .map_err(|e| unavailable(format!("reading kubeconfig {}: {e}", path.display())))?;
+        check_context(&kc, opts.context.as_deref(), &path.display().to_string())
+            .map_err(unavailable)?;
         Config::from_custom_kubeconfig(kc, &kco)
             .await
             .map_err(|e| unavailable(format!("kubeconfig {}: {e}", path.display())))?
     } else if opts.context.is_some() {
+        if let Ok(kc) = Kubeconfig::read() {
+            check_context(&kc, opts.context.as_deref(), "the default kubeconfig")
+                .map_err(unavailable)?;
+        }
         Config::from_kubeconfig(&kco)
             .await
             .map_err(|e| unavailable(format!("default kubeconfig: {e}")))?
     } else {
+        // kube-rs tries $KUBECONFIG / ~/.kube/config first, then the
+        // in-cluster service account.
         Config::infer().await.map_err(|e| {
             unavailable(format!(
-                "no in-cluster config and no usable kubeconfig ({e}); set `kubeconfig` or `context`"
+                "no usable kubeconfig and no in-cluster config ({e}); set `kubeconfig` or `context`"
             ))
         })?
     };
-    Client::try_from(config).map_err(|e| unavailable(format!("building the client: {e}")))
+    let server = config.cluster_url.to_string();
+    let server = server.trim_end_matches('/').to_string();
+    let client =
+        Client::try_from(config).map_err(|e| unavailable(format!("building the client: {e}")))?;
+    Ok((client, server))
+}
+
+/// Checks that `context` (when set) is one of `kc`'s contexts; the error
+/// lists the ones there are.
+fn check_context(kc: &Kubeconfig, context: Option<&str>, file: &str) -> Result<(), String> {
+    let Some(want) = context else {
+        return Ok(());
+    };
+    if kc.contexts.iter().any(|c| c.name == want) {
+        return Ok(());
+    }
+    let names: Vec<&str> = kc.contexts.iter().map(|c| c.name.as_str()).collect();
+    Err(format!(
+        "context `{want}` is not in {file}; its contexts: {}",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
 }
 
 /// Annotation holding the exact value of a label (label values are
@@ -621,7 +737,19 @@ enum PodHealth {
     Finished(String),
 }
 
-fn pod_health(pod: &Pod) -> PodHealth {
+/// [`pod_health_at`] now.
+fn pod_health(pod: &Pod, unschedulable_grace: Duration) -> PodHealth {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    pod_health_at(pod, unschedulable_grace, now)
+}
+
+/// What a Pod's status says at `now` (Unix seconds): an `Unschedulable`
+/// condition is fatal only once it has lasted `unschedulable_grace`
+/// (from its `lastTransitionTime`; at once when that is missing).
+fn pod_health_at(pod: &Pod, unschedulable_grace: Duration, now: i64) -> PodHealth {
     if pod.metadata.deletion_timestamp.is_some() {
         return PodHealth::Terminating;
     }
@@ -646,6 +774,10 @@ fn pod_health(pod: &Pod) -> PodHealth {
             && c.status == "False"
             && c.reason.as_deref() == Some("Unschedulable")
         {
+            let since = c.last_transition_time.as_ref().map(|t| t.0.as_second());
+            if since.is_some_and(|t| now - t < unschedulable_grace.as_secs() as i64) {
+                return PodHealth::Pending(Some("Unschedulable".into()));
+            }
             return PodHealth::Fatal(
                 "Unschedulable".into(),
                 c.message.clone().unwrap_or_default(),
@@ -677,6 +809,8 @@ pub struct KubernetesProvisioner {
     /// a sink set later reaches sandboxes made from then on.
     notices: std::sync::RwLock<Option<NoticeSink>>,
     client: OnceCell<Client>,
+    /// URL of the API server, once connected, for error messages.
+    server: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for KubernetesProvisioner {
@@ -701,6 +835,7 @@ impl KubernetesProvisioner {
             events: None,
             notices: std::sync::RwLock::new(None),
             client: OnceCell::new(),
+            server: std::sync::OnceLock::new(),
         })
     }
 
@@ -767,7 +902,22 @@ impl KubernetesProvisioner {
     ///
     /// Errors: [`connect`]'s.
     pub async fn client(&self) -> BackendResult<&Client> {
-        self.client.get_or_try_init(|| connect(&self.opts)).await
+        self.client
+            .get_or_try_init(|| async {
+                let (client, server) = connect_to(&self.opts).await?;
+                let _ = self.server.set(server);
+                Ok(client)
+            })
+            .await
+    }
+
+    fn unschedulable_grace(&self) -> Duration {
+        Duration::from_secs(self.opts.unschedulable_grace_secs)
+    }
+
+    /// [`kube_error_at`] naming this provisioner's API server.
+    fn kube_error(&self, context: &str, e: kube::Error) -> BackendError {
+        kube_error_at(self.server.get().map(String::as_str), context, e)
     }
 
     async fn pods(&self) -> BackendResult<Api<Pod>> {
@@ -829,7 +979,7 @@ impl KubernetesProvisioner {
             // exist; creating objects in it will say otherwise.
             Err(e) if api_code(&e) == Some(403) => return Ok(()),
             Err(e) if api_code(&e) == Some(404) => {}
-            Err(e) => return Err(kube_error(&format!("reading namespace {ns}"), e)),
+            Err(e) => return Err(self.kube_error(&format!("reading namespace {ns}"), e)),
         }
         let obj = Namespace {
             metadata: ObjectMeta {
@@ -854,7 +1004,7 @@ impl KubernetesProvisioner {
                 Ok(())
             }
             Err(e) if api_code(&e) == Some(409) => Ok(()),
-            Err(e) => Err(kube_error(&format!("creating namespace {ns}"), e)),
+            Err(e) => Err(self.kube_error(&format!("creating namespace {ns}"), e)),
         }
     }
 
@@ -969,7 +1119,7 @@ impl KubernetesProvisioner {
             match api.get_opt(name).await {
                 Ok(None) => return Ok(()),
                 Ok(Some(_)) => {}
-                Err(e) => return Err(kube_error(&format!("waiting for {name} to go"), e)),
+                Err(e) => return Err(self.kube_error(&format!("waiting for {name} to go"), e)),
             }
             if Instant::now() >= deadline {
                 return Err(BackendError::Remote {
@@ -1010,7 +1160,7 @@ impl KubernetesProvisioner {
                 Ok(true)
             }
             Err(e) if api_code(&e) == Some(404) => Ok(false),
-            Err(e) => Err(kube_error(&format!("deleting {kind} {name}"), e)),
+            Err(e) => Err(self.kube_error(&format!("deleting {kind} {name}"), e)),
         }
     }
 
@@ -1024,7 +1174,7 @@ impl KubernetesProvisioner {
         if let Some(pvc) = api
             .get_opt(name)
             .await
-            .map_err(|e| kube_error(&format!("reading PVC {name}"), e))?
+            .map_err(|e| self.kube_error(&format!("reading PVC {name}"), e))?
         {
             self.check_owner(&pvc.metadata, &spec.workspace_id, name)?;
             if pvc.metadata.deletion_timestamp.is_none() {
@@ -1047,7 +1197,7 @@ impl KubernetesProvisioner {
                 Ok(())
             }
             Err(e) if api_code(&e) == Some(409) => Ok(()),
-            Err(e) => Err(kube_error(&format!("creating PVC {name}"), e)),
+            Err(e) => Err(self.kube_error(&format!("creating PVC {name}"), e)),
         }
     }
 
@@ -1077,10 +1227,10 @@ impl KubernetesProvisioner {
         if let Some(pod) = api
             .get_opt(name)
             .await
-            .map_err(|e| kube_error(&format!("reading pod {name}"), e))?
+            .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?
         {
             self.check_owner(&pod.metadata, &spec.workspace_id, name)?;
-            match pod_health(&pod) {
+            match pod_health(&pod, self.unschedulable_grace()) {
                 PodHealth::Running | PodHealth::Pending(_) => {
                     return self.wait_running(name, sink).await;
                 }
@@ -1104,7 +1254,7 @@ impl KubernetesProvisioner {
                 },
             ),
             Err(e) if api_code(&e) == Some(409) => {}
-            Err(e) => return Err(kube_error(&format!("creating pod {name}"), e)),
+            Err(e) => return Err(self.kube_error(&format!("creating pod {name}"), e)),
         }
         self.wait_running(name, sink).await
     }
@@ -1120,11 +1270,11 @@ impl KubernetesProvisioner {
             let pod = api
                 .get_opt(name)
                 .await
-                .map_err(|e| kube_error(&format!("reading pod {name}"), e))?
+                .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?
                 .ok_or_else(|| {
                     BackendError::Unavailable(format!("pod {name} disappeared while starting"))
                 })?;
-            let health = pod_health(&pod);
+            let health = pod_health(&pod, self.unschedulable_grace());
             if last.as_ref() != Some(&health) {
                 let (phase, reason) = match &health {
                     PodHealth::Running => ("Running".to_string(), None),
@@ -1236,8 +1386,8 @@ impl KubernetesProvisioner {
         })
     }
 
-    fn state_of(pod: Option<&Pod>) -> SandboxState {
-        match pod.map(pod_health) {
+    fn state_of(&self, pod: Option<&Pod>) -> SandboxState {
+        match pod.map(|p| pod_health(p, self.unschedulable_grace())) {
             None => SandboxState::Suspended,
             Some(PodHealth::Running) => SandboxState::Running,
             Some(PodHealth::Pending(_)) => SandboxState::Provisioning,
@@ -1285,13 +1435,13 @@ impl Provisioner for KubernetesProvisioner {
             .await?
             .get_opt(&name)
             .await
-            .map_err(|e| kube_error(&format!("reading PVC {name}"), e))?;
+            .map_err(|e| self.kube_error(&format!("reading PVC {name}"), e))?;
         let pod = self
             .pods()
             .await?
             .get_opt(&name)
             .await
-            .map_err(|e| kube_error(&format!("reading pod {name}"), e))?;
+            .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?;
         let meta = match (&pvc, &pod) {
             (Some(p), _) if p.metadata.deletion_timestamp.is_none() => &p.metadata,
             (_, Some(p)) => &p.metadata,
@@ -1300,7 +1450,7 @@ impl Provisioner for KubernetesProvisioner {
         if self.check_owner(meta, workspace_id, &name).is_err() {
             return Ok(None);
         }
-        let state = Self::state_of(pod.as_ref());
+        let state = self.state_of(pod.as_ref());
         Ok(self.info_from(meta, state, &name).map(|i| SandboxInfo {
             workspace_id: workspace_id.to_string(),
             ..i
@@ -1367,13 +1517,13 @@ impl Provisioner for KubernetesProvisioner {
             .await?
             .list(&lp)
             .await
-            .map_err(|e| kube_error("listing PVCs", e))?;
+            .map_err(|e| self.kube_error("listing PVCs", e))?;
         let pods = self
             .pods()
             .await?
             .list(&lp)
             .await
-            .map_err(|e| kube_error("listing pods", e))?;
+            .map_err(|e| self.kube_error("listing pods", e))?;
         let mut by_name: BTreeMap<String, SandboxInfo> = BTreeMap::new();
         let pod_of = |n: &str| {
             pods.items
@@ -1384,7 +1534,7 @@ impl Provisioner for KubernetesProvisioner {
             let Some(n) = pvc.metadata.name.as_deref() else {
                 continue;
             };
-            if let Some(i) = self.info_from(&pvc.metadata, Self::state_of(pod_of(n)), n) {
+            if let Some(i) = self.info_from(&pvc.metadata, self.state_of(pod_of(n)), n) {
                 by_name.insert(n.to_string(), i);
             }
         }
@@ -1393,7 +1543,7 @@ impl Provisioner for KubernetesProvisioner {
                 continue;
             };
             if !by_name.contains_key(n)
-                && let Some(i) = self.info_from(&pod.metadata, Self::state_of(Some(pod)), n)
+                && let Some(i) = self.info_from(&pod.metadata, self.state_of(Some(pod)), n)
             {
                 by_name.insert(n.to_string(), i);
             }
@@ -1428,12 +1578,57 @@ env = { A = "1" }
         )
         .unwrap();
         assert_eq!(o.tolerations[0].key.as_deref(), Some("dedicated"));
+        let typo = toml::from_str::<KubernetesOptions>(
+            "tolerations = [{ key = 'k', operatr = 'Exists', tolerationSeconds = 5 }]",
+        )
+        .unwrap_err();
+        assert!(typo.message().contains("operatr"), "{typo}");
         assert!(o.validate().is_ok());
         let bad = KubernetesOptions {
             namespace: "Bad_NS".into(),
             ..Default::default()
         };
         assert!(bad.validate().unwrap_err().contains("namespace"));
+    }
+
+    fn kubeconfig(dir: &std::path::Path, server: &str) -> PathBuf {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {server}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n"
+        );
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_api_server_is_named_with_the_cause() {
+        let d = tempfile::tempdir().unwrap();
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let opts = KubernetesOptions {
+            kubeconfig: Some(kubeconfig(d.path(), &format!("http://127.0.0.1:{port}"))),
+            ..Default::default()
+        };
+        let p = KubernetesProvisioner::new(opts.clone()).unwrap();
+        let e = p.list().await.unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "kubernetes error: listing PVCs: cannot reach the Kubernetes API at http://127.0.0.1:{port}: connection refused"
+            )
+        );
+        let p = KubernetesProvisioner::new(KubernetesOptions {
+            context: Some("nope".into()),
+            ..opts
+        })
+        .unwrap();
+        let e = p.list().await.unwrap_err().to_string();
+        assert!(
+            e.contains("context `nope` is not in") && e.contains("its contexts: c"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1489,7 +1684,7 @@ env = { A = "1" }
         }))
         .unwrap();
         assert_eq!(
-            pod_health(&pod),
+            pod_health(&pod, Duration::from_secs(60)),
             PodHealth::Fatal("ImagePullBackOff".into(), "no such image".into())
         );
         let pod: Pod = serde_json::from_value(serde_json::json!({
@@ -1500,14 +1695,37 @@ env = { A = "1" }
             }]}
         }))
         .unwrap();
-        assert!(matches!(pod_health(&pod), PodHealth::Fatal(r, _) if r == "Unschedulable"));
+        let grace = Duration::from_secs(60);
+        assert!(matches!(pod_health(&pod, grace), PodHealth::Fatal(r, _) if r == "Unschedulable"));
+        // Unschedulable for 10 s: maybe a node is on its way; for 61 s: fatal.
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available", "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}
+        }))
+        .unwrap();
+        let t0 = 1_767_225_600; // 2026-01-01T00:00:00Z
+        assert_eq!(
+            pod_health_at(&pod, grace, t0 + 10),
+            PodHealth::Pending(Some("Unschedulable".into()))
+        );
+        assert!(
+            matches!(pod_health_at(&pod, grace, t0 + 61), PodHealth::Fatal(r, _) if r == "Unschedulable")
+        );
         let pod: Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "p"}, "status": {"phase": "Failed"}
         }))
         .unwrap();
-        assert_eq!(pod_health(&pod), PodHealth::Finished("Failed".into()));
         assert_eq!(
-            KubernetesProvisioner::state_of(None),
+            pod_health(&pod, Duration::ZERO),
+            PodHealth::Finished("Failed".into())
+        );
+        assert_eq!(
+            KubernetesProvisioner::new(KubernetesOptions::default())
+                .unwrap()
+                .state_of(None),
             SandboxState::Suspended
         );
     }

@@ -53,7 +53,10 @@ use tokio_util::sync::CancellationToken;
 pub enum BackendKind {
     /// Commands run on the host as the current user; no isolation.
     Local,
-    /// One `bwrap` process per exec on a host directory.
+    /// One `bwrap` process per exec on a host directory. Config files may
+    /// also spell it `bwrap` (the program's and the built-in profile's
+    /// name).
+    #[serde(alias = "bwrap")]
     Bubblewrap,
     /// One Docker container per workspace.
     Docker,

@@ -51,6 +51,10 @@ const SERVER_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
 #[serde(deny_unknown_fields, default)]
 pub struct OpenSandboxOptions {
     /// API key; empty or absent = env `OPEN_SANDBOX_API_KEY`. Never logged.
+    /// With neither, requests go without the `OPEN-SANDBOX-API-KEY` header:
+    /// a server started without `api_key` in its config (a local
+    /// `opensandbox-server`) does not check it, and one that does answers
+    /// 401 with a hint naming the variable.
     pub api_key: Option<String>,
     /// Lifecycle base URL including `/v1`; default
     /// `<protocol>://<domain>/v1`.
@@ -225,7 +229,7 @@ impl SandboxDto {
 pub struct OpenSandboxProvisioner {
     opts: OpenSandboxOptions,
     api: ServiceClient,
-    key: String,
+    key: Option<String>,
     known: Known,
 }
 
@@ -243,15 +247,26 @@ const LIVE_STATES: [&str; 5] = ["Pending", "Running", "Pausing", "Paused", "Resu
 impl OpenSandboxProvisioner {
     /// A provisioner for `opts`.
     ///
-    /// Errors: no API key in the options or `OPEN_SANDBOX_API_KEY`.
+    /// The lifecycle spec requires the key header, but the server checks
+    /// it only when it was configured with a key; so a missing key is not
+    /// an error here (see [`OpenSandboxOptions::api_key`]).
+    ///
+    /// Errors: a key that cannot be a header; the TLS stack cannot be set
+    /// up.
     pub fn new(opts: OpenSandboxOptions) -> BackendResult<Self> {
         let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
-        let (api, key) = ServiceClient::with_api_key(
+        let key = http::option_or_env(&opts.api_key, "OPEN_SANDBOX_API_KEY")
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty());
+        let headers = match &key {
+            Some(k) => http::auth_headers(("open-sandbox-api-key", k), &[])?,
+            None => HeaderMap::new(),
+        };
+        let api = ServiceClient::new(
             SERVICE,
-            opts.api_key.as_deref(),
-            "OPEN_SANDBOX_API_KEY",
+            headers,
             policy,
-            |key| http::auth_headers(("open-sandbox-api-key", key), &[]),
+            "check OPEN_SANDBOX_API_KEY or `api_key` in the profile",
         )?;
         Ok(OpenSandboxProvisioner {
             opts,
@@ -405,9 +420,9 @@ impl OpenSandboxProvisioner {
                 headers.insert(n, v);
             }
         }
-        if proxy {
+        if let (true, Some(key)) = (proxy, &self.key) {
             // The server's proxy wants the API key; execd itself never gets it.
-            headers.insert("open-sandbox-api-key", http::secret_header(&self.key)?);
+            headers.insert("open-sandbox-api-key", http::secret_header(key)?);
         }
         if let Some(t) = &self.opts.execd_access_token {
             headers.insert("x-execd-access-token", http::secret_header(t)?);
@@ -1143,5 +1158,25 @@ mod tests {
             ..Default::default()
         };
         assert!(!format!("{o:?}").contains("secret-k"));
+    }
+
+    #[test]
+    fn no_key_sends_no_key_header() {
+        if std::env::var_os("OPEN_SANDBOX_API_KEY").is_some() {
+            println!("SKIPPED: OPEN_SANDBOX_API_KEY is set");
+            return;
+        }
+        let p = OpenSandboxProvisioner::new(OpenSandboxOptions {
+            api_url: Some("http://127.0.0.1:9/v1".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(p.api.headers().get("open-sandbox-api-key").is_none());
+        let p = OpenSandboxProvisioner::new(OpenSandboxOptions {
+            api_key: Some(" k ".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(p.api.headers().get("open-sandbox-api-key").is_some());
     }
 }

@@ -3,9 +3,30 @@
 use serde_json::json;
 
 use super::{Ctx, output};
+use crate::backend::BackendKind;
 
+/// `wsbench info`: what a command would use, read-only. It opens no
+/// workspace and contacts no service (a cloud profile would otherwise
+/// create a sandbox just to describe it): the profile is shown from the
+/// config as written, `${VAR}` placeholders kept and secrets masked.
 pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let name = ctx.profile_name();
+    // Unknown profile names are the one error `info` reports.
+    let profile = match ctx.config.profiles.get(&name) {
+        Some(p) => p.clone(),
+        None => ctx.config.profile(&name)?,
+    };
+    // `--workdir`, or the built-in local profile's default user: a known
+    // directory. Anything else is placed by the manager when first used.
+    let builtin_local =
+        !ctx.config.profiles.contains_key(&name) && profile.backend == BackendKind::Local;
+    let (backend, root) = if ctx.global.workdir.is_some() {
+        (BackendKind::Local, Some(ctx.workdir()))
+    } else if builtin_local && ctx.global.user.is_empty() {
+        (BackendKind::Local, Some(ctx.paths.default_workdir.clone()))
+    } else {
+        (profile.backend, None)
+    };
     let info = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "config_file": ctx.config_file,
@@ -13,10 +34,12 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         "data_dir": ctx.paths.data_dir,
         "default_workdir": ctx.paths.default_workdir,
         "workspace": {
-            "id": ws.id(),
-            "root": ws.layout().workdir(),
-            "backend": ws.backend(),
-            "capabilities": ws.sandbox().capabilities(),
+            "root": root,
+            "backend": backend,
+        },
+        "profile": {
+            "name": name,
+            "settings": profile,
         },
         "agent": ctx.global.agent,
         "session": ctx.session(),
@@ -24,37 +47,57 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     });
     if ctx.global.json {
         output::json(&info)?;
-    } else {
-        println!("wsbench {}", env!("CARGO_PKG_VERSION"));
-        println!(
-            "config file:      {} ({})",
-            ctx.config_file.display(),
-            if ctx.config_file.is_file() {
-                "loaded"
-            } else {
-                "absent: built-in defaults"
-            }
-        );
-        println!("data dir:         {}", ctx.paths.data_dir.display());
-        println!("default workdir:  {}", ctx.paths.default_workdir.display());
-        println!("workspace root:   {}", ws.layout().workdir());
-        println!("backend:          {}", ws.backend());
-        println!(
-            "agent / session:  {:?} / {}",
-            ctx.global.agent,
-            ctx.session()
-        );
-        let l = &ctx.config.limits;
-        println!(
-            "limits:           Bash {} chars, {} ms default / {} ms max; Read {} lines; Glob/Grep {} results, {} ms",
-            l.bash_max_output_chars,
-            l.bash_default_timeout_ms,
-            l.bash_max_timeout_ms,
-            l.read_max_lines,
-            l.search_default_limit,
-            l.search_timeout_ms
-        );
+        return Ok(0);
     }
+    println!("wsbench {}", env!("CARGO_PKG_VERSION"));
+    println!(
+        "config file:      {} ({})",
+        ctx.config_file.display(),
+        if ctx.config_file.is_file() {
+            "loaded"
+        } else {
+            "absent: built-in defaults"
+        }
+    );
+    println!("data dir:         {}", ctx.paths.data_dir.display());
+    println!("default workdir:  {}", ctx.paths.default_workdir.display());
+    println!(
+        "profile:          {name} ({} backend, {} isolation)",
+        profile.backend,
+        profile.isolation.as_str()
+    );
+    let settings = &info["profile"]["settings"];
+    if let Some(opts) = settings["options"].as_object().filter(|o| !o.is_empty()) {
+        for (k, v) in opts {
+            let v = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
+            println!("  option {k} = {v}");
+        }
+    }
+    match &root {
+        Some(r) => println!("workspace root:   {}", r.display()),
+        None => println!(
+            "workspace:        made or reattached by the first command that uses it (info creates nothing)"
+        ),
+    }
+    println!("backend:          {backend}");
+    println!(
+        "agent / session:  {:?} / {}",
+        ctx.global.agent,
+        ctx.session()
+    );
+    let l = &ctx.config.limits;
+    println!(
+        "limits:           Bash {} chars, {} ms default / {} ms max; Read {} lines; Glob/Grep {} results, {} ms",
+        l.bash_max_output_chars,
+        l.bash_default_timeout_ms,
+        l.bash_max_timeout_ms,
+        l.read_max_lines,
+        l.search_default_limit,
+        l.search_timeout_ms
+    );
     Ok(0)
 }
 

@@ -8,6 +8,7 @@ mod info;
 mod mcp;
 mod offload;
 mod output;
+mod sandbox_record;
 mod sessions;
 mod skills;
 mod tool;
@@ -23,6 +24,12 @@ use crate::backend::local::LocalSandbox;
 use crate::config::{Config, Paths};
 use crate::engine::{EventBus, Workspace, WorkspaceConfig};
 use crate::manager::{WorkspaceManager, profile_options};
+
+/// The log filter when `WSBENCH_LOG` is unset or invalid: wsbench's own
+/// warnings and nothing from libraries, whose ERROR lines repeat a
+/// failure wsbench reports itself (and would break its one-line errors
+/// and the `--json` stderr).
+pub const DEFAULT_LOG_FILTER: &str = "off,wsbench=warn";
 
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -132,6 +139,8 @@ pub struct Ctx {
     pub config_file: PathBuf,
     /// The selected profile's manager, made on first use.
     manager: tokio::sync::OnceCell<WorkspaceManager>,
+    /// Records of that manager's cloud sandboxes (cloud profiles only).
+    records: std::sync::OnceLock<sandbox_record::SandboxRecords>,
 }
 
 impl Ctx {
@@ -158,6 +167,7 @@ impl Ctx {
             config,
             config_file,
             manager: tokio::sync::OnceCell::new(),
+            records: std::sync::OnceLock::new(),
         })
     }
 
@@ -184,10 +194,37 @@ impl Ctx {
     }
 
     /// The manager of the selected profile, shared by the whole command.
+    /// On a cloud profile its workspaces are recorded, so that one whose
+    /// sandbox vanished on the service is reported when it is made anew
+    /// (see [`Ctx::report_lost_sandboxes`]).
     pub async fn manager(&self) -> anyhow::Result<&WorkspaceManager> {
         self.manager
-            .get_or_try_init(|| async { self.manager_for(&self.profile_name()) })
+            .get_or_try_init(|| async {
+                let name = self.profile_name();
+                let m = self.manager_for(&name)?;
+                if sandbox_record::tracked(m.backend()) {
+                    let _ = self.records.set(sandbox_record::SandboxRecords::new(
+                        &self.paths.data_dir,
+                        &name,
+                        m.backend(),
+                        m.events().subscribe(),
+                    ));
+                }
+                Ok(m)
+            })
             .await
+    }
+
+    /// Prints a notice for each workspace of the selected cloud profile
+    /// that got a new, empty sandbox because its recorded one is gone from
+    /// the service, and updates the records (made, destroyed). Called
+    /// after opening a workspace and when a command ends.
+    pub fn report_lost_sandboxes(&self) {
+        if let Some(r) = self.records.get() {
+            for n in r.drain() {
+                eprintln!("{n}");
+            }
+        }
     }
 
     /// The workspace directory to open.
@@ -214,12 +251,12 @@ impl Ctx {
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
         if self.global.workdir.is_none() {
             let manager = self.manager().await?;
-            return manager
+            let ws = manager
                 .get_workspace(&self.global.user, &self.global.agent, &self.session(), None)
                 .await
-                .with_context(|| {
-                    format!("opening a workspace of profile `{}`", manager.profile())
-                });
+                .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
+            self.report_lost_sandboxes();
+            return ws;
         }
         let dir = self.workdir();
         check_workdir(&dir)?;
@@ -332,20 +369,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let ctx = Ctx::load(cli.global)?;
-    match cli.command {
-        None if ctx.global.json || !crate::tui::can_open() => info::summary(&ctx).await,
-        None => crate::tui::run(&ctx, cli.tui).await,
-        Some(Command::Exec(a)) => exec::run(&ctx, a).await,
-        Some(Command::Tool(a)) => tool::run(&ctx, a).await,
-        Some(Command::Skills(c)) => skills::run(&ctx, c).await,
-        Some(Command::Sessions(c)) => sessions::run(&ctx, c).await,
-        Some(Command::Offload(c)) => offload::run(&ctx, c).await,
-        Some(Command::Mcp(c)) => mcp::run(&ctx, c).await,
-        Some(Command::Status) => info::summary(&ctx).await,
-        Some(Command::Workspaces(c)) => workspaces::run(&ctx, c).await,
-        Some(Command::Demo(a)) => agent::run_demo(&ctx, a).await,
-        Some(Command::Agent(a)) => agent::run_agent(&ctx, a).await,
-        Some(Command::Info) => info::run(&ctx).await,
+    let code = dispatch(&ctx, cli.command, cli.tui).await;
+    ctx.report_lost_sandboxes();
+    code
+}
+
+async fn dispatch(
+    ctx: &Ctx,
+    command: Option<Command>,
+    tui: crate::tui::TuiArgs,
+) -> anyhow::Result<i32> {
+    match command {
+        None if ctx.global.json || !crate::tui::can_open() => info::summary(ctx).await,
+        None => crate::tui::run(ctx, tui).await,
+        Some(Command::Exec(a)) => exec::run(ctx, a).await,
+        Some(Command::Tool(a)) => tool::run(ctx, a).await,
+        Some(Command::Skills(c)) => skills::run(ctx, c).await,
+        Some(Command::Sessions(c)) => sessions::run(ctx, c).await,
+        Some(Command::Offload(c)) => offload::run(ctx, c).await,
+        Some(Command::Mcp(c)) => mcp::run(ctx, c).await,
+        Some(Command::Status) => info::summary(ctx).await,
+        Some(Command::Workspaces(c)) => workspaces::run(ctx, c).await,
+        Some(Command::Demo(a)) => agent::run_demo(ctx, a).await,
+        Some(Command::Agent(a)) => agent::run_agent(ctx, a).await,
+        Some(Command::Info) => info::run(ctx).await,
         Some(Command::Completions { .. }) => unreachable!("handled above"),
     }
 }

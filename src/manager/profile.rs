@@ -56,6 +56,15 @@ pub enum ProfileError {
         /// What is wrong.
         message: String,
     },
+    /// The backend needs an API key and neither the profile nor the
+    /// environment has one; `message` names both places.
+    #[error("profile `{profile}`: {message}")]
+    MissingApiKey {
+        /// Profile name.
+        profile: String,
+        /// What to set.
+        message: String,
+    },
     /// The config (unknown profile, unset `${VAR}`, or one of the errors
     /// above placed at its file, line and key).
     #[error(transparent)]
@@ -88,10 +97,20 @@ pub fn make_provisioner(
     paths: &Paths,
 ) -> Result<Arc<dyn Provisioner>, ProfileError> {
     use crate::backend::{bubblewrap, daytona, docker, e2b, kubernetes, opensandbox};
-    let remote = |e: crate::backend::BackendError| ProfileError::BadOption {
-        profile: name.to_string(),
-        key: "options".into(),
-        message: e.to_string(),
+    let remote = |e: crate::backend::BackendError| match e {
+        crate::backend::BackendError::Remote {
+            code: Some(code),
+            message,
+            ..
+        } if code == "missing_api_key" => ProfileError::MissingApiKey {
+            profile: name.to_string(),
+            message,
+        },
+        e => ProfileError::BadOption {
+            profile: name.to_string(),
+            key: "options".into(),
+            message: e.to_string(),
+        },
     };
     match kind {
         BackendKind::Local => local(name, options, paths),
@@ -130,9 +149,16 @@ pub fn make_provisioner(
         BackendKind::Kubernetes => {
             let opts: kubernetes::KubernetesOptions = typed(name, options)?;
             let p = kubernetes::KubernetesProvisioner::new(opts).map_err(|message| {
+                // The checks' messages start with the option they are about.
+                let key = message
+                    .split([' ', '`'])
+                    .next()
+                    .filter(|k| options.contains_key(*k))
+                    .unwrap_or("options")
+                    .to_string();
                 ProfileError::BadOption {
                     profile: name.to_string(),
-                    key: "options".into(),
+                    key,
                     message,
                 }
             })?;
@@ -141,8 +167,11 @@ pub fn make_provisioner(
     }
 }
 
-/// The options table as a backend's option struct; serde's message names
-/// the unknown or mistyped field.
+/// The options table as a backend's option struct. serde's message names
+/// an unknown field but not the key of a mistyped value (the table is
+/// already parsed, so there is no position either): the key reported is
+/// the first one that fails on its own, so the error lands on that key's
+/// line (`image_pull_policy`, `tolerations`), not on the table header.
 fn typed<T: serde::de::DeserializeOwned>(
     name: &str,
     options: &toml::Table,
@@ -151,14 +180,23 @@ fn typed<T: serde::de::DeserializeOwned>(
         .try_into()
         .map_err(|e: toml::de::Error| {
             let message = e.message().to_string();
-            let key = message
+            let culprit = options.iter().find_map(|(k, v)| {
+                let mut alone = toml::Table::new();
+                alone.insert(k.clone(), v.clone());
+                toml::Value::Table(alone)
+                    .try_into::<T>()
+                    .err()
+                    .filter(|e| !e.message().starts_with("missing field"))
+                    .map(|_| k.clone())
+            });
+            let named = message
                 .split('`')
                 .nth(1)
                 .filter(|_| {
                     message.starts_with("unknown field") || message.starts_with("missing field")
                 })
-                .unwrap_or("options")
-                .to_string();
+                .map(str::to_string);
+            let key = culprit.or(named).unwrap_or_else(|| "options".into());
             ProfileError::BadOption {
                 profile: name.to_string(),
                 key,
@@ -431,6 +469,12 @@ mod tests {
     }
 
     #[test]
+    fn bwrap_is_an_alias_of_bubblewrap() {
+        let config = Config::parse("[profiles.b]\nbackend = \"bwrap\"\n", Path::new("c")).unwrap();
+        assert_eq!(config.profiles["b"].backend, BackendKind::Bubblewrap);
+    }
+
+    #[test]
     fn local_options_are_checked() {
         let d = tempfile::tempdir().unwrap();
         let p = paths(d.path());
@@ -471,6 +515,53 @@ mod tests {
             .to_string();
         assert!(err.starts_with("c.toml:6:"), "{err}");
         assert!(err.contains("imagee"), "{err}");
+        // A mistyped value and a typo inside a toleration land on their
+        // own key's line, named.
+        let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nnamespace = \"ns\"\nimage_pull_policy = \"ifnotpresent\"\n";
+        let config = Config::parse(text, Path::new("c.toml")).unwrap();
+        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.starts_with("c.toml:6:"), "{err}");
+        assert!(err.contains("option `image_pull_policy`"), "{err}");
+        let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nready_timeout_secs = 5\ntolerations = [{ key = \"k\", operatr = \"Exists\" }]\n";
+        let config = Config::parse(text, Path::new("c.toml")).unwrap();
+        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.starts_with("c.toml:6:"), "{err}");
+        assert!(
+            err.contains("option `tolerations`") && err.contains("operatr"),
+            "{err}"
+        );
+        let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nnamespace = \"Bad_NS\"\n";
+        let config = Config::parse(text, Path::new("c.toml")).unwrap();
+        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.starts_with("c.toml:5:"), "{err}");
+        assert!(err.contains("option `namespace`"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_api_key_is_a_plain_line() {
+        if std::env::var_os("E2B_API_KEY").is_some() {
+            println!("SKIPPED: E2B_API_KEY is set");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let text = "[profiles.e]\nbackend = \"e2b\"\n\n[profiles.e.options]\napi_url = \"http://127.0.0.1:9\"\napi_key = \"\"\n";
+        let config = Config::parse(text, Path::new("c.toml")).unwrap();
+        let err = open_profile(&config, "e", &paths(d.path()), EventBus::default())
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "profile `e`: no API key: set E2B_API_KEY or `api_key` in the profile"
+        );
     }
 
     #[tokio::test]
