@@ -671,7 +671,7 @@ pub struct DockerProvisioner {
     opts: DockerOptions,
     profile: Option<String>,
     events: Option<EventSink>,
-    notices: std::sync::RwLock<Option<NoticeSink>>,
+    notices: crate::backend::NoticeSlot,
     layout: Box<dyn Fn(&ProvisionSpec) -> PathBuf + Send + Sync>,
     client: OnceCell<Docker>,
 }
@@ -696,7 +696,7 @@ impl DockerProvisioner {
             opts,
             profile: None,
             events: None,
-            notices: std::sync::RwLock::default(),
+            notices: crate::backend::NoticeSlot::default(),
             layout: Box::new(move |spec| base.join(sanitize_segment(&spec.workspace_id))),
             client: OnceCell::new(),
         }
@@ -723,24 +723,8 @@ impl DockerProvisioner {
     ///
     /// [`with_events`]: DockerProvisioner::with_events
     fn sink_for(&self, workspace_id: &str) -> Option<EventSink> {
-        let notices = self
-            .notices
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let events = self.events.clone();
-        if notices.is_none() && events.is_none() {
-            return None;
-        }
-        let id = workspace_id.to_string();
-        Some(Arc::new(move |ev: DockerEvent| {
-            if let Some(n) = &notices {
-                n(ev.notice(&id));
-            }
-            if let Some(e) = &events {
-                e(ev);
-            }
-        }))
+        self.notices
+            .sink_for(self.events.clone(), workspace_id, DockerEvent::notice)
     }
 
     /// Reports `res`'s error, if any, as a [`DockerEvent::Problem`] of
@@ -1281,10 +1265,7 @@ impl Provisioner for DockerProvisioner {
     /// Every [`DockerEvent`] also goes to `sink` as a [`BackendNotice`]
     /// (source `docker`; see [`DockerEvent::level`] for the levels).
     fn set_notice_sink(&self, sink: NoticeSink) {
-        *self
-            .notices
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sink);
+        self.notices.set(sink);
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {

@@ -807,7 +807,7 @@ pub struct KubernetesProvisioner {
     /// Where [`Provisioner::set_notice_sink`] sends the same events as
     /// log lines (the manager's event bus). Read at each provisioning, so
     /// a sink set later reaches sandboxes made from then on.
-    notices: std::sync::RwLock<Option<NoticeSink>>,
+    notices: crate::backend::NoticeSlot,
     client: OnceCell<Client>,
     /// URL of the API server, once connected, for error messages.
     server: std::sync::OnceLock<String>,
@@ -833,7 +833,7 @@ impl KubernetesProvisioner {
             opts,
             profile: None,
             events: None,
-            notices: std::sync::RwLock::new(None),
+            notices: crate::backend::NoticeSlot::default(),
             client: OnceCell::new(),
             server: std::sync::OnceLock::new(),
         })
@@ -868,24 +868,8 @@ impl KubernetesProvisioner {
     ///
     /// [`with_events`]: KubernetesProvisioner::with_events
     fn sink_for(&self, workspace_id: &str) -> Option<EventSink> {
-        let notices = self
-            .notices
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let events = self.events.clone();
-        if notices.is_none() && events.is_none() {
-            return None;
-        }
-        let id = workspace_id.to_string();
-        Some(Arc::new(move |ev: K8sEvent| {
-            if let Some(n) = &notices {
-                n(ev.notice(&id));
-            }
-            if let Some(e) = &events {
-                e(ev);
-            }
-        }))
+        self.notices
+            .sink_for(self.events.clone(), workspace_id, K8sEvent::notice)
     }
 
     /// The options.
@@ -1415,10 +1399,7 @@ impl Provisioner for KubernetesProvisioner {
     /// Every [`K8sEvent`] also goes to `sink` as a [`BackendNotice`]
     /// (source `kubernetes`; see [`K8sEvent::notice`] for the levels).
     fn set_notice_sink(&self, sink: NoticeSink) {
-        *self
-            .notices
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sink);
+        self.notices.set(sink);
     }
 
     /// Creates (or adopts) the workspace's PVC and Pod. An existing PVC is

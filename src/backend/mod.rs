@@ -632,6 +632,50 @@ pub struct BackendNotice {
 /// Receives [`BackendNotice`]s; called inline, so it must not block.
 pub type NoticeSink = Arc<dyn Fn(BackendNotice) + Send + Sync>;
 
+/// A provisioner's notice sink, set by the manager after construction
+/// (hence the lock) and read once per workspace operation.
+#[derive(Default)]
+pub(crate) struct NoticeSlot(std::sync::RwLock<Option<NoticeSink>>);
+
+impl NoticeSlot {
+    /// Replaces the sink (the last manager to set it wins).
+    pub(crate) fn set(&self, sink: NoticeSink) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sink);
+    }
+
+    /// One closure for a workspace's typed backend events `E`: each goes
+    /// to `events` (the provisioner's own typed sink) and, turned into a
+    /// [`BackendNotice`] for `workspace_id` by `notice`, to the notice
+    /// sink. `None` when neither is set, so callers skip building events.
+    pub(crate) fn sink_for<E: 'static>(
+        &self,
+        events: Option<Arc<dyn Fn(E) + Send + Sync>>,
+        workspace_id: &str,
+        notice: fn(&E, &str) -> BackendNotice,
+    ) -> Option<Arc<dyn Fn(E) + Send + Sync>> {
+        let notices = self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if notices.is_none() && events.is_none() {
+            return None;
+        }
+        let id = workspace_id.to_string();
+        Some(Arc::new(move |ev: E| {
+            if let Some(n) = &notices {
+                n(notice(&ev, &id));
+            }
+            if let Some(e) = &events {
+                e(ev);
+            }
+        }))
+    }
+}
+
 /// What to provision.
 #[derive(Debug, Clone, Default)]
 pub struct ProvisionSpec {

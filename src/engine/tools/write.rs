@@ -11,7 +11,7 @@
 //!
 //! Differences from the reference: a directory, FIFO, socket or device
 //! target is refused with a clear error; an existing file larger than
-//! [`DIFF_MAX_BYTES`](super::textfile::DIFF_MAX_BYTES) or holding NUL bytes
+//! [`DIFF_MAX_BYTES`] or holding NUL bytes
 //! is not read for the diff (the diff then adds every line and metadata
 //! has `diff_old_omitted: true`); an existing file that is not valid UTF-8
 //! is decoded lossily for the diff rather than treated as empty. There is
