@@ -486,3 +486,50 @@ fn info_on_a_cloud_profile_is_read_only() {
     );
     assert!(server.accept().is_err(), "info connected to the service");
 }
+
+/// A journal append that fails (here: `journal.jsonl` is a directory; a
+/// read-only copy of a workspace fails the same way for a normal user)
+/// does not fail the command, but it is said once on stderr instead of
+/// being lost silently.
+#[test]
+fn a_failed_journal_append_is_reported_once() {
+    let env = Env::new();
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().to_str().unwrap();
+    std::fs::create_dir_all(t.path().join("sessions/s-001/journal.jsonl")).unwrap();
+    let o = env.run(&[
+        "exec",
+        "--workdir",
+        w,
+        "--session",
+        "s-001",
+        "--",
+        "echo",
+        "hi",
+    ]);
+    assert_eq!(stdout(&o), "hi\n");
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("could not append to the journal of session s-001"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("warning: "), "{err}");
+
+    // A healthy workspace says nothing.
+    let ok = tempfile::tempdir().unwrap();
+    let o = env.run(&[
+        "exec",
+        "--workdir",
+        ok.path().to_str().unwrap(),
+        "--",
+        "echo",
+        "hi",
+    ]);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -141,6 +141,10 @@ pub struct Ctx {
     manager: tokio::sync::OnceCell<WorkspaceManager>,
     /// Records of that manager's cloud sandboxes (cloud profiles only).
     records: std::sync::OnceLock<sandbox_record::SandboxRecords>,
+    /// Subscriptions to the opened workspaces' buses, read when the
+    /// command ends so a failed journal append is not lost silently
+    /// (the tool call itself succeeded; only its record is missing).
+    journal_watch: std::sync::Mutex<Vec<crate::engine::events::Subscriber>>,
 }
 
 impl Ctx {
@@ -168,6 +172,7 @@ impl Ctx {
             config_file,
             manager: tokio::sync::OnceCell::new(),
             records: std::sync::OnceLock::new(),
+            journal_watch: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -256,6 +261,9 @@ impl Ctx {
                 .await
                 .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
             self.report_lost_sandboxes();
+            if let Ok(ws) = &ws {
+                self.watch_journal(ws);
+            }
             return ws;
         }
         let dir = self.workdir();
@@ -274,7 +282,49 @@ impl Ctx {
             limits: self.config.limits.clone(),
             default_mcps: Vec::new(),
         };
-        Ok(Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?)
+        let ws = Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?;
+        self.watch_journal(&ws);
+        Ok(ws)
+    }
+
+    fn watch_journal(&self, ws: &Workspace) {
+        self.journal_watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(ws.events().subscribe());
+    }
+
+    /// The journal failures the opened workspaces reported during the
+    /// command, each distinct message once, as `warning: ...` lines for
+    /// stderr (e.g. a read-only copy of a workspace: the command ran, its
+    /// journal entry could not be written).
+    pub fn journal_warnings(&self) -> Vec<String> {
+        let mut subs = self
+            .journal_watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out: Vec<String> = Vec::new();
+        for sub in subs.iter_mut() {
+            while let Some(r) = sub.try_recv() {
+                let crate::engine::events::Received::Event(env) = r else {
+                    continue;
+                };
+                if let crate::engine::Event::Log {
+                    level,
+                    source,
+                    message,
+                } = &env.event
+                    && source == "journal"
+                    && (level == "warn" || level == "error")
+                {
+                    let line = format!("warning: {message}");
+                    if !out.contains(&line) {
+                        out.push(line);
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -371,6 +421,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     let ctx = Ctx::load(cli.global)?;
     let code = dispatch(&ctx, cli.command, cli.tui).await;
     ctx.report_lost_sandboxes();
+    for w in ctx.journal_warnings() {
+        eprintln!("{w}");
+    }
     code
 }
 
