@@ -498,3 +498,39 @@ async fn a_timeout_kill_says_wsbench_killed_it() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The Files pane of the harness.
+fn files(hs: &mut Harness) -> &mut wsbench::tui::panes::files::FilesPane {
+    hs.app
+        .pane_mut("files")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<wsbench::tui::panes::files::FilesPane>()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_preview_counts_a_folder_as_soon_as_enter_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 2 g").await;
+    let row = files(&mut hs)
+        .visible_names()
+        .iter()
+        .position(|n| n.ends_with("/src"))
+        .expect("src listed");
+    for _ in 0..row {
+        hs.keys("j").await;
+    }
+    let screen = hs.draw().await;
+    assert!(screen.contains("directory · enter expands it"), "{screen}");
+    hs.keys("enter").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("main.rs"), "{screen}");
+    // At once, not after moving away and back; and one entry is singular.
+    assert!(screen.contains("directory · 1 entry "), "{screen}");
+    assert!(!screen.contains("0 entries"), "{screen}");
+}
