@@ -969,3 +969,24 @@ async fn mcp_call_dialog_keeps_bad_json_and_says_why() {
         "{log:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unavailable_profile_is_named_once() {
+    let (_base, m, alpha) = manager().await;
+    let mut o = with_manager(&m);
+    // What `open_profile` says about a cloud profile without its key.
+    o.manager_factory = Some(Arc::new(|name: &str| {
+        Err(anyhow::anyhow!(
+            "profile `{name}`: no API key (set E2B_API_KEY)"
+        ))
+    }));
+    let mut hs = Harness::new(alpha, o, 120, 40).await;
+    palette(&mut hs, "profile e2b").await;
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l == "profile `e2b`: no API key (set E2B_API_KEY)"),
+        "{log:#?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("profile e2b: ")), "{log:#?}");
+}
