@@ -534,3 +534,44 @@ async fn files_preview_counts_a_folder_as_soon_as_enter_lists_it() {
     assert!(screen.contains("directory · 1 entry "), "{screen}");
     assert!(!screen.contains("0 entries"), "{screen}");
 }
+
+/// Texts of the Command pane's shown output.
+fn out_text(hs: &mut Harness) -> Vec<String> {
+    command(hs)
+        .output()
+        .iter()
+        .map(|l| l.line.text.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_output_belongs_to_the_session_in_the_title() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.type_text("echo from-s1").await;
+    hs.keys("enter").await;
+    assert!(
+        out_text(&mut hs).iter().any(|l| l == "from-s1"),
+        "{:?}",
+        out_text(&mut hs)
+    );
+    hs.keys("esc").await;
+    palette(&mut hs, "session s-002").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("Command · session s-002"), "{screen}");
+    // (The Logs pane names the command; the Command pane shows nothing.)
+    assert!(
+        screen.contains("commands run with the Bash tool in session s-002"),
+        "{screen}"
+    );
+    assert!(out_text(&mut hs).is_empty(), "{:?}", out_text(&mut hs));
+    // Back in s-001 its output is there again.
+    palette(&mut hs, "session s-001").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("Command · session s-001"), "{screen}");
+    assert!(
+        out_text(&mut hs).iter().any(|l| l == "from-s1"),
+        "{:?}",
+        out_text(&mut hs)
+    );
+}
