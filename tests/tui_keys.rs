@@ -575,3 +575,21 @@ async fn command_output_belongs_to_the_session_in_the_title() {
         out_text(&mut hs)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_counts_have_a_legend_and_agree_with_the_offload_pane() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc").await;
+    let screen = hs.draw().await;
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("Sessions (2)") && l.contains("calls/offloads")),
+        "{screen}"
+    );
+    // s-001 has context.jsonl and two tool results (3o) and points at one
+    // data blob: the Offload pane lists 4 and says which is which.
+    assert!(screen.contains("s-001                 0c 3o"), "{screen}");
+    assert!(screen.contains("Offload (3 + 1 data)"), "{screen}");
+}

@@ -112,8 +112,21 @@ impl Pane for OffloadPane {
         self
     }
 
+    /// `Offload (3)`, or `Offload (3 + 1 data)` when data blobs are
+    /// listed: the first number is what the Sessions pane's `o` column
+    /// counts (the session's own files), the blobs live in `data/`.
     fn title(&self) -> String {
-        format!("Offload ({})", self.items.len())
+        let data = self
+            .items
+            .iter()
+            .filter(|i| i.kind == OffloadKind::Data)
+            .count();
+        let own = self.items.len() - data;
+        if data == 0 {
+            format!("Offload ({own})")
+        } else {
+            format!("Offload ({own} + {data} data)")
+        }
     }
 
     fn init(&mut self, cx: &mut Ctx) {
