@@ -244,12 +244,17 @@ impl Pane for OffloadPane {
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
-        let block = cx.block_for(
-            area,
-            &self.title(),
-            &format!("session {}", cx.session),
-            focused,
-        );
+        let title = self.title();
+        // The data split lengthens the title: where `session s-001` no
+        // longer fits beside it, the bare id still says which session.
+        let full = format!("session {}", cx.session);
+        let left = (area.width as usize).saturating_sub(2 + text::width(&title) + 2 + 1);
+        let note = if text::width(&full) + 2 <= left {
+            full
+        } else {
+            cx.session.clone()
+        };
+        let block = cx.block_for(area, &title, &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = filter_bar(f, inner, &self.filter, cx);
