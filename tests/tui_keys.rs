@@ -498,3 +498,98 @@ async fn a_timeout_kill_says_wsbench_killed_it() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The Files pane of the harness.
+fn files(hs: &mut Harness) -> &mut wsbench::tui::panes::files::FilesPane {
+    hs.app
+        .pane_mut("files")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<wsbench::tui::panes::files::FilesPane>()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_preview_counts_a_folder_as_soon_as_enter_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    let ws = open(dir.path()).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc 2 g").await;
+    let row = files(&mut hs)
+        .visible_names()
+        .iter()
+        .position(|n| n.ends_with("/src"))
+        .expect("src listed");
+    for _ in 0..row {
+        hs.keys("j").await;
+    }
+    let screen = hs.draw().await;
+    assert!(screen.contains("directory · enter expands it"), "{screen}");
+    hs.keys("enter").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("main.rs"), "{screen}");
+    // At once, not after moving away and back; and one entry is singular.
+    assert!(screen.contains("directory · 1 entry "), "{screen}");
+    assert!(!screen.contains("0 entries"), "{screen}");
+}
+
+/// Texts of the Command pane's shown output.
+fn out_text(hs: &mut Harness) -> Vec<String> {
+    command(hs)
+        .output()
+        .iter()
+        .map(|l| l.line.text.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_output_belongs_to_the_session_in_the_title() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.type_text("echo from-s1").await;
+    hs.keys("enter").await;
+    assert!(
+        out_text(&mut hs).iter().any(|l| l == "from-s1"),
+        "{:?}",
+        out_text(&mut hs)
+    );
+    hs.keys("esc").await;
+    palette(&mut hs, "session s-002").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("Command · session s-002"), "{screen}");
+    // (The Logs pane names the command; the Command pane shows nothing.)
+    assert!(
+        screen.contains("commands run with the Bash tool in session s-002"),
+        "{screen}"
+    );
+    assert!(out_text(&mut hs).is_empty(), "{:?}", out_text(&mut hs));
+    // Back in s-001 its output is there again.
+    palette(&mut hs, "session s-001").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("Command · session s-001"), "{screen}");
+    assert!(
+        out_text(&mut hs).iter().any(|l| l == "from-s1"),
+        "{:?}",
+        out_text(&mut hs)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_counts_have_a_legend_and_agree_with_the_offload_pane() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc").await;
+    let screen = hs.draw().await;
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("Sessions (2)") && l.contains("calls/offloads")),
+        "{screen}"
+    );
+    // s-001 has context.jsonl and two tool results (3o) and points at one
+    // data blob: the Offload pane lists 4 and says which is which.
+    assert!(screen.contains("s-001                 0c 3o"), "{screen}");
+    assert!(screen.contains("Offload (3 + 1 data)"), "{screen}");
+}

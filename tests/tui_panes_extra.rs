@@ -921,3 +921,72 @@ async fn profile_switch_follows_the_user_and_agent_or_says_whose_workspace_is_op
         "{log:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_call_dialog_keeps_bad_json_and_says_why() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(!tui_support::in_ci(), "python3 is needed in CI");
+        println!("SKIPPED: python3 not found");
+        return;
+    }
+    let (_dir, ws) = fixture(|_| {}).await;
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_servers/fake.py");
+    let decl =
+        wsbench::engine::mcp::McpDecl::stdio("fake", "python3", vec![fake.display().to_string()]);
+    ws.add_mcp(decl, "coder", "s-001", false).await.unwrap();
+    let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z G s").await;
+    let t0 = std::time::Instant::now();
+    let mut text = String::new();
+    while t0.elapsed() < std::time::Duration::from_secs(20) {
+        pump(&mut hs, 100).await;
+        text = screen_now(&mut hs);
+        if text.contains("ready") {
+            break;
+        }
+    }
+    assert!(text.contains("ready"), "{text}");
+    hs.keys("enter c backspace backspace").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    hs.type_text(r#"{"a": 1,}"#).await;
+    hs.keys("enter").await;
+    // The dialog is back with the text and the reason as its title.
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    let text = hs.draw().await;
+    assert!(text.contains(r#"{"a": 1,}"#), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("┏ ✗ arguments are not JSON")),
+        "{text}"
+    );
+    let log = logged(&mut hs);
+    assert!(
+        log.iter().any(|l| l.contains("arguments are not JSON")),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unavailable_profile_is_named_once() {
+    let (_base, m, alpha) = manager().await;
+    let mut o = with_manager(&m);
+    // What `open_profile` says about a cloud profile without its key.
+    o.manager_factory = Some(Arc::new(|name: &str| {
+        Err(anyhow::anyhow!(
+            "profile `{name}`: no API key (set E2B_API_KEY)"
+        ))
+    }));
+    let mut hs = Harness::new(alpha, o, 120, 40).await;
+    palette(&mut hs, "profile e2b").await;
+    let log = logged(&mut hs);
+    assert!(
+        log.iter()
+            .any(|l| l == "profile `e2b`: no API key (set E2B_API_KEY)"),
+        "{log:#?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("profile e2b: ")), "{log:#?}");
+}

@@ -7,6 +7,10 @@
 //!   stores and offloads the raw bytes.
 //! * Output lives in a ring of `output_buffer_lines` lines: memory stays
 //!   flat however much a command prints.
+//! * Each session has its own ring: the pane, titled with the session,
+//!   shows only what ran there; switching back shows the old output again,
+//!   and a command still running in another session keeps writing to that
+//!   session's ring.
 //! * A paste goes into the prompt as text: newlines never submit, ESC is
 //!   shown as `␛` (C23). Enter runs; Alt-Enter / Ctrl-J add a line.
 //! * Commands get the Bash tool's largest timeout (`bash_max_timeout_ms`)
@@ -74,6 +78,8 @@ pub struct OutLine {
 
 struct Running {
     run: u64,
+    /// The session it runs in: its output goes to that session's ring.
+    session: String,
     /// The command line (the kill dialog names it).
     command: String,
     call_id: String,
@@ -99,7 +105,12 @@ enum Msg {
 pub struct CommandPane {
     prompt: TextArea<'static>,
     typing: bool,
+    /// Output of the session shown ([`Self::output_session`]).
     output: Ring<OutLine>,
+    /// The session whose output `output` holds.
+    output_session: String,
+    /// Output rings of the other sessions, set aside on a switch.
+    parked: std::collections::HashMap<String, Ring<OutLine>>,
     follow: bool,
     /// Lines up from the bottom when not following.
     back: usize,
@@ -131,6 +142,8 @@ impl CommandPane {
             prompt: new_prompt(),
             typing: true,
             output: Ring::new(cfg.output_buffer_lines),
+            output_session: String::new(),
+            parked: std::collections::HashMap::new(),
             follow: true,
             back: 0,
             running: None,
@@ -185,7 +198,14 @@ impl CommandPane {
             StreamKind::Stdout => &mut r.out,
             StreamKind::Stderr => &mut r.err,
         };
-        let out = &mut self.output;
+        let out = if r.session == self.output_session {
+            &mut self.output
+        } else {
+            let cap = self.output.capacity();
+            self.parked
+                .entry(r.session.clone())
+                .or_insert_with(|| Ring::new(cap))
+        };
         parser.feed(data, &mut |mut l| {
             if stream == StreamKind::Stderr {
                 stderr_style(&mut l, err_style);
@@ -207,6 +227,7 @@ impl CommandPane {
         }
         self.running = Some(Running {
             run,
+            session: self.output_session.clone(),
             command: command.to_string(),
             call_id: String::new(),
             started: Instant::now(),
@@ -217,8 +238,38 @@ impl CommandPane {
         run
     }
 
-    fn push_status(&mut self, run: u64, text_: String, style: Style) {
-        self.output.push(OutLine {
+    /// The output ring of `session`: the shown one or a parked one.
+    fn ring_for(&mut self, session: &str) -> &mut Ring<OutLine> {
+        if session == self.output_session {
+            return &mut self.output;
+        }
+        let cap = self.output.capacity();
+        self.parked
+            .entry(session.to_string())
+            .or_insert_with(|| Ring::new(cap))
+    }
+
+    /// Shows the output of `session`, setting the shown one aside.
+    fn show_session(&mut self, session: &str) {
+        if session == self.output_session {
+            return;
+        }
+        let cap = self.output.capacity();
+        let next = self
+            .parked
+            .remove(session)
+            .unwrap_or_else(|| Ring::new(cap));
+        let old = std::mem::replace(&mut self.output, next);
+        let old_session = std::mem::replace(&mut self.output_session, session.to_string());
+        if !old.is_empty() {
+            self.parked.insert(old_session, old);
+        }
+        self.follow = true;
+        self.back = 0;
+    }
+
+    fn push_status(&mut self, session: &str, run: u64, text_: String, style: Style) {
+        self.ring_for(session).push(OutLine {
             run,
             line: StyledLine::plain(&text_, style),
         });
@@ -262,6 +313,8 @@ impl CommandPane {
         }
         self.remember(&command);
         self.sent.push(command.clone());
+        let session = cx.session.clone();
+        self.show_session(&session);
         let header = cx.theme.accent.add_modifier(Modifier::BOLD);
         let run = self.begin_run(&command, header);
         let call_id = format!("tui_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
@@ -325,7 +378,7 @@ impl CommandPane {
         };
         let run = r.run;
         let err_style = cx.theme.warn;
-        let out = &mut self.output;
+        let out = self.ring_for(&r.session);
         r.out.finish(&mut |l| {
             out.push(OutLine { run, line: l });
         });
@@ -356,7 +409,7 @@ impl CommandPane {
                 None => (format!("✗ exit ? · {took}"), t.error),
             }
         };
-        self.push_status(run, msg, style.add_modifier(Modifier::BOLD));
+        self.push_status(&r.session, run, msg, style.add_modifier(Modifier::BOLD));
         self.load_journal(cx);
     }
 
@@ -412,10 +465,15 @@ impl CommandPane {
             placeholder(f, area, &msg, t.muted);
             return;
         }
-        let partial: Option<StyledLine> = self.running.as_ref().and_then(|r| {
-            let p = r.out.partial();
-            (!p.text.is_empty()).then(|| p.clone())
-        });
+        let shown = &self.output_session;
+        let partial: Option<StyledLine> = self
+            .running
+            .as_ref()
+            .filter(|r| &r.session == shown)
+            .and_then(|r| {
+                let p = r.out.partial();
+                (!p.text.is_empty()).then(|| p.clone())
+            });
         let total = self.output.len() + usize::from(partial.is_some());
         let h = area.height as usize;
         let max_back = total.saturating_sub(h);
@@ -531,6 +589,7 @@ impl Pane for CommandPane {
     }
 
     fn init(&mut self, cx: &mut Ctx) {
+        self.output_session = cx.session.clone();
         self.load_journal(cx);
     }
 
@@ -756,6 +815,8 @@ impl Pane for CommandPane {
                 }
             }
             PaneEvent::SessionChanged => {
+                let s = cx.session.clone();
+                self.show_session(&s);
                 self.history.clear();
                 self.past.clear();
                 self.load_journal(cx);

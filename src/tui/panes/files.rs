@@ -764,15 +764,18 @@ impl FilesPane {
                     buf.set_stringn(area.x, area.y + i as u16, r, area.width as usize, t.binary);
                 }
             }
-            PreviewBody::Dir(n) => {
+            PreviewBody::Dir(_) => {
+                // The count comes from the tree as it is now, not from when
+                // the preview was made: expanding lists the directory after
+                // the cursor landed on it.
                 let listed = self
                     .by_path
                     .get(&p.path)
-                    .is_some_and(|&i| self.nodes[i].children.is_some());
-                let msg = if listed {
-                    format!("directory · {n} entries")
-                } else {
-                    "directory · enter expands it".to_string()
+                    .and_then(|&i| self.nodes[i].children.as_ref().map(|c| c.len()));
+                let msg = match listed {
+                    Some(1) => "directory · 1 entry".to_string(),
+                    Some(n) => format!("directory · {n} entries"),
+                    None => "directory · enter expands it".to_string(),
                 };
                 buf.set_stringn(area.x, area.y, msg, area.width as usize, t.muted);
             }
@@ -1005,6 +1008,13 @@ impl Pane for FilesPane {
                         self.rebuild();
                         if self.again.remove(dir) {
                             self.list(dir.clone(), cx);
+                        }
+                        if let Some(p) = &mut self.preview
+                            && &p.path == dir
+                            && let PreviewBody::Dir(n) = &mut p.body
+                            && let Some(i) = self.by_path.get(dir)
+                        {
+                            *n = self.nodes[*i].children.as_ref().map_or(0, |c| c.len());
                         }
                         if self.preview.is_none() {
                             self.want_preview(cx);

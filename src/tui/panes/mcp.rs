@@ -127,6 +127,19 @@ fn reopen_add(cx: &mut Ctx, typed: &str, error: &str) {
     });
 }
 
+/// Opens the tool-call dialog again with what was typed and why it was
+/// refused as its title, like [`reopen_add`]: a typo in long JSON must
+/// not cost the text. `tag` is the dialog's `call:<tool>` tag.
+fn reopen_call(cx: &mut Ctx, tag: &str, typed: &str, error: &str) {
+    cx.toast(Level::Error, error.to_string());
+    cx.effect(Effect::Prompt {
+        pane: ID,
+        title: format!("✗ {error}"),
+        initial: typed.to_string(),
+        tag: tag.to_string(),
+    });
+}
+
 /// An `.mcp` problem without the file's full path in front (the pane
 /// is about that file): `mcps["coder"]["s-001"][2] (name …): why`.
 fn short_issue<'a>(issue: &'a str, cx: &Ctx) -> &'a str {
@@ -577,11 +590,11 @@ impl Pane for McpPane {
                 let args: Value = match serde_json::from_str(input) {
                     Ok(v @ Value::Object(_)) => v,
                     Ok(_) => {
-                        cx.toast(Level::Error, "the arguments must be a JSON object");
+                        reopen_call(cx, tag, input, "the arguments must be a JSON object");
                         return;
                     }
                     Err(e) => {
-                        cx.toast(Level::Error, format!("arguments are not JSON: {e}"));
+                        reopen_call(cx, tag, input, &format!("arguments are not JSON: {e}"));
                         return;
                     }
                 };

@@ -112,8 +112,21 @@ impl Pane for OffloadPane {
         self
     }
 
+    /// `Offload (3)`, or `Offload (3 + 1 data)` when data blobs are
+    /// listed: the first number is what the Sessions pane's `o` column
+    /// counts (the session's own files), the blobs live in `data/`.
     fn title(&self) -> String {
-        format!("Offload ({})", self.items.len())
+        let data = self
+            .items
+            .iter()
+            .filter(|i| i.kind == OffloadKind::Data)
+            .count();
+        let own = self.items.len() - data;
+        if data == 0 {
+            format!("Offload ({own})")
+        } else {
+            format!("Offload ({own} + {data} data)")
+        }
     }
 
     fn init(&mut self, cx: &mut Ctx) {
@@ -231,12 +244,17 @@ impl Pane for OffloadPane {
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
-        let block = cx.block_for(
-            area,
-            &self.title(),
-            &format!("session {}", cx.session),
-            focused,
-        );
+        let title = self.title();
+        // The data split lengthens the title: where `session s-001` no
+        // longer fits beside it, the bare id still says which session.
+        let full = format!("session {}", cx.session);
+        let left = (area.width as usize).saturating_sub(2 + text::width(&title) + 2 + 1);
+        let note = if text::width(&full) + 2 <= left {
+            full
+        } else {
+            cx.session.clone()
+        };
+        let block = cx.block_for(area, &title, &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
         let list = filter_bar(f, inner, &self.filter, cx);

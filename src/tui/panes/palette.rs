@@ -114,6 +114,16 @@ pub struct PaletteOverlay {
     pub pools: Completions,
     /// Set when Esc closed it.
     pub closed: bool,
+    /// Tab cycling through an ambiguous list: the list as it was at the
+    /// first Tab, kept while the input is what the last Tab filled in (a
+    /// filled-in id would otherwise narrow the list to itself).
+    cycle: Option<Cycle>,
+}
+
+#[derive(Debug)]
+struct Cycle {
+    list: Vec<(String, String)>,
+    filled: String,
 }
 
 /// Up to `max` of `pool` that look like `wanted` (a typo, a prefix, a
@@ -182,6 +192,13 @@ impl PaletteOverlay {
     }
 
     fn refresh(&mut self) {
+        if let Some(c) = &self.cycle {
+            if c.filled == self.input {
+                self.candidates = c.list.clone();
+                return;
+            }
+            self.cycle = None;
+        }
         let input = self.input.trim_start();
         let p = &self.pools;
         let mut out: Vec<(String, String)> = Vec::new();
@@ -194,11 +211,6 @@ impl PaletteOverlay {
                 "profile" => &p.profiles,
                 _ => &[],
             };
-            let mut hits: Vec<&String> = pool.iter().filter(|s| s.starts_with(arg)).collect();
-            hits.extend(
-                pool.iter()
-                    .filter(|s| !s.starts_with(arg) && s.contains(arg)),
-            );
             let note = |s: &String| -> String {
                 if word == "ws" {
                     p.workspace_notes
@@ -210,12 +222,31 @@ impl PaletteOverlay {
                     String::new()
                 }
             };
-            out.extend(hits.into_iter().map(|s| (format!("{word} {s}"), note(s))));
-            if word == "profile" {
+            let unavailable: &[(String, String)] = if word == "profile" {
+                &p.unavailable_profiles
+            } else {
+                &[]
+            };
+            // Prefix matches first (unavailable profiles included, with
+            // their reason), then names that merely contain the text:
+            // `:profile e` means `e2b` before `docker`.
+            for prefix in [true, false] {
+                let fits = |s: &str| {
+                    if prefix {
+                        s.starts_with(arg)
+                    } else {
+                        !s.starts_with(arg) && s.contains(arg)
+                    }
+                };
                 out.extend(
-                    p.unavailable_profiles
+                    pool.iter()
+                        .filter(|s| fits(s))
+                        .map(|s| (format!("{word} {s}"), note(s))),
+                );
+                out.extend(
+                    unavailable
                         .iter()
-                        .filter(|(n, _)| n.starts_with(arg))
+                        .filter(|(n, _)| fits(n))
                         .map(|(n, why)| (format!("profile {n}"), format!("unavailable: {why}"))),
                 );
             }
@@ -235,6 +266,39 @@ impl PaletteOverlay {
         if self.selected >= self.candidates.len() {
             self.selected = 0;
         }
+    }
+
+    /// Tab: one candidate is filled in; several (an empty or ambiguous
+    /// argument) are kept listed and each Tab fills in the next one.
+    fn complete(&mut self) {
+        let n = self.candidates.len();
+        if n == 0 {
+            return;
+        }
+        if self.cycle.is_some() {
+            // Already cycling: the next one, unless the arrows picked
+            // another than the one filled in.
+            if self.candidates[self.selected].0 == self.input {
+                self.selected = (self.selected + 1) % n;
+            }
+        } else if n > 1 {
+            self.cycle = Some(Cycle {
+                list: self.candidates.clone(),
+                filled: String::new(),
+            });
+        }
+        let c = &self.candidates[self.selected].0;
+        let takes_arg = COMMANDS.iter().any(|(w, arg, _)| *arg && w == c);
+        self.input = if takes_arg {
+            format!("{c} ")
+        } else {
+            c.clone()
+        };
+        match &mut self.cycle {
+            Some(cy) => cy.filled = self.input.clone(),
+            None => self.selected = 0,
+        }
+        self.refresh();
     }
 
     /// A key; returns a command when Enter runs one. Sets `closed` on Esc.
@@ -261,16 +325,7 @@ impl PaletteOverlay {
                 Some(parse(&self.input, &actions))
             }
             KeyCode::Tab | KeyCode::Right => {
-                if let Some((c, _)) = self.candidates.get(self.selected) {
-                    let takes_arg = COMMANDS.iter().any(|(w, arg, _)| *arg && w == c);
-                    self.input = if takes_arg {
-                        format!("{c} ")
-                    } else {
-                        c.clone()
-                    };
-                    self.selected = 0;
-                    self.refresh();
-                }
+                self.complete();
                 None
             }
             KeyCode::Down => {
@@ -480,6 +535,65 @@ mod tests {
                     "unavailable: needs E2B_API_KEY".to_string()
                 )
             ]
+        );
+    }
+
+    fn typed(pools: &Completions, line: &str) -> PaletteOverlay {
+        let mut p = PaletteOverlay::new(pools.clone());
+        for c in line.chars() {
+            p.on_key(&k(KeyCode::Char(c)));
+        }
+        p
+    }
+
+    #[test]
+    fn tab_on_an_empty_or_ambiguous_argument_cycles_the_list() {
+        let pools = Completions {
+            workspaces: vec!["ws-alpha".to_string(), "ws-beta".to_string()],
+            workspace_notes: vec![
+                ("ws-alpha".to_string(), "tester/coder · running".to_string()),
+                (
+                    "ws-beta".to_string(),
+                    "tester/reviewer · stopped".to_string(),
+                ),
+            ],
+            profiles: vec!["local".to_string(), "docker".to_string()],
+            unavailable_profiles: vec![("e2b".to_string(), "needs E2B_API_KEY".to_string())],
+            ..Completions::default()
+        };
+        let mut p = typed(&pools, "ws ");
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "ws ws-alpha");
+        // The list stays, with its notes, while Tab cycles.
+        assert_eq!(p.candidates.len(), 2);
+        assert_eq!(p.candidates[1].1, "tester/reviewer · stopped");
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "ws ws-beta");
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "ws ws-alpha");
+        // Typing ends the cycle: the list narrows again.
+        p.on_key(&k(KeyCode::Backspace));
+        assert_eq!(p.candidates.len(), 1);
+        // Profiles: the unavailable one is in the cycle with its reason.
+        let mut p = typed(&pools, "profile ");
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            p.on_key(&k(KeyCode::Tab));
+            seen.push(p.input.clone());
+        }
+        assert_eq!(seen, ["profile local", "profile docker", "profile e2b"]);
+        assert_eq!(p.candidates[2].1, "unavailable: needs E2B_API_KEY");
+        // Prefix before substring: `e` is e2b first, docker after.
+        let mut p = typed(&pools, "profile e");
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "profile e2b");
+        p.on_key(&k(KeyCode::Tab));
+        assert_eq!(p.input, "profile docker");
+        // Enter runs what Tab filled in.
+        let cmd = p.on_key(&k(KeyCode::Enter));
+        assert_eq!(
+            cmd,
+            Some(PaletteCommand::NeedsManager("profile docker".into()))
         );
     }
 

@@ -212,7 +212,14 @@ impl Pane for SessionsPane {
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
-        let note = if self.loading { "loading…" } else { "" };
+        // The row's `1c 3o`: tool calls / offloaded files of the session
+        // (data blobs are not the session's files; the Offload pane
+        // counts them apart).
+        let note = if self.loading {
+            "loading…"
+        } else {
+            "calls/offloads"
+        };
         let block = cx.block_for(area, &self.title(), note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);

@@ -488,6 +488,10 @@ impl Pane for WorkspacesPane {
                         cx.toast(Level::Info, format!("profile {name}"));
                         self.load(cx);
                     }
+                    // Profile errors name the profile already: one lead-in.
+                    Err(e) if e.contains(&format!("profile `{name}`")) => {
+                        cx.toast(Level::Error, e.clone())
+                    }
                     Err(e) => cx.toast(Level::Error, format!("profile {name}: {e}")),
                 },
                 None => {}
