@@ -2223,24 +2223,7 @@ mod docker_only {
     /// Every `docker` log line on the bus so far, as `(workspace, level,
     /// message)`.
     fn docker_logs(sub: &mut wsbench::engine::events::Subscriber) -> Vec<(String, String, String)> {
-        use wsbench::engine::events::{Envelope, Event, Received};
-        let mut out = Vec::new();
-        while let Some(r) = sub.try_recv() {
-            let Received::Event(env) = r else { continue };
-            let Envelope {
-                workspace, event, ..
-            } = *env;
-            if let Event::Log {
-                level,
-                source,
-                message,
-            } = event
-                && source == "docker"
-            {
-                out.push((workspace, level, message));
-            }
-        }
-        out
+        super::support::log_lines(sub, "docker")
     }
 
     /// Through the profile path ([`open_profile`]), the way the TUI opens

@@ -29,7 +29,6 @@ use support::{have, skip_or_fail};
 use wsbench::backend::kubernetes::names;
 use wsbench::config::{Config, Paths};
 use wsbench::engine::EventBus;
-use wsbench::engine::events::{Envelope, Event, Received};
 use wsbench::manager::open_profile;
 
 const NS: &str = "wsbench-profile";
@@ -150,23 +149,7 @@ impl Env {
 /// Every `kubernetes` log line on the bus so far, as
 /// `(workspace, level, message)`.
 fn k8s_logs(sub: &mut wsbench::engine::events::Subscriber) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    while let Some(r) = sub.try_recv() {
-        let Received::Event(env) = r else { continue };
-        let Envelope {
-            workspace, event, ..
-        } = *env;
-        if let Event::Log {
-            level,
-            source,
-            message,
-        } = event
-            && source == "kubernetes"
-        {
-            out.push((workspace, level, message));
-        }
-    }
-    out
+    support::log_lines(sub, "kubernetes")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -496,52 +496,42 @@ mod tests {
         assert!(make_provisioner(BackendKind::Local, "l", &t, &p).is_err());
     }
 
+    /// The error `open_profile` gives for profile `name` of config `text`
+    /// (read as file `file`).
+    fn profile_error(text: &str, file: &str, name: &str, dir: &Path) -> String {
+        let config = Config::parse(text, Path::new(file)).unwrap();
+        open_profile(&config, name, &paths(dir), EventBus::default())
+            .err()
+            .unwrap()
+            .to_string()
+    }
+
     #[test]
     fn option_errors_name_file_line_and_key() {
         let d = tempfile::tempdir().unwrap();
         let text = "[profiles.dev]\nbackend = \"local\"\n\n[profiles.dev.options]\nbase_dir = \"/srv\"\nflavour = 1\n";
-        let config = Config::parse(text, Path::new("/etc/wsbench.toml")).unwrap();
-        let err = open_profile(&config, "dev", &paths(d.path()), EventBus::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = profile_error(text, "/etc/wsbench.toml", "dev", d.path());
         assert!(err.starts_with("/etc/wsbench.toml:6:"), "{err}");
         assert!(err.contains("flavour"), "{err}");
         let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nnamespace = \"ns\"\nimagee = \"x\"\n";
-        let config = Config::parse(text, Path::new("c.toml")).unwrap();
-        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = profile_error(text, "c.toml", "box", d.path());
         assert!(err.starts_with("c.toml:6:"), "{err}");
         assert!(err.contains("imagee"), "{err}");
         // A mistyped value and a typo inside a toleration land on their
         // own key's line, named.
         let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nnamespace = \"ns\"\nimage_pull_policy = \"ifnotpresent\"\n";
-        let config = Config::parse(text, Path::new("c.toml")).unwrap();
-        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = profile_error(text, "c.toml", "box", d.path());
         assert!(err.starts_with("c.toml:6:"), "{err}");
         assert!(err.contains("option `image_pull_policy`"), "{err}");
         let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nready_timeout_secs = 5\ntolerations = [{ key = \"k\", operatr = \"Exists\" }]\n";
-        let config = Config::parse(text, Path::new("c.toml")).unwrap();
-        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = profile_error(text, "c.toml", "box", d.path());
         assert!(err.starts_with("c.toml:6:"), "{err}");
         assert!(
             err.contains("option `tolerations`") && err.contains("operatr"),
             "{err}"
         );
         let text = "[profiles.box]\nbackend = \"kubernetes\"\n\n[profiles.box.options]\nnamespace = \"Bad_NS\"\n";
-        let config = Config::parse(text, Path::new("c.toml")).unwrap();
-        let err = open_profile(&config, "box", &paths(d.path()), EventBus::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = profile_error(text, "c.toml", "box", d.path());
         assert!(err.starts_with("c.toml:5:"), "{err}");
         assert!(err.contains("option `namespace`"), "{err}");
     }

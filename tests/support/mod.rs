@@ -85,3 +85,30 @@ pub fn have(program: &str) -> bool {
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
         .unwrap_or(false)
 }
+
+/// Every `Event::Log` line of `source` the subscriber has not read yet,
+/// as `(workspace id, level, message)` (backend notices reach the bus
+/// this way).
+pub fn log_lines(
+    sub: &mut wsbench::engine::events::Subscriber,
+    source: &str,
+) -> Vec<(String, String, String)> {
+    use wsbench::engine::events::{Envelope, Event, Received};
+    let mut out = Vec::new();
+    while let Some(r) = sub.try_recv() {
+        let Received::Event(env) = r else { continue };
+        let Envelope {
+            workspace, event, ..
+        } = *env;
+        if let Event::Log {
+            level,
+            source: s,
+            message,
+        } = event
+            && s == source
+        {
+            out.push((workspace, level, message));
+        }
+    }
+    out
+}
