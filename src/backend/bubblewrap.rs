@@ -29,22 +29,22 @@ pub mod hostdir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
 use self::hostdir::HostDir;
+use super::child::{ChildStatus, exit_code_of, pump};
 use super::local::LocalProvisioner;
 use super::process_tree::{self, MARKER_VAR};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputChunk, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
+    FileStat, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
     ProvisionerCapabilities, Sandbox, SandboxInfo, SpawnRequest, StreamKind, Watch,
 };
 
@@ -507,34 +507,6 @@ fn isolation_args(opts: &BubblewrapOptions, workdir: &Path, tmp: &Path) -> Vec<S
     a
 }
 
-fn exit_code_of(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => (Some(c), None),
-        (None, Some(s)) => (Some(128 + s), Some(s)),
-        _ => (None, None),
-    }
-}
-
-async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Option<OutputSink>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if let Some(sink) = &sink {
-                    let _ = sink
-                        .send(OutputChunk {
-                            stream,
-                            data: Bytes::copy_from_slice(&buf[..n]),
-                        })
-                        .await;
-                }
-            }
-        }
-    }
-}
-
 async fn kill_tree_async(pid: i32, marker: String) {
     let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, KILL_GRACE))
         .await;
@@ -678,8 +650,7 @@ impl Sandbox for BubblewrapSandbox {
         let control = Arc::new(BwrapProcess {
             pid,
             marker,
-            child: tokio::sync::Mutex::new(child),
-            status: Mutex::new(None),
+            child: ChildStatus::new(child),
         });
         Ok(Process {
             stdin: Box::new(stdin),
@@ -742,8 +713,7 @@ impl Sandbox for BubblewrapSandbox {
 struct BwrapProcess {
     pid: i32,
     marker: String,
-    child: tokio::sync::Mutex<Child>,
-    status: Mutex<Option<Option<i32>>>,
+    child: ChildStatus,
 }
 
 #[async_trait]
@@ -753,37 +723,11 @@ impl ProcessControl for BwrapProcess {
     }
 
     async fn wait(&self) -> BackendResult<Option<i32>> {
-        if let Some(s) = *self.status.lock().expect("status lock") {
-            return Ok(s);
-        }
-        let status = self
-            .child
-            .lock()
-            .await
-            .wait()
-            .await
-            .map_err(|e| BackendError::Io {
-                context: format!("waiting for bwrap pid {}", self.pid),
-                source: e,
-            })?;
-        let code = exit_code_of(status).0;
-        *self.status.lock().expect("status lock") = Some(code);
-        Ok(code)
+        self.child.wait(&self.id()).await
     }
 
     fn try_status(&self) -> Option<Option<i32>> {
-        if let Some(s) = *self.status.lock().expect("status lock") {
-            return Some(s);
-        }
-        let mut child = self.child.try_lock().ok()?;
-        match child.try_wait() {
-            Ok(Some(st)) => {
-                let code = exit_code_of(st).0;
-                *self.status.lock().expect("status lock") = Some(code);
-                Some(code)
-            }
-            _ => None,
-        }
+        self.child.try_status()
     }
 
     async fn kill(&self) -> BackendResult<()> {

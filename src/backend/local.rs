@@ -6,22 +6,21 @@
 use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+use super::child::{ChildStatus, exit_code_of, pump};
 use super::process_tree::{self, MARKER_VAR};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ChangeKind, ExecOutcome,
-    ExecRequest, FileChange, FileKind, FileStat, OutputChunk, OutputSink, Process, ProcessControl,
+    ExecRequest, FileChange, FileKind, FileStat, OutputSink, Process, ProcessControl,
     ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState,
     SpawnRequest, StreamKind, Watch, labels, path as bpath,
 };
@@ -105,35 +104,6 @@ fn spawn_error(program: &str, err: std::io::Error) -> BackendError {
     BackendError::Spawn {
         program: program.to_string(),
         reason: err.to_string(),
-    }
-}
-
-fn exit_code_of(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
-    match (status.code(), status.signal()) {
-        (Some(c), _) => (Some(c), None),
-        (None, Some(s)) => (Some(128 + s), Some(s)),
-        _ => (None, None),
-    }
-}
-
-async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Option<OutputSink>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if let Some(sink) = &sink {
-                    let chunk = OutputChunk {
-                        stream,
-                        data: Bytes::copy_from_slice(&buf[..n]),
-                    };
-                    if sink.send(chunk).await.is_err() {
-                        // Nobody listens any more: keep draining so the child never blocks.
-                        continue;
-                    }
-                }
-            }
-        }
     }
 }
 
@@ -643,8 +613,7 @@ fn walk_dir_entries(dir: &Path) -> Vec<PathBuf> {
 struct LocalProcess {
     pid: i32,
     marker: String,
-    child: tokio::sync::Mutex<Child>,
-    status: Mutex<Option<Option<i32>>>,
+    child: ChildStatus,
 }
 
 impl LocalProcess {
@@ -652,8 +621,7 @@ impl LocalProcess {
         LocalProcess {
             pid,
             marker,
-            child: tokio::sync::Mutex::new(child),
-            status: Mutex::new(None),
+            child: ChildStatus::new(child),
         }
     }
 }
@@ -665,37 +633,11 @@ impl ProcessControl for LocalProcess {
     }
 
     async fn wait(&self) -> BackendResult<Option<i32>> {
-        if let Some(s) = *self.status.lock().expect("status lock") {
-            return Ok(s);
-        }
-        let status = self
-            .child
-            .lock()
-            .await
-            .wait()
-            .await
-            .map_err(|e| BackendError::Io {
-                context: format!("waiting for pid {}", self.pid),
-                source: e,
-            })?;
-        let code = exit_code_of(status).0;
-        *self.status.lock().expect("status lock") = Some(code);
-        Ok(code)
+        self.child.wait(&self.id()).await
     }
 
     fn try_status(&self) -> Option<Option<i32>> {
-        if let Some(s) = *self.status.lock().expect("status lock") {
-            return Some(s);
-        }
-        let mut child = self.child.try_lock().ok()?;
-        match child.try_wait() {
-            Ok(Some(st)) => {
-                let code = exit_code_of(st).0;
-                *self.status.lock().expect("status lock") = Some(code);
-                Some(code)
-            }
-            _ => None,
-        }
+        self.child.try_status()
     }
 
     async fn kill(&self) -> BackendResult<()> {
@@ -969,6 +911,7 @@ impl Provisioner for LocalProvisioner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn sandbox() -> (tempfile::TempDir, LocalSandbox) {
         let dir = tempfile::tempdir().unwrap();

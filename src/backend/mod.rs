@@ -23,6 +23,7 @@
 //! [`path`] for the pure helpers that join and normalise them.
 
 pub mod bubblewrap;
+pub(crate) mod child;
 pub(crate) mod confine;
 pub mod daytona;
 pub mod docker;
