@@ -193,6 +193,28 @@ fn err(status: u16, msg: &str) -> Response {
     )
 }
 
+/// A toolbox command request's JSON object and its `command`, checked
+/// as the daemon does: an object, only `allowed` fields, `command` given;
+/// otherwise the daemon's 400 for `path`.
+fn command_body(
+    body: &[u8],
+    allowed: &[&str],
+    path: &str,
+) -> Result<(serde_json::Map<String, Value>, String), Response> {
+    let bad = |msg: &str| toolbox_err(400, "BAD_REQUEST", msg, path);
+    let Ok(Value::Object(req)) = serde_json::from_slice::<Value>(body) else {
+        return Err(bad("invalid request body"));
+    };
+    if let Some(k) = req.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(bad(&format!("unknown field {k}")));
+    }
+    let Some(command) = req.get("command").and_then(Value::as_str) else {
+        return Err(bad("command is required"));
+    };
+    let command = command.to_string();
+    Ok((req, command))
+}
+
 fn toolbox_err(status: u16, code: &str, msg: &str, path: &str) -> Response {
     fake_sandbox::json_error(
         status,
@@ -491,36 +513,13 @@ async fn execute(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let Ok(Value::Object(req)) = serde_json::from_slice::<Value>(&body) else {
-        return toolbox_err(
-            400,
-            "BAD_REQUEST",
-            "invalid request body",
-            "/process/execute",
-        );
-    };
-    if let Some(k) = req
-        .keys()
-        .find(|k| !["command", "cwd", "timeout", "envs"].contains(&k.as_str()))
-    {
-        return toolbox_err(
-            400,
-            "BAD_REQUEST",
-            &format!("unknown field {k}"),
-            "/process/execute",
-        );
-    }
-    let Some(command) = req
-        .get("command")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return toolbox_err(
-            400,
-            "BAD_REQUEST",
-            "command is required",
-            "/process/execute",
-        );
+    let (req, command) = match command_body(
+        &body,
+        &["command", "cwd", "timeout", "envs"],
+        "/process/execute",
+    ) {
+        Ok(v) => v,
+        Err(r) => return r,
     };
     s.executes.lock().unwrap().push(Value::Object(req.clone()));
     if s.old_daemon.load(Ordering::Relaxed) {
@@ -667,36 +666,13 @@ async fn session_exec(
     if let Err(r) = tb_box(&s, &h, &p) {
         return r;
     }
-    let Ok(Value::Object(req)) = serde_json::from_slice::<Value>(&body) else {
-        return toolbox_err(
-            400,
-            "BAD_REQUEST",
-            "invalid request body",
-            "/process/session/exec",
-        );
-    };
-    if let Some(k) = req
-        .keys()
-        .find(|k| !["command", "runAsync", "async", "suppressInputEcho"].contains(&k.as_str()))
-    {
-        return toolbox_err(
-            400,
-            "BAD_REQUEST",
-            &format!("unknown field {k}"),
-            "/process/session/exec",
-        );
-    }
-    let Some(command) = req
-        .get("command")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return toolbox_err(
-            400,
-            "BAD_REQUEST",
-            "command is required",
-            "/process/session/exec",
-        );
+    let (req, command) = match command_body(
+        &body,
+        &["command", "runAsync", "async", "suppressInputEcho"],
+        "/process/session/exec",
+    ) {
+        Ok(v) => v,
+        Err(r) => return r,
     };
     s.session_execs
         .lock()
