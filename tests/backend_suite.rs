@@ -2233,7 +2233,7 @@ mod docker_only {
     /// them); a pull that fails arrives as an error line. The registry of
     /// the missing image is on loopback, so nothing leaves the machine.
     ///
-    /// [`open_profile`]: wsbench::manager::open_profile
+    /// [`open_profile`]: wsbench::root::open_profile
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn container_events_reach_the_bus_through_the_profile_path() {
         use wsbench::config::{Config, Paths};
@@ -2280,7 +2280,7 @@ base_dir = "{}"
         let config = Config::load(&config).unwrap();
         let bus = EventBus::default();
         let mut sub = bus.subscribe();
-        let m = wsbench::manager::open_profile(&config, TEST_PROFILE, &paths, bus.clone()).unwrap();
+        let m = wsbench::root::open_profile(&config, TEST_PROFILE, &paths, bus.clone()).unwrap();
         let ws = m.get_workspace("alice", "coder", "s1", None).await.unwrap();
         let id = ws.id().to_string();
         let _guard = DockerCleanup {
@@ -2319,7 +2319,7 @@ base_dir = "{}"
         m.shutdown().await.unwrap();
 
         // An image that cannot be pulled: the failure is an error line.
-        let m = wsbench::manager::open_profile(&config, "nope", &paths, bus.clone()).unwrap();
+        let m = wsbench::root::open_profile(&config, "nope", &paths, bus.clone()).unwrap();
         let err = m
             .get_workspace("bob", "coder", "s1", None)
             .await

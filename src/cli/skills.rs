@@ -38,7 +38,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
     match cmd {
         SkillsCmd::List => {
             let listing = ws.list_skills(agent).await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&listing)?;
                 return Ok(0);
             }
@@ -67,7 +67,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
         }
         SkillsCmd::Show { name } => {
             let skill = ws.skill(&name, agent).await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&skill)?;
             } else {
                 println!(
@@ -90,7 +90,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                 })?;
                 ws.add_skill_archive_file(&path, fmt, agent, None).await?
             };
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&installed)?;
             } else if installed.already_installed {
                 println!(
@@ -103,7 +103,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
         }
         SkillsCmd::Remove { name } => {
             ws.remove_skill(&name, agent).await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&json!({"removed": name}))?;
             } else {
                 println!("removed skill {name}");

@@ -23,14 +23,14 @@
 //! * point 13 — nothing per-pair is kept but the per_session bindings,
 //!   which are dropped with their workspace on destroy.
 //! * point 26 — ids, not raw agent ids, decide where a workspace lives;
-//!   see [`profile::make_provisioner`].
+//!   see [`layout::local_layout`].
 
 pub mod display;
 pub mod isolation;
+pub mod layout;
 pub mod lease;
 mod list;
 pub mod prewarm;
-pub mod profile;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,7 +50,6 @@ pub use lease::Lease;
 pub use list::WorkspaceInfo;
 pub use prewarm::PrewarmConfig;
 use prewarm::{PrewarmPool, Prewarmed};
-pub use profile::{ProfileError, make_provisioner, open_profile, profile_options};
 
 use crate::backend::{
     BackendError, BackendKind, BackendNotice, ProvisionSpec, Provisioner, ProvisionerCapabilities,

@@ -55,7 +55,7 @@ use crate::engine::Workspace;
 use crate::manager::WorkspaceManager;
 
 /// Builds the manager of a profile by name (`:profile <name>`); the CLI
-/// passes [`crate::cli::Ctx::manager_for`]. Errors are shown as they are.
+/// passes [`crate::root::Context::manager_factory`]. Errors are shown as they are.
 pub type ManagerFactory = Arc<dyn Fn(&str) -> anyhow::Result<WorkspaceManager> + Send + Sync>;
 
 /// A clock the panes read "now" from (fixed in snapshot tests).
