@@ -19,13 +19,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::engine::events::Event;
 use crate::engine::mcp::McpTransport;
 use crate::engine::mcp::{McpDecl, McpListing, McpState, McpStatus, McpToolCall, McpToolInfo};
 use crate::engine::tools::ToolState;
 use crate::tui::action::{Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
