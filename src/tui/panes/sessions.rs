@@ -70,7 +70,7 @@ impl SessionsPane {
         self.dirty = false;
         let ws = cx.ws.clone();
         cx.spawn(ID, async move {
-            Loaded(ws.list_sessions().await.map_err(|e| e.to_string()))
+            Loaded(ws.sessions().list().await.map_err(|e| e.to_string()))
         });
     }
 
