@@ -24,7 +24,6 @@
 
 pub mod bubblewrap;
 pub(crate) mod child;
-pub(crate) mod confine;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;
@@ -34,6 +33,7 @@ pub mod local;
 pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
+pub mod shell;
 
 use std::collections::BTreeMap;
 use std::fmt;

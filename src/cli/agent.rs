@@ -295,7 +295,7 @@ async fn print_session_summary(
     outcomes: &[ReplyOutcome],
     json_out: bool,
 ) -> anyhow::Result<()> {
-    let detail = ws.session_detail(session).await?;
+    let detail = ws.sessions().detail(session).await?;
     if json_out {
         println!(
             "{}",

@@ -104,9 +104,9 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
 /// What a bare `wsbench` prints until the TUI opens instead.
 pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
-    let sessions = ws.list_sessions().await?;
-    let skills = ws.list_skills(&ctx.global.agent).await?;
-    let mcp = ws.load_mcp_store().await?;
+    let sessions = ws.sessions().list().await?;
+    let skills = ws.skills().list(&ctx.global.agent).await?;
+    let mcp = ws.mcp().load_store().await?;
     let declarations: Vec<_> = mcp
         .pairs()
         .into_iter()

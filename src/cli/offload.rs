@@ -30,11 +30,11 @@ pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
     match cmd {
         OffloadCmd::List => {
             if let Some(s) = ctx.global.session.as_deref()
-                && !ws.session_ids().await?.iter().any(|id| id == s)
+                && !ws.sessions().ids().await?.iter().any(|id| id == s)
             {
                 anyhow::bail!("no session `{s}` in {}", ws.layout().workdir());
             }
-            let items = ws.list_offloads(ctx.global.session.as_deref()).await?;
+            let items = ws.offload().list(ctx.global.session.as_deref()).await?;
             if ctx.json {
                 output::json(&items)?;
             } else {

@@ -37,7 +37,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
     let agent = ctx.global.agent.as_str();
     match cmd {
         SkillsCmd::List => {
-            let listing = ws.list_skills(agent).await?;
+            let listing = ws.skills().list(agent).await?;
             if ctx.json {
                 output::json(&listing)?;
                 return Ok(0);
@@ -66,7 +66,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             }
         }
         SkillsCmd::Show { name } => {
-            let skill = ws.skill(&name, agent).await?;
+            let skill = ws.skills().get(&name, agent).await?;
             if ctx.json {
                 output::json(&skill)?;
             } else {
@@ -79,7 +79,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
         }
         SkillsCmd::Add { path } => {
             let installed = if path.is_dir() {
-                ws.add_skill(&path, agent).await?
+                ws.skills().add(&path, agent).await?
             } else {
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
                 let fmt = ArchiveFormat::from_file_name(name).ok_or_else(|| {
@@ -88,7 +88,9 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                         path.display()
                     )
                 })?;
-                ws.add_skill_archive_file(&path, fmt, agent, None).await?
+                ws.skills()
+                    .add_archive_file(&path, fmt, agent, None)
+                    .await?
             };
             if ctx.json {
                 output::json(&installed)?;
@@ -102,7 +104,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             }
         }
         SkillsCmd::Remove { name } => {
-            ws.remove_skill(&name, agent).await?;
+            ws.skills().remove(&name, agent).await?;
             if ctx.json {
                 output::json(&json!({"removed": name}))?;
             } else {

@@ -22,6 +22,7 @@ pub mod app;
 pub mod clipboard;
 pub mod config;
 pub mod keymap;
+pub mod pane;
 pub mod panes;
 pub mod theme;
 pub mod widgets;
