@@ -27,6 +27,7 @@ pub(crate) mod child;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;
+pub mod host;
 pub mod http;
 pub mod kubernetes;
 pub mod local;
