@@ -24,6 +24,7 @@
 
 pub mod bubblewrap;
 pub(crate) mod child;
+pub mod cloud;
 pub(crate) mod confine;
 pub mod daytona;
 pub mod docker;
@@ -34,6 +35,7 @@ pub mod local;
 pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
+pub mod secret;
 
 use std::collections::BTreeMap;
 use std::fmt;
