@@ -102,7 +102,7 @@ async fn explore_on_a_copy_of_a_real_repository_runs_to_the_end() {
     // The setup saw the real sources and wrote no demo crate.
     assert!(!dir.path().join("demo-repo").exists());
     // The journal holds the four tool calls, all successful.
-    let journal = ws.read_journal(&run.session).await.unwrap();
+    let journal = ws.journal().read(&run.session).await.unwrap();
     let tools: Vec<&str> = journal.entries.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(tools, ["Glob", "Grep", "Grep", "Read"]);
     assert!(
@@ -120,7 +120,7 @@ async fn explore_on_a_copy_of_a_real_repository_runs_to_the_end() {
         .filter(|n| n.starts_with("tool_result-"))
         .collect();
     assert_eq!(tool_results.len(), 1, "{tool_results:?}");
-    let read = ws.read_context(&run.session).await.unwrap();
+    let read = ws.sessions().read_context(&run.session).await.unwrap();
     assert!(read.bad_lines.is_empty());
     assert!(!read.messages.is_empty());
     assert!(
@@ -145,7 +145,7 @@ async fn explore_on_an_empty_workspace_writes_its_own_repository() {
     // Every file of the demo repository is written, not only those before
     // the first `.rs` (the setup judges the workspace as it was).
     assert!(dir.path().join("demo-repo/src/main.rs").is_file());
-    let journal = ws.read_journal("e").await.unwrap();
+    let journal = ws.journal().read("e").await.unwrap();
     assert_eq!(journal.entries.len(), 4);
     assert!(
         journal.entries[3].args["file_path"]
@@ -168,7 +168,7 @@ async fn bugfix_runs_the_test_edits_the_code_and_the_test_passes() {
     );
     let code = std::fs::read_to_string(dir.path().join("bugfix-demo/stats.sh")).unwrap();
     assert!(code.contains("echo $((total / $#))"), "{code}");
-    let journal = ws.read_journal("fix").await.unwrap();
+    let journal = ws.journal().read("fix").await.unwrap();
     let steps: Vec<(&str, Option<i32>)> = journal
         .entries
         .iter()
@@ -239,7 +239,7 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
         comp.1
             .starts_with("<system-info>Here is a summary of your previous work")
     );
-    let read = ws.read_context("long").await.unwrap();
+    let read = ws.sessions().read_context("long").await.unwrap();
     assert!(read.bad_lines.is_empty(), "{:?}", read.bad_lines);
     assert!(read.messages.len() >= 2);
     // Same record shapes as the reference fixture: message keys in the
@@ -294,7 +294,7 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
         assert_eq!(serde_json::to_string(&m).unwrap(), line);
     }
     // The run is journalled and the engine's bus-facing files exist.
-    let detail = ws.session_detail("long").await.unwrap();
+    let detail = ws.sessions().detail("long").await.unwrap();
     assert_eq!(detail.journal.entries.len(), 6);
     assert!(detail.summary.context_bytes > 0);
 }
@@ -401,7 +401,7 @@ steps:
     let reply = agent.context().last().unwrap();
     assert_eq!(reply.finished_reason, "interrupted");
     // The journal has the interrupted Bash call; the second never ran.
-    let journal = ws.read_journal("stop").await.unwrap();
+    let journal = ws.journal().read("stop").await.unwrap();
     assert_eq!(journal.entries.len(), 1);
 }
 

@@ -143,7 +143,7 @@ async fn tool_calls_run_for_real_and_their_results_go_back_to_the_model() {
     let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(tool["tool_call_id"], "call_w1");
     // Both calls are journalled by the engine.
-    let journal = ws.read_journal("s2").await.unwrap();
+    let journal = ws.journal().read("s2").await.unwrap();
     let tools: Vec<&str> = journal.entries.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(tools, ["Write", "Bash"]);
     // Tool calls are finished in the conversation.
@@ -190,7 +190,7 @@ async fn malformed_tool_call_json_is_an_error_the_model_reads() {
         .cloned()
         .unwrap();
     assert!(tool_msg["content"].as_str().unwrap().contains("malformed"));
-    let journal = ws.read_journal("s3").await.unwrap();
+    let journal = ws.journal().read("s3").await.unwrap();
     assert_eq!(journal.entries.len(), 1);
     assert_eq!(journal.entries[0].args, Value::String(bad));
     assert!(
@@ -224,7 +224,7 @@ async fn an_unknown_tool_is_an_error_naming_the_tools() {
         res[0].2
     );
     assert!(res[0].2.contains("Read"), "{}", res[0].2);
-    let journal = ws.read_journal("s4").await.unwrap();
+    let journal = ws.journal().read("s4").await.unwrap();
     assert_eq!(journal.entries[0].tool, "Teleport");
     // The bus saw the call start and finish, and agent log lines.
     let mut started = false;
@@ -366,7 +366,7 @@ async fn the_skill_viewer_opens_skills_and_names_missing_ones() {
     assert!(system.contains("<name>git-helper</name>"), "{system}");
     assert!(system.contains("<dir>"), "{system}");
     // The agent journals the Skill calls itself.
-    let journal = ws.read_journal("s8").await.unwrap();
+    let journal = ws.journal().read("s8").await.unwrap();
     assert_eq!(journal.entries.len(), 2);
     assert_eq!(journal.entries[1].tool, "Skill");
 }
@@ -430,7 +430,7 @@ async fn compression_uses_the_models_summary_and_names_the_offloaded_file() {
             .unwrap()
             .starts_with("<system-info>")
     );
-    let read = ws.read_context("s9").await.unwrap();
+    let read = ws.sessions().read_context("s9").await.unwrap();
     assert!(read.bad_lines.is_empty());
     assert!(!read.messages.is_empty());
 }

@@ -1240,8 +1240,8 @@ async fn skills_install_and_list(e: &Env) {
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
-    e.ws.add_skill(src.path(), "agent-1").await.unwrap();
-    let listing = e.ws.list_skills("agent-1").await.unwrap();
+    e.ws.skills().add(src.path(), "agent-1").await.unwrap();
+    let listing = e.ws.skills().list("agent-1").await.unwrap();
     let names: Vec<&str> = listing.skills.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["greet"], "{}", e.kind);
     let dir = listing.skills[0].dir.clone();
@@ -1250,7 +1250,7 @@ async fn skills_install_and_list(e: &Env) {
         "{}: {dir}",
         e.kind
     );
-    let md = e.ws.skill_markdown("greet", "agent-1").await.unwrap();
+    let md = e.ws.skills().markdown("greet", "agent-1").await.unwrap();
     assert!(md.contains("Say hello."), "{}", e.kind);
     // The executable bit survived: the skill's script runs in the sandbox.
     let r = e
@@ -1266,14 +1266,14 @@ async fn offloading(e: &Env) {
         Msg::text("u", "user", "first"),
         Msg::text("a", "assistant", "second"),
     ];
-    let path = e.ws.offload_context("s-1", &msgs).await.unwrap();
+    let path = e.ws.offload().context("s-1", &msgs).await.unwrap();
     assert_eq!(
         e.norm(&path),
         "<wd>/sessions/s-1/context.jsonl",
         "{}",
         e.kind
     );
-    let ctx = e.ws.read_context("s-1").await.unwrap();
+    let ctx = e.ws.sessions().read_context("s-1").await.unwrap();
     assert_eq!(ctx.messages.len(), 2);
     assert_eq!(ctx.messages[1].text_content(), "second");
     let block = ToolResultBlock {
@@ -1284,8 +1284,8 @@ async fn offloading(e: &Env) {
         metadata: Value::Null,
         extra: Default::default(),
     };
-    let p1 = e.ws.offload_tool_result("s-1", &block).await.unwrap();
-    let p2 = e.ws.offload_tool_result("s-1", &block).await.unwrap();
+    let p1 = e.ws.offload().tool_result("s-1", &block).await.unwrap();
+    let p2 = e.ws.offload().tool_result("s-1", &block).await.unwrap();
     assert_eq!(
         e.norm(&p1),
         "<wd>/sessions/s-1/tool_result-call_1.txt",
@@ -1333,7 +1333,7 @@ async fn mcp_server_everything(e: &Env) {
         );
         let decl = McpDecl::stdio("everything", "node", vec!["index.js".into()]);
         let err = must_fail(
-            e.ws.add_mcp(decl, "agent-1", "s", true).await,
+            e.ws.mcp().add(decl, "agent-1", "s", true).await,
             "declaration",
         );
         assert!(
@@ -1342,7 +1342,13 @@ async fn mcp_server_everything(e: &Env) {
             "{}: {err}",
             e.kind
         );
-        assert!(e.ws.mcp_declared("agent-1", "s").await.unwrap().is_empty());
+        assert!(
+            e.ws.mcp()
+                .declared("agent-1", "s")
+                .await
+                .unwrap()
+                .is_empty()
+        );
         assert!(!e.host.join(".mcp").exists(), "{}", e.kind);
         return;
     }
@@ -1376,11 +1382,12 @@ async fn mcp_server_everything(e: &Env) {
         vec![script.clone(), "stdio".into()],
     );
     let status =
-        e.ws.add_mcp(decl, "agent-1", "s", true)
+        e.ws.mcp()
+            .add(decl, "agent-1", "s", true)
             .await
             .unwrap_or_else(|err| panic!("{}: server-everything does not start: {err}", e.kind));
     assert!(status.state.is_ready(), "{}: {status:?}", e.kind);
-    let tools = e.ws.mcp_tools("agent-1", "s").await.unwrap();
+    let tools = e.ws.mcp().tools("agent-1", "s").await.unwrap();
     assert!(
         tools.iter().any(|t| t.name == "mcp__everything__echo"),
         "{}: {tools:?}",
@@ -1395,11 +1402,12 @@ async fn mcp_server_everything(e: &Env) {
         ..Default::default()
     };
     let r =
-        e.ws.call_mcp_tool(call("echo", json!({"message": "from the sandbox"})))
+        e.ws.mcp()
+            .call_tool(call("echo", json!({"message": "from the sandbox"})))
             .await;
     assert_eq!(r.text(), "Echo: from the sandbox", "{}", e.kind);
     // Where it runs: the server's own view of its environment.
-    let r = e.ws.call_mcp_tool(call("get-env", json!({}))).await;
+    let r = e.ws.mcp().call_tool(call("get-env", json!({}))).await;
     let env: Value = serde_json::from_str(&r.text())
         .unwrap_or_else(|err| panic!("{}: get-env: {err}: {}", e.kind, r.text()));
     match e.kind {
@@ -2233,7 +2241,7 @@ mod docker_only {
     /// them); a pull that fails arrives as an error line. The registry of
     /// the missing image is on loopback, so nothing leaves the machine.
     ///
-    /// [`open_profile`]: wsbench::manager::open_profile
+    /// [`open_profile`]: wsbench::root::open_profile
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn container_events_reach_the_bus_through_the_profile_path() {
         use wsbench::config::{Config, Paths};
@@ -2280,7 +2288,7 @@ base_dir = "{}"
         let config = Config::load(&config).unwrap();
         let bus = EventBus::default();
         let mut sub = bus.subscribe();
-        let m = wsbench::manager::open_profile(&config, TEST_PROFILE, &paths, bus.clone()).unwrap();
+        let m = wsbench::root::open_profile(&config, TEST_PROFILE, &paths, bus.clone()).unwrap();
         let ws = m.get_workspace("alice", "coder", "s1", None).await.unwrap();
         let id = ws.id().to_string();
         let _guard = DockerCleanup {
@@ -2319,7 +2327,7 @@ base_dir = "{}"
         m.shutdown().await.unwrap();
 
         // An image that cannot be pulled: the failure is an error line.
-        let m = wsbench::manager::open_profile(&config, "nope", &paths, bus.clone()).unwrap();
+        let m = wsbench::root::open_profile(&config, "nope", &paths, bus.clone()).unwrap();
         let err = m
             .get_workspace("bob", "coder", "s1", None)
             .await

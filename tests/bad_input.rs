@@ -67,7 +67,7 @@ async fn malformed_mcp_file_does_not_stop_the_workspace() {
     let (d, ws) = temp_workspace().await;
     let bad = b"{\"version\": 2, \"mcps\": {\"a\": {\"s\": [{\"name\": \"x\", \"is_stateful\": true, \"mcp_config\": {\"type\": \"stdio_mcp\"}}]}}}";
     std::fs::write(d.path().join(".mcp"), bad).unwrap();
-    let store = ws.load_mcp_store().await.unwrap();
+    let store = ws.mcp().load_store().await.unwrap();
     assert!(store.has_errors());
     let msg = store.issues()[0].to_string();
     assert!(msg.contains(".mcp") && msg.contains("command"), "{msg}");

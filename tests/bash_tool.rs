@@ -171,9 +171,9 @@ async fn big_output_is_truncated_and_offloaded_whole() {
     assert!(path.ends_with(".txt") && path.contains("/sessions/s/tool_result-"));
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(meta.len(), 52_428_800 + 1 + 5);
-    let offloads = ws.list_offloads(Some("s")).await.unwrap();
+    let offloads = ws.offload().list(Some("s")).await.unwrap();
     assert!(offloads.iter().any(|o| o.path == path));
-    let journal = ws.read_journal("s").await.unwrap();
+    let journal = ws.journal().read("s").await.unwrap();
     assert_eq!(
         journal.entries.last().unwrap().offload_path.as_deref(),
         Some(path.as_str())
@@ -242,7 +242,7 @@ async fn journal_records_each_call() {
     let (_d, ws) = temp_workspace().await;
     call(&ws, "Bash", json!({"command": "exit 3"})).await;
     call(&ws, "Bash", json!({"command": "true"})).await;
-    let j = ws.read_journal("s").await.unwrap();
+    let j = ws.journal().read("s").await.unwrap();
     assert_eq!(j.entries.len(), 2);
     assert_eq!(j.entries[0].exit_code, Some(3));
     assert_eq!(j.entries[0].tool, "Bash");

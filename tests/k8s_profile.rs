@@ -29,7 +29,7 @@ use support::{have, skip_or_fail};
 use wsbench::backend::kubernetes::names;
 use wsbench::config::{Config, Paths};
 use wsbench::engine::EventBus;
-use wsbench::manager::open_profile;
+use wsbench::root::open_profile;
 
 const NS: &str = "wsbench-profile";
 

@@ -32,8 +32,8 @@ use wsbench::manager::isolation::{
 };
 use wsbench::manager::{
     CloseAction, EvictionMode, ManagerError, ManagerOptions, PrewarmConfig, WorkspaceManager,
-    open_profile,
 };
+use wsbench::root::open_profile;
 
 /// A gate on one id: `started` fires when its provisioning reaches the
 /// provider, which then waits for `release`.
@@ -1197,7 +1197,7 @@ fn builtin_sandbox_profiles_never_share_the_local_workspaces() {
     let p = paths(d.path());
     let config = Config::default();
     for name in ["bwrap", "docker"] {
-        let (prov, _) = wsbench::manager::profile::profile_options(&config, name, &p).unwrap();
+        let (prov, _) = wsbench::root::profile_options(&config, name, &p).unwrap();
         let _ = prov;
     }
     // Cloud built-ins take no base_dir: the error, if any, is about the key.
@@ -1206,7 +1206,7 @@ fn builtin_sandbox_profiles_never_share_the_local_workspaces() {
         ("daytona", "DAYTONA_API_KEY"),
         ("opensandbox", "OPEN_SANDBOX_API_KEY"),
     ] {
-        match wsbench::manager::profile::profile_options(&config, name, &p) {
+        match wsbench::root::profile_options(&config, name, &p) {
             Ok(_) => {}
             Err(e) => {
                 let e = e.to_string();

@@ -71,7 +71,7 @@ impl Fixture {
     }
 
     async fn load(&self) -> McpStore {
-        self.ws.load_mcp_store().await.unwrap()
+        self.ws.mcp().load_store().await.unwrap()
     }
 
     async fn save(&self, store: &mut McpStore) -> Result<(), McpStoreError> {

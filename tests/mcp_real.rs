@@ -65,21 +65,24 @@ async fn everything_over_stdio() {
         vec!["stdio".into()],
     );
     let (_d, ws, _bus) = workspace(vec![decl]).await;
-    let tools = ws.mcp_tools("a", "s").await.unwrap();
+    let tools = ws.mcp().tools("a", "s").await.unwrap();
     assert!(
         tools.iter().any(|t| t.name == "mcp__everything__echo"),
         "{tools:?}"
     );
     let r = ws
-        .call_mcp_tool(call("s", "everything", "echo", json!({"message": "hi"})))
+        .mcp()
+        .call_tool(call("s", "everything", "echo", json!({"message": "hi"})))
         .await;
     assert_eq!(r.text(), "Echo: hi");
     let r = ws
-        .call_mcp_tool(call("s", "everything", "get-sum", json!({"a": 2, "b": 3})))
+        .mcp()
+        .call_tool(call("s", "everything", "get-sum", json!({"a": 2, "b": 3})))
         .await;
     assert!(r.text().contains('5'), "{}", r.text());
     let r = ws
-        .call_mcp_tool(call("s", "everything", "get-tiny-image", json!({})))
+        .mcp()
+        .call_tool(call("s", "everything", "get-tiny-image", json!({})))
         .await;
     assert!(r.is_success());
     assert!(
@@ -119,14 +122,15 @@ async fn everything_over_streamable_http_stateful_and_stateless() {
         McpDecl::http("stateless", &url, false),
     ])
     .await;
-    let listing = ws.list_mcps("a", "s").await.unwrap();
+    let listing = ws.mcp().list("a", "s").await.unwrap();
     for s in &listing.servers {
         assert!(s.state.is_ready(), "{s:?}");
         assert!(s.tools.iter().any(|t| t.ends_with("__echo")));
     }
     for name in ["stateful", "stateless"] {
         let r = ws
-            .call_mcp_tool(call("s", name, "echo", json!({"message": name})))
+            .mcp()
+            .call_tool(call("s", name, "echo", json!({"message": name})))
             .await;
         assert_eq!(r.text(), format!("Echo: {name}"));
     }
@@ -145,7 +149,8 @@ async fn everything_over_sse() {
     assert_eq!(decl.transport(), wsbench::engine::mcp::McpTransport::Sse);
     let (_d, ws, _bus) = workspace(vec![decl]).await;
     let r = ws
-        .call_mcp_tool(call("s", "legacy", "echo", json!({"message": "over sse"})))
+        .mcp()
+        .call_tool(call("s", "legacy", "echo", json!({"message": "over sse"})))
         .await;
     assert_eq!(r.text(), "Echo: over sse", "{r:?}");
     ws.close().await;
@@ -161,8 +166,8 @@ async fn http_server_that_is_down_fails_clearly() {
         McpDecl::http("down-sse", sse.clone(), true),
     ])
     .await;
-    ws.set_mcp_options(quick(5));
-    let l = ws.list_mcps("a", "s").await.unwrap();
+    ws.mcp().set_options(quick(5));
+    let l = ws.mcp().list("a", "s").await.unwrap();
     for (server, url) in l.servers.iter().zip([&http, &sse]) {
         match &server.state {
             McpState::Failed { reason, .. } => {
@@ -201,10 +206,11 @@ async fn filesystem_server() {
         bin.display().to_string(),
         vec![root.display().to_string()],
     );
-    let st = ws.add_mcp(decl, "a", "s", true).await.unwrap();
+    let st = ws.mcp().add(decl, "a", "s", true).await.unwrap();
     assert!(st.state.is_ready(), "{st:?}");
     let r = ws
-        .call_mcp_tool(call("s", "fs", "list_allowed_directories", json!({})))
+        .mcp()
+        .call_tool(call("s", "fs", "list_allowed_directories", json!({})))
         .await;
     assert!(
         r.text().contains(&root.display().to_string()),
@@ -212,7 +218,8 @@ async fn filesystem_server() {
         r.text()
     );
     let r = ws
-        .call_mcp_tool(call(
+        .mcp()
+        .call_tool(call(
             "s",
             "fs",
             "read_text_file",
@@ -241,12 +248,14 @@ async fn python_sdk_server_over_stdio_and_http() {
     let (_d, ws, _bus) = workspace(vec![stdio, http]).await;
     for name in ["py", "pyhttp"] {
         let r = ws
-            .call_mcp_tool(call("s", name, "add", json!({"a": 2, "b": 3})))
+            .mcp()
+            .call_tool(call("s", name, "add", json!({"a": 2, "b": 3})))
             .await;
         assert!(r.is_success(), "{name}: {}", r.text());
         assert_eq!(r.text(), "5", "{name}");
         let r = ws
-            .call_mcp_tool(call("s", name, "shout", json!({"text": "quiet"})))
+            .mcp()
+            .call_tool(call("s", name, "shout", json!({"text": "quiet"})))
             .await;
         assert_eq!(r.text(), "QUIET");
     }
@@ -328,7 +337,7 @@ async fn c07_one_bad_entry_does_not_kill_the_workspace() {
         })
         .await;
     assert_eq!(r.text().trim(), "ok");
-    let listing = ws.list_mcps("coder", "s").await.unwrap();
+    let listing = ws.mcp().list("coder", "s").await.unwrap();
     let names: Vec<&str> = listing.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["b", "c"]);
     match &listing.servers[0].state {
@@ -350,7 +359,7 @@ async fn c07_one_bad_entry_does_not_kill_the_workspace() {
         "{}",
         listing.issues[0]
     );
-    ws.list_skills("coder").await.unwrap();
+    ws.skills().list("coder").await.unwrap();
     ws.close().await;
     assert_eq!(sha(&dir.path().join(".mcp")), before);
     assert_no_zombies().await;
@@ -434,7 +443,7 @@ async fn wsbench_mcp_serve_driven_by_the_python_sdk_client() {
     );
     // Every built-in call landed in the session journal.
     let ws = support::open(&root, Default::default()).await;
-    let journal = ws.read_journal("mcp-s").await.unwrap();
+    let journal = ws.journal().read("mcp-s").await.unwrap();
     let called: Vec<&str> = journal.entries.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(called, ["Bash", "Read", "Grep"]);
     assert!(journal.entries.iter().all(|e| e.agent == "coder"));

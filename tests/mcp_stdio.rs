@@ -39,10 +39,10 @@ fn state_of<'a>(
 
 async fn c01(script: &str, code: i32) {
     let (_d, ws, bus) = workspace(vec![sh("dies", script), fake("ok", &[])]).await;
-    ws.set_mcp_options(quick(60));
+    ws.mcp().set_options(quick(60));
     let mut sub = bus.subscribe();
     let t0 = Instant::now();
-    let listing = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    let listing = ws.mcp().list(AGENT, SESSION).await.unwrap();
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     let dies = state_of(&listing, "dies");
     match &dies.state {
@@ -78,7 +78,8 @@ async fn c01(script: &str, code: i32) {
     );
     // The healthy server works.
     let r = ws
-        .call_mcp_tool(call("ok", "echo", json!({"text": "hi"})))
+        .mcp()
+        .call_tool(call("ok", "echo", json!({"text": "hi"})))
         .await;
     assert_eq!(r.text(), "hi");
     ws.close().await;
@@ -98,9 +99,9 @@ async fn c01_variant_reads_the_request_then_exits() {
 #[tokio::test]
 async fn never_answering_initialize_times_out_and_is_killed() {
     let (_d, ws, _bus) = workspace(vec![fake("mute", &["--no-init"]), fake("ok", &[])]).await;
-    ws.set_mcp_options(quick(2));
+    ws.mcp().set_options(quick(2));
     let t0 = Instant::now();
-    let listing = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    let listing = ws.mcp().list(AGENT, SESSION).await.unwrap();
     let took = t0.elapsed();
     assert!(took < Duration::from_secs(5), "{took:?}");
     match &state_of(&listing, "mute").state {
@@ -115,7 +116,7 @@ async fn never_answering_initialize_times_out_and_is_killed() {
     assert!(state_of(&listing, "ok").state.is_ready());
     // A failed server is not retried by every listing (no stall).
     let t0 = Instant::now();
-    ws.list_mcps(AGENT, SESSION).await.unwrap();
+    ws.mcp().list(AGENT, SESSION).await.unwrap();
     assert!(t0.elapsed() < Duration::from_millis(500));
     ws.close().await;
     assert_no_zombies().await;
@@ -125,16 +126,17 @@ async fn never_answering_initialize_times_out_and_is_killed() {
 async fn c03_banner_and_bom_on_stdout_are_skipped_and_logged() {
     let (_d, ws, bus) = workspace(vec![fake("chatty", &["--banner", "--bom"])]).await;
     let mut sub = bus.subscribe();
-    let listing = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    let listing = ws.mcp().list(AGENT, SESSION).await.unwrap();
     let st = state_of(&listing, "chatty");
     assert_eq!(st.state, McpState::Ready { tool_count: 4 });
     assert!(st.tools.contains(&"mcp__chatty__echo".to_string()));
     let r = ws
-        .call_mcp_tool(call("chatty", "echo", json!({"text": "x"})))
+        .mcp()
+        .call_tool(call("chatty", "echo", json!({"text": "x"})))
         .await;
     assert!(r.is_success(), "{}", r.text());
     assert_eq!(r.text(), "x");
-    let inst = ws.mcp_instance(AGENT, SESSION, "chatty").await.unwrap();
+    let inst = ws.mcp().instance(AGENT, SESSION, "chatty").await.unwrap();
     let log: Vec<String> = inst
         .log_lines()
         .into_iter()
@@ -166,14 +168,15 @@ async fn c03_banner_and_bom_on_stdout_are_skipped_and_logged() {
 #[tokio::test]
 async fn stderr_flood_of_10_mb_is_drained_into_a_bounded_tail() {
     let (_d, ws, _bus) = workspace(vec![fake("noisy", &["--flood-stderr", "10485760"])]).await;
-    ws.set_mcp_options(quick(30));
-    let listing = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    ws.mcp().set_options(quick(30));
+    let listing = ws.mcp().list(AGENT, SESSION).await.unwrap();
     assert!(state_of(&listing, "noisy").state.is_ready(), "{listing:?}");
     let r = ws
-        .call_mcp_tool(call("noisy", "echo", json!({"text": "still here"})))
+        .mcp()
+        .call_tool(call("noisy", "echo", json!({"text": "still here"})))
         .await;
     assert_eq!(r.text(), "still here");
-    let inst = ws.mcp_instance(AGENT, SESSION, "noisy").await.unwrap();
+    let inst = ws.mcp().instance(AGENT, SESSION, "noisy").await.unwrap();
     let lines = inst.log_lines();
     assert!(lines.len() <= wsbench::engine::mcp::health::LOG_LINES_KEPT);
     assert!(
@@ -194,7 +197,10 @@ async fn c04_big_replies_arrive_whole_and_are_offloaded() {
     let (_d, ws, _bus) = workspace(vec![fake("big", &[])]).await;
     // Under the offload threshold the text comes back whole.
     let n = 70 * 1024;
-    let r = ws.call_mcp_tool(call("big", "big", json!({"n": n}))).await;
+    let r = ws
+        .mcp()
+        .call_tool(call("big", "big", json!({"n": n})))
+        .await;
     let text = r.text();
     assert_eq!(
         (text.len(), hex::encode(Sha256::digest(text.as_bytes()))),
@@ -202,7 +208,10 @@ async fn c04_big_replies_arrive_whole_and_are_offloaded() {
     );
     assert!(r.offload_path.is_none());
     for n in [1024 * 1024, 20_000_000] {
-        let r = ws.call_mcp_tool(call("big", "big", json!({"n": n}))).await;
+        let r = ws
+            .mcp()
+            .call_tool(call("big", "big", json!({"n": n})))
+            .await;
         assert!(r.is_success(), "{}", r.text());
         let path = r.offload_path.clone().expect("a big result is offloaded");
         assert!(path.contains("/sessions/s1/tool_result-"), "{path}");
@@ -210,7 +219,8 @@ async fn c04_big_replies_arrive_whole_and_are_offloaded() {
         assert!(r.text().contains("<<<TRUNCATED>>>"));
         assert!(r.text().len() < 200_000 * 2);
         let r = ws
-            .call_mcp_tool(call("big", "echo", json!({"text": "after"})))
+            .mcp()
+            .call_tool(call("big", "echo", json!({"text": "after"})))
             .await;
         assert_eq!(r.text(), "after");
     }
@@ -222,17 +232,19 @@ async fn c04_big_replies_arrive_whole_and_are_offloaded() {
 async fn c04_over_the_frame_limit_only_that_request_fails() {
     for flags in [&[][..], &["--result-first"][..]] {
         let (_d, ws, _bus) = workspace(vec![fake("big", flags)]).await;
-        ws.set_mcp_options(McpOptions {
+        ws.mcp().set_options(McpOptions {
             max_frame_bytes: 2 * 1024 * 1024,
             ..Default::default()
         });
         let r = ws
-            .call_mcp_tool(call("big", "big", json!({"n": 1024 * 1024})))
+            .mcp()
+            .call_tool(call("big", "big", json!({"n": 1024 * 1024})))
             .await;
         assert!(r.is_success(), "{}", r.text());
         let t0 = Instant::now();
         let r = ws
-            .call_mcp_tool(call("big", "big", json!({"n": 8 * 1024 * 1024})))
+            .mcp()
+            .call_tool(call("big", "big", json!({"n": 8 * 1024 * 1024})))
             .await;
         assert_eq!(r.state, ToolState::Error);
         let text = r.text();
@@ -243,10 +255,11 @@ async fn c04_over_the_frame_limit_only_that_request_fails() {
         assert!(text.contains("a message of 838"), "size named: {text}");
         assert!(t0.elapsed() < Duration::from_secs(20));
         let r = ws
-            .call_mcp_tool(call("big", "echo", json!({"text": "after2"})))
+            .mcp()
+            .call_tool(call("big", "echo", json!({"text": "after2"})))
             .await;
         assert_eq!(r.text(), "after2", "{flags:?}");
-        let inst = ws.mcp_instance(AGENT, SESSION, "big").await.unwrap();
+        let inst = ws.mcp().instance(AGENT, SESSION, "big").await.unwrap();
         assert!(inst.state().is_ready());
         ws.close().await;
     }
@@ -256,11 +269,12 @@ async fn c04_over_the_frame_limit_only_that_request_fails() {
 #[tokio::test]
 async fn dying_in_the_middle_of_a_call_fails_at_once_with_status_and_tail() {
     let (_d, ws, bus) = workspace(vec![fake("fragile", &[]), fake("ok", &[])]).await;
-    ws.list_mcps(AGENT, SESSION).await.unwrap();
+    ws.mcp().list(AGENT, SESSION).await.unwrap();
     let mut sub = bus.subscribe();
     let t0 = Instant::now();
     let r = ws
-        .call_mcp_tool(call("fragile", "die", json!({"code": 7})))
+        .mcp()
+        .call_tool(call("fragile", "die", json!({"code": 7})))
         .await;
     assert!(t0.elapsed() < Duration::from_secs(5));
     assert_eq!(r.state, ToolState::Error);
@@ -270,7 +284,7 @@ async fn dying_in_the_middle_of_a_call_fails_at_once_with_status_and_tail() {
         text.contains("fatal: dying in the middle of a call"),
         "{text}"
     );
-    let inst = ws.mcp_instance(AGENT, SESSION, "fragile").await.unwrap();
+    let inst = ws.mcp().instance(AGENT, SESSION, "fragile").await.unwrap();
     assert!(matches!(
         inst.state(),
         McpState::Failed {
@@ -284,14 +298,16 @@ async fn dying_in_the_middle_of_a_call_fails_at_once_with_status_and_tail() {
             .any(|(s, st, _)| s == "fragile" && st == "failed")
     );
     let r = ws
-        .call_mcp_tool(call("ok", "echo", json!({"text": "fine"})))
+        .mcp()
+        .call_tool(call("ok", "echo", json!({"text": "fine"})))
         .await;
     assert_eq!(r.text(), "fine");
     // A restart brings it back.
-    let st = ws.restart_mcp(AGENT, SESSION, "fragile").await.unwrap();
+    let st = ws.mcp().restart(AGENT, SESSION, "fragile").await.unwrap();
     assert!(st.state.is_ready());
     let r = ws
-        .call_mcp_tool(call("fragile", "echo", json!({"text": "back"})))
+        .mcp()
+        .call_tool(call("fragile", "echo", json!({"text": "back"})))
         .await;
     assert_eq!(r.text(), "back");
     ws.close().await;
@@ -304,17 +320,18 @@ async fn c05_list_changed_replaces_the_tools() {
     let log = dir.path().join("methods.log");
     let log_s = log.display().to_string();
     let (_d, ws, bus) = workspace(vec![fake("shifty", &["--list-change", "--log", &log_s])]).await;
-    let listing = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    let listing = ws.mcp().list(AGENT, SESSION).await.unwrap();
     assert_eq!(
         state_of(&listing, "shifty").tools,
         ["mcp__shifty__alpha", "mcp__shifty__beta"]
     );
     let mut sub = bus.subscribe();
-    let r = ws.call_mcp_tool(call("shifty", "alpha", json!({}))).await;
+    let r = ws.mcp().call_tool(call("shifty", "alpha", json!({}))).await;
     assert_eq!(r.text(), "alpha");
     // Qualified names work too.
     let r = ws
-        .call_mcp_tool(McpToolCall {
+        .mcp()
+        .call_tool(McpToolCall {
             agent: AGENT.into(),
             session: SESSION.into(),
             tool: "mcp__shifty__gamma".into(),
@@ -323,18 +340,19 @@ async fn c05_list_changed_replaces_the_tools() {
         .await;
     assert!(r.is_success(), "{}", r.text());
     assert_eq!(r.text(), "gamma");
-    let r = ws.call_mcp_tool(call("shifty", "beta", json!({}))).await;
+    let r = ws.mcp().call_tool(call("shifty", "beta", json!({}))).await;
     assert_eq!(r.state, ToolState::Error);
     assert!(r.text().contains("unknown tool `beta`"), "{}", r.text());
     let tools: Vec<String> = ws
-        .mcp_tools(AGENT, SESSION)
+        .mcp()
+        .tools(AGENT, SESSION)
         .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert_eq!(tools, ["mcp__shifty__alpha", "mcp__shifty__gamma"]);
-    let inst = ws.mcp_instance(AGENT, SESSION, "shifty").await.unwrap();
+    let inst = ws.mcp().instance(AGENT, SESSION, "shifty").await.unwrap();
     assert_eq!(inst.state(), McpState::Ready { tool_count: 2 });
     let methods = std::fs::read_to_string(&log).unwrap();
     assert!(
@@ -367,7 +385,8 @@ async fn cancel_and_execution_timeout() {
     });
     let t0 = Instant::now();
     let r = ws
-        .call_mcp_tool(McpToolCall {
+        .mcp()
+        .call_tool(McpToolCall {
             cancel: Some(cancel),
             ..call("srv", "sleep", json!({"secs": 30}))
         })
@@ -376,7 +395,8 @@ async fn cancel_and_execution_timeout() {
     assert!(t0.elapsed() < Duration::from_secs(3));
     let t0 = Instant::now();
     let r = ws
-        .call_mcp_tool(call("slow", "sleep", json!({"secs": 30})))
+        .mcp()
+        .call_tool(call("slow", "sleep", json!({"secs": 30})))
         .await;
     assert!(r.timed_out && r.state == ToolState::Error, "{}", r.text());
     assert!(r.text().contains("timed out after 0.5s"), "{}", r.text());
@@ -397,7 +417,7 @@ async fn cancel_and_execution_timeout() {
         "{methods}"
     );
     // The journal has both calls.
-    let journal = ws.read_journal(SESSION).await.unwrap();
+    let journal = ws.journal().read(SESSION).await.unwrap();
     let tools: Vec<&str> = journal.entries.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(tools, ["mcp__srv__sleep", "mcp__slow__sleep"]);
     ws.close().await;
@@ -407,24 +427,27 @@ async fn cancel_and_execution_timeout() {
 #[tokio::test]
 async fn a_slow_server_blocks_no_other_session_or_server() {
     let (_d, ws, _bus) = workspace(vec![]).await;
-    ws.set_mcp_options(quick(4));
-    ws.add_mcp(fake("mute", &["--no-init"]), AGENT, "slow", false)
+    ws.mcp().set_options(quick(4));
+    ws.mcp()
+        .add(fake("mute", &["--no-init"]), AGENT, "slow", false)
         .await
         .unwrap();
-    ws.add_mcp(fake("ok", &[]), AGENT, "slow", false)
+    ws.mcp()
+        .add(fake("ok", &[]), AGENT, "slow", false)
         .await
         .unwrap();
-    ws.add_mcp(fake("ok", &[]), AGENT, "fast", false)
+    ws.mcp()
+        .add(fake("ok", &[]), AGENT, "fast", false)
         .await
         .unwrap();
     let ws2 = ws.clone();
-    let slow = tokio::spawn(async move { ws2.list_mcps(AGENT, "slow").await.unwrap() });
+    let slow = tokio::spawn(async move { ws2.mcp().list(AGENT, "slow").await.unwrap() });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let t0 = Instant::now();
-    let fast = ws.list_mcps(AGENT, "fast").await.unwrap();
+    let fast = ws.mcp().list(AGENT, "fast").await.unwrap();
     assert!(fast.servers[0].state.is_ready());
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-    let ok_slow = ws.mcp_instance(AGENT, "slow", "ok").await.unwrap();
+    let ok_slow = ws.mcp().instance(AGENT, "slow", "ok").await.unwrap();
     let r = ok_slow
         .call(
             "echo",
@@ -446,20 +469,20 @@ async fn a_slow_server_blocks_no_other_session_or_server() {
 #[tokio::test]
 async fn lru_cap_evicts_other_pairs_and_rebuilds_them() {
     let (_d, ws, bus) = workspace(vec![fake("srv", &[])]).await;
-    ws.set_mcp_options(McpOptions {
+    ws.mcp().set_options(McpOptions {
         max_live_stateful: Some(2),
         ..Default::default()
     });
     let mut sub = bus.subscribe();
     let mut pids = Vec::new();
     for s in ["s1", "s2", "s3"] {
-        let l = ws.list_mcps(AGENT, s).await.unwrap();
+        let l = ws.mcp().list(AGENT, s).await.unwrap();
         assert!(l.servers[0].state.is_ready());
         pids.push(pid_of(&l.servers[0].process).unwrap());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(ws.mcp_runtime().live_stateful(), 2);
+    assert_eq!(ws.mcp().runtime().live_stateful(), 2);
     assert!(
         !process_alive(pids[0]),
         "the least recently used pair was evicted"
@@ -472,18 +495,19 @@ async fn lru_cap_evicts_other_pairs_and_rebuilds_them() {
     );
     // Transparent rebuild, evicting s2 now.
     let r = ws
-        .call_mcp_tool(McpToolCall {
+        .mcp()
+        .call_tool(McpToolCall {
             session: "s1".into(),
             ..call("srv", "echo", json!({"text": "rebuilt"}))
         })
         .await;
     assert_eq!(r.text(), "rebuilt");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(ws.mcp_runtime().live_stateful(), 2);
+    assert_eq!(ws.mcp().runtime().live_stateful(), 2);
     assert!(!process_alive(pids[1]));
-    assert_eq!(ws.mcp_runtime().max_live_stateful(), 2);
-    ws.set_mcp_options(McpOptions::default());
-    assert_eq!(ws.mcp_runtime().max_live_stateful(), 40);
+    assert_eq!(ws.mcp().runtime().max_live_stateful(), 2);
+    ws.mcp().set_options(McpOptions::default());
+    assert_eq!(ws.mcp().runtime().max_live_stateful(), 40);
     ws.close().await;
     assert_no_zombies().await;
 }
@@ -493,7 +517,8 @@ async fn add_remove_purge_are_persisted_in_dot_mcp() {
     let (d, ws, _bus) = workspace(vec![]).await;
     let mcp_file = d.path().join(".mcp");
     let st = ws
-        .add_mcp(fake("one", &[]), AGENT, SESSION, true)
+        .mcp()
+        .add(fake("one", &[]), AGENT, SESSION, true)
         .await
         .unwrap();
     assert!(st.state.is_ready());
@@ -502,10 +527,11 @@ async fn add_remove_purge_are_persisted_in_dot_mcp() {
     assert_eq!(file["version"], 2);
     assert_eq!(file["mcps"][AGENT][SESSION][0]["name"], "one");
     // Duplicate and start failure change nothing.
-    let dup = ws.add_mcp(fake("one", &[]), AGENT, SESSION, true).await;
+    let dup = ws.mcp().add(fake("one", &[]), AGENT, SESSION, true).await;
     assert!(dup.unwrap_err().to_string().contains("already declared"));
     let bad = ws
-        .add_mcp(
+        .mcp()
+        .add(
             McpDecl::stdio("bad", "/nonexistent/bin/server", vec![]),
             AGENT,
             SESSION,
@@ -521,22 +547,24 @@ async fn add_remove_purge_are_persisted_in_dot_mcp() {
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mcp_file).unwrap()).unwrap();
     assert_eq!(file["mcps"][AGENT][SESSION].as_array().unwrap().len(), 1);
-    ws.add_mcp(fake("two", &[]), AGENT, "s2", false)
+    ws.mcp()
+        .add(fake("two", &[]), AGENT, "s2", false)
         .await
         .unwrap();
-    ws.add_mcp(fake("three", &[]), "other", "s9", false)
+    ws.mcp()
+        .add(fake("three", &[]), "other", "s9", false)
         .await
         .unwrap();
-    assert!(ws.remove_mcp("one", AGENT, SESSION).await.unwrap());
-    assert!(!ws.remove_mcp("one", AGENT, SESSION).await.unwrap());
+    assert!(ws.mcp().remove("one", AGENT, SESSION).await.unwrap());
+    assert!(!ws.mcp().remove("one", AGENT, SESSION).await.unwrap());
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mcp_file).unwrap()).unwrap();
     assert_eq!(file["mcps"][AGENT][SESSION], json!([]), "explicitly none");
-    ws.purge_session_mcps(AGENT, "s2").await;
+    ws.mcp().purge_session(AGENT, "s2").await;
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mcp_file).unwrap()).unwrap();
     assert!(file["mcps"][AGENT].get("s2").is_none());
-    ws.purge_agent_mcps(AGENT).await;
+    ws.mcp().purge_agent(AGENT).await;
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&mcp_file).unwrap()).unwrap();
     assert!(file["mcps"].get(AGENT).is_none());
@@ -544,7 +572,7 @@ async fn add_remove_purge_are_persisted_in_dot_mcp() {
     // Another handle (another process) sees the same declarations.
     let ws2 = common_reopen(d.path()).await;
     assert_eq!(
-        ws2.mcp_declared("other", "s9").await.unwrap()[0].name,
+        ws2.mcp().declared("other", "s9").await.unwrap()[0].name,
         "three"
     );
     ws.close().await;
@@ -568,16 +596,17 @@ async fn enable_and_disable_tools_filter_listing_and_calls() {
     d.disable_tools = Some(vec!["die".into(), "sleep".into()]);
     let (_d, ws, _bus) = workspace(vec![d]).await;
     let tools: Vec<String> = ws
-        .mcp_tools(AGENT, SESSION)
+        .mcp()
+        .tools(AGENT, SESSION)
         .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert_eq!(tools, ["mcp__f__echo", "mcp__f__big"]);
-    let t = ws.mcp_server_tools(AGENT, SESSION, "f").await.unwrap();
+    let t = ws.mcp().server_tools(AGENT, SESSION, "f").await.unwrap();
     assert!(t[0].read_only && !t[1].read_only);
-    let r = ws.call_mcp_tool(call("f", "die", json!({}))).await;
+    let r = ws.mcp().call_tool(call("f", "die", json!({}))).await;
     assert!(r.text().contains("not enabled"), "{}", r.text());
     ws.close().await;
     assert_no_zombies().await;
@@ -586,7 +615,7 @@ async fn enable_and_disable_tools_filter_listing_and_calls() {
 #[tokio::test]
 async fn close_stops_every_server_and_kills_its_process() {
     let (_d, ws, bus) = workspace(vec![fake("a", &[]), fake("b", &[])]).await;
-    let l = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    let l = ws.mcp().list(AGENT, SESSION).await.unwrap();
     let pids: Vec<i32> = l
         .servers
         .iter()
@@ -616,9 +645,10 @@ async fn env_secrets_come_from_the_environment_not_from_dot_mcp() {
         );
     }
     let (dir, ws, _bus) = workspace(vec![]).await;
-    ws.add_mcp(d, AGENT, SESSION, true).await.unwrap();
+    ws.mcp().add(d, AGENT, SESSION, true).await.unwrap();
     let r = ws
-        .call_mcp_tool(call("sec", "echo", json!({"env": "TOKEN"})))
+        .mcp()
+        .call_tool(call("sec", "echo", json!({"env": "TOKEN"})))
         .await;
     assert_eq!(r.text(), "s3cret");
     let file = std::fs::read_to_string(dir.path().join(".mcp")).unwrap();
@@ -633,7 +663,8 @@ async fn env_secrets_come_from_the_environment_not_from_dot_mcp() {
         );
     }
     let e = ws
-        .add_mcp(d, AGENT, SESSION, true)
+        .mcp()
+        .add(d, AGENT, SESSION, true)
         .await
         .unwrap_err()
         .to_string();
@@ -690,17 +721,17 @@ async fn stop_and_remove_cancel_a_start_in_progress() {
     let tag = format!("stop-tag-{}", std::process::id());
     let (_d, ws, bus) = workspace(vec![hanging("mute", &tag)]).await;
     // The default 30 s: the test must not wait it out.
-    ws.set_mcp_options(quick(30));
+    ws.mcp().set_options(quick(30));
     let mut sub = bus.subscribe();
     let ws2 = ws.clone();
-    let start = tokio::spawn(async move { ws2.start_mcp(AGENT, SESSION, "mute").await });
+    let start = tokio::spawn(async move { ws2.mcp().start(AGENT, SESSION, "mute").await });
     let pids = wait_pids(&tag, 2).await;
     assert_eq!(pids.len(), 2, "sh and python3 run: {pids:?}");
-    let inst = ws.mcp_instance(AGENT, SESSION, "mute").await.unwrap();
+    let inst = ws.mcp().instance(AGENT, SESSION, "mute").await.unwrap();
     assert_eq!(inst.state(), McpState::Starting);
 
     let t0 = Instant::now();
-    let st = ws.stop_mcp(AGENT, SESSION, "mute").await.unwrap();
+    let st = ws.mcp().stop(AGENT, SESSION, "mute").await.unwrap();
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert_eq!(st.state, McpState::Stopped);
     assert!(pids_with(&tag).is_empty(), "the whole tree is killed");
@@ -718,16 +749,16 @@ async fn stop_and_remove_cancel_a_start_in_progress() {
     );
     assert_eq!(ev.last().map(|e| e.1.as_str()), Some("stopped"), "{ev:?}");
     // Stopped stays stopped: a listing does not start it again...
-    let l = ws.list_mcps(AGENT, SESSION).await.unwrap();
+    let l = ws.mcp().list(AGENT, SESSION).await.unwrap();
     assert_eq!(state_of(&l, "mute").state, McpState::Stopped);
     assert!(pids_with(&tag).is_empty());
 
     // ...an explicit start does, and removing cancels that start too.
     let ws2 = ws.clone();
-    let start = tokio::spawn(async move { ws2.start_mcp(AGENT, SESSION, "mute").await });
+    let start = tokio::spawn(async move { ws2.mcp().start(AGENT, SESSION, "mute").await });
     assert_eq!(wait_pids(&tag, 2).await.len(), 2);
     let t0 = Instant::now();
-    assert!(ws.remove_mcp("mute", AGENT, SESSION).await.unwrap());
+    assert!(ws.mcp().remove("mute", AGENT, SESSION).await.unwrap());
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert!(pids_with(&tag).is_empty());
     let started = tokio::time::timeout(Duration::from_secs(5), start)
@@ -753,12 +784,12 @@ async fn restart_cancels_a_start_in_progress_instead_of_waiting() {
         f = fake_py.display()
     );
     let (_d, ws, _bus) = workspace(vec![sh("flaky", &script)]).await;
-    ws.set_mcp_options(quick(30));
+    ws.mcp().set_options(quick(30));
     let ws2 = ws.clone();
-    let first = tokio::spawn(async move { ws2.start_mcp(AGENT, SESSION, "flaky").await });
+    let first = tokio::spawn(async move { ws2.mcp().start(AGENT, SESSION, "flaky").await });
     assert_eq!(wait_pids(&tag, 2).await.len(), 2);
     let t0 = Instant::now();
-    let st = ws.restart_mcp(AGENT, SESSION, "flaky").await.unwrap();
+    let st = ws.mcp().restart(AGENT, SESSION, "flaky").await.unwrap();
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert!(st.state.is_ready(), "{st:?}");
     assert!(pids_with(&tag).is_empty(), "the hanging start was killed");
@@ -776,13 +807,14 @@ async fn restart_cancels_a_start_in_progress_instead_of_waiting() {
 async fn a_failed_server_names_its_exit_status_once() {
     let (_d, ws, _bus) = workspace(vec![sh("dies", "echo boom >&2; exit 3")]).await;
     let e = ws
-        .start_mcp(AGENT, SESSION, "dies")
+        .mcp()
+        .start(AGENT, SESSION, "dies")
         .await
         .unwrap_err()
         .to_string();
     assert_eq!(e.matches("status 3").count(), 1, "{e}");
     assert!(!e.contains("(exit status 3)"), "{e}");
-    let st = ws.mcp_status(AGENT, SESSION).await.unwrap();
+    let st = ws.mcp().status(AGENT, SESSION).await.unwrap();
     assert_eq!(
         st.servers[0].state.summary(),
         "failed: the server process exited with status 3"
@@ -818,7 +850,8 @@ async fn add_refuses_a_command_that_cannot_run_and_leaves_dot_mcp_alone() {
         // Without connecting (the TUI's add form) as with it (the CLI).
         for connect in [false, true] {
             let e = ws
-                .add_mcp(decl.clone(), AGENT, SESSION, connect)
+                .mcp()
+                .add(decl.clone(), AGENT, SESSION, connect)
                 .await
                 .unwrap_err()
                 .to_string();
@@ -831,7 +864,8 @@ async fn add_refuses_a_command_that_cannot_run_and_leaves_dot_mcp_alone() {
         c.cwd = Some("no-such-dir".into());
     }
     let e = ws
-        .add_mcp(in_cwd, AGENT, SESSION, false)
+        .mcp()
+        .add(in_cwd, AGENT, SESSION, false)
         .await
         .unwrap_err()
         .to_string();
@@ -841,17 +875,19 @@ async fn add_refuses_a_command_that_cannot_run_and_leaves_dot_mcp_alone() {
     );
     assert!(!mcp_file.exists(), ".mcp was written");
     // What can run is declared (on PATH, or by path).
-    ws.add_mcp(fake("ok", &[]), AGENT, SESSION, false)
+    ws.mcp()
+        .add(fake("ok", &[]), AGENT, SESSION, false)
         .await
         .unwrap();
-    ws.add_mcp(
-        McpDecl::stdio("abs", "/bin/sh", vec![]),
-        AGENT,
-        SESSION,
-        false,
-    )
-    .await
-    .unwrap();
-    assert_eq!(ws.mcp_declared(AGENT, SESSION).await.unwrap().len(), 2);
+    ws.mcp()
+        .add(
+            McpDecl::stdio("abs", "/bin/sh", vec![]),
+            AGENT,
+            SESSION,
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ws.mcp().declared(AGENT, SESSION).await.unwrap().len(), 2);
     ws.close().await;
 }

@@ -18,11 +18,11 @@ const PNG_SHA: &str = "917aad4aef88aecc230e317ee79eb894a1d10029b849705f0b9fbd028
 async fn fixture_sessions_and_offloads_are_listed() {
     let dir = fixture_copy();
     let ws = open(dir.path(), WorkspaceConfig::default()).await;
-    let ids = ws.session_ids().await.unwrap();
+    let ids = ws.sessions().ids().await.unwrap();
     assert_eq!(ids, ["s-001", "s-002"]);
-    let s1 = ws.session_summary("s-001").await.unwrap();
+    let s1 = ws.sessions().summary("s-001").await.unwrap();
     assert_eq!(s1.offloads, 3);
-    let detail = ws.session_detail("s-001").await.unwrap();
+    let detail = ws.sessions().detail("s-001").await.unwrap();
     let kinds: Vec<_> = detail
         .offloads
         .iter()
@@ -41,12 +41,12 @@ async fn fixture_sessions_and_offloads_are_listed() {
         kinds.contains(&(OffloadKind::Data, format!("{PNG_SHA}.png"))),
         "{kinds:?}"
     );
-    let s2 = ws.session_detail("s-002").await.unwrap();
+    let s2 = ws.sessions().detail("s-002").await.unwrap();
     assert!(
         s2.offloads.iter().any(|o| o.kind == OffloadKind::Data),
         "s-002 refers to the PNG"
     );
-    let ctx = ws.read_context("s-001").await.unwrap();
+    let ctx = ws.sessions().read_context("s-001").await.unwrap();
     assert_eq!(ctx.messages.len(), 4);
     assert!(ctx.bad_lines.is_empty());
     assert_eq!(
@@ -75,13 +75,14 @@ async fn offloaded_png_lands_under_the_reference_name() {
         extra: Default::default(),
     }));
     let path = ws
-        .offload_context("s-003", &[msg.clone(), msg])
+        .offload()
+        .context("s-003", &[msg.clone(), msg])
         .await
         .unwrap();
     assert!(path.ends_with("sessions/s-003/context.jsonl"));
     let written = std::fs::read(dir.path().join(format!("data/{PNG_SHA}.png"))).unwrap();
     assert_eq!(written, png);
-    let ctx = ws.read_context("s-003").await.unwrap();
+    let ctx = ws.sessions().read_context("s-003").await.unwrap();
     assert_eq!(ctx.messages.len(), 2);
     match &ctx.messages[0].content[1] {
         Block::Data(d) => match &d.source {
@@ -127,7 +128,7 @@ async fn tool_result_names_clash_into_numbered_files() {
         metadata: serde_json::Value::Null,
         extra: Default::default(),
     };
-    let p = ws.offload_tool_result("s-001", &block).await.unwrap();
+    let p = ws.offload().tool_result("s-001", &block).await.unwrap();
     assert!(p.ends_with("tool_result-call_grep_1(2).txt"), "{p}");
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "again");
 }
@@ -160,7 +161,7 @@ async fn tool_result_with_data_blocks_names_the_url() {
         metadata: serde_json::Value::Null,
         extra: Default::default(),
     };
-    let p = ws.offload_tool_result("s-002", &block).await.unwrap();
+    let p = ws.offload().tool_result("s-002", &block).await.unwrap();
     let ours = std::fs::read_to_string(&p).unwrap();
     let theirs = std::fs::read_to_string(
         dir.path()
@@ -182,8 +183,9 @@ async fn fifty_sessions_offloading_at_once_lose_and_interleave_nothing() {
             for round in 0..4 {
                 let msgs = vec![Msg::text("u", "user", format!("{i}-{round}-{big}")); 3];
                 // All sessions share one file here on purpose, to race appends.
-                ws.offload_context("shared", &msgs).await.unwrap();
-                ws.offload_context(&format!("s{i}"), &msgs[..1])
+                ws.offload().context("shared", &msgs).await.unwrap();
+                ws.offload()
+                    .context(&format!("s{i}"), &msgs[..1])
                     .await
                     .unwrap();
             }
@@ -195,7 +197,7 @@ async fn fifty_sessions_offloading_at_once_lose_and_interleave_nothing() {
                 metadata: serde_json::Value::Null,
                 extra: Default::default(),
             };
-            ws.offload_tool_result("shared", &block).await.unwrap()
+            ws.offload().tool_result("shared", &block).await.unwrap()
         }));
     }
     let mut paths = std::collections::HashSet::new();
@@ -203,7 +205,7 @@ async fn fifty_sessions_offloading_at_once_lose_and_interleave_nothing() {
         assert!(paths.insert(t.await.unwrap()), "two writers got one name");
     }
     assert_eq!(paths.len(), 50);
-    let ctx = ws.read_context("shared").await.unwrap();
+    let ctx = ws.sessions().read_context("shared").await.unwrap();
     assert!(
         ctx.bad_lines.is_empty(),
         "interleaved lines: {:?}",
@@ -212,7 +214,8 @@ async fn fifty_sessions_offloading_at_once_lose_and_interleave_nothing() {
     assert_eq!(ctx.messages.len(), 50 * 4 * 3);
     for i in 0..50 {
         assert_eq!(
-            ws.read_context(&format!("s{i}"))
+            ws.sessions()
+                .read_context(&format!("s{i}"))
                 .await
                 .unwrap()
                 .messages
@@ -245,8 +248,8 @@ async fn data_blobs_are_deduplicated() {
         finished_at: None,
         extra: Default::default(),
     };
-    let a = ws.offload_data(&block).await.unwrap();
-    let b = ws.offload_data(&block).await.unwrap();
+    let a = ws.offload().data(&block).await.unwrap();
+    let b = ws.offload().data(&block).await.unwrap();
     assert_eq!(a.source, b.source);
     let sha = hex::encode(sha2::Sha256::digest(b"aGVsbG8="));
     assert_eq!(
@@ -265,7 +268,8 @@ async fn data_blobs_are_deduplicated() {
         ..block
     };
     assert!(
-        ws.offload_data(&bad)
+        ws.offload()
+            .data(&bad)
             .await
             .unwrap_err()
             .to_string()

@@ -122,7 +122,7 @@ async fn reference_fixture_lists_with_index_untouched() {
     let before_tree = tree(&root.join("skills"));
 
     let ws = open(&root, vec![]).await;
-    let listing = ws.list_skills("coder").await.unwrap();
+    let listing = ws.skills().list("coder").await.unwrap();
     assert_eq!(names(&listing), ["git-helper", "test-runner"]);
     assert!(listing.invalid.is_empty(), "{:?}", listing.invalid);
     let git = listing.get("git-helper").unwrap();
@@ -146,20 +146,20 @@ async fn reference_fixture_lists_with_index_untouched() {
     );
 
     // Nothing changed, so nothing was written, twice over.
-    ws.list_skills("coder").await.unwrap();
+    ws.skills().list("coder").await.unwrap();
     assert_eq!(std::fs::read(&index).unwrap(), before_index);
     assert_eq!(tree(&root.join("skills")), before_tree);
 
-    let md = ws.skill_markdown("test-runner", "coder").await.unwrap();
+    let md = ws.skills().markdown("test-runner", "coder").await.unwrap();
     assert!(md.starts_with("# Test runner"));
-    let err = ws.skill_markdown("nope", "coder").await.unwrap_err();
+    let err = ws.skills().markdown("nope", "coder").await.unwrap_err();
     assert!(
         matches!(&err, WorkspaceError::NotFound(m) if m.contains("git-helper, test-runner")),
         "{err}"
     );
 
     // A new agent is equipped from .seed, .index included.
-    let fresh = ws.list_skills("").await.unwrap();
+    let fresh = ws.skills().list("").await.unwrap();
     assert_eq!(names(&fresh), ["git-helper", "test-runner"]);
     assert!(fresh.partition.ends_with("/skills/default"));
     assert_eq!(
@@ -174,7 +174,7 @@ async fn partition_without_index_still_lists_and_gets_the_reference_index() {
     let root = tmp.path().join("ws");
     std::fs::remove_file(root.join("skills/reviewer/.index")).unwrap();
     let ws = open(&root, vec![]).await;
-    let listing = ws.list_skills("reviewer").await.unwrap();
+    let listing = ws.skills().list("reviewer").await.unwrap();
     assert_eq!(names(&listing), ["git-helper", "test-runner"]);
     let rebuilt = index_json(&root.join("skills/reviewer/.index"));
     let reference = index_json(&root.join("skills/coder/.index"));
@@ -214,7 +214,7 @@ async fn seeding_from_skills_src_lists_broken_skill_as_invalid_and_changes_nothi
     let reference = index_json(&shared().join("fixtures/reference-workspace/skills/.seed/.index"));
     assert_eq!(seed_index["skills"], reference["skills"]);
 
-    let listing = ws.list_skills("coder").await.unwrap();
+    let listing = ws.skills().list("coder").await.unwrap();
     assert_eq!(names(&listing), ["git-helper", "test-runner"]);
     assert_eq!(listing.invalid.len(), 1, "{:?}", listing.invalid);
     let bad = &listing.invalid[0];
@@ -235,7 +235,7 @@ async fn seeding_from_skills_src_lists_broken_skill_as_invalid_and_changes_nothi
         "{:?}",
         bad.hint
     );
-    let err = ws.skill("broken-skill", "coder").await.unwrap_err();
+    let err = ws.skills().get("broken-skill", "coder").await.unwrap_err();
     assert!(
         matches!(&err, WorkspaceError::Invalid(m) if m.contains("line 3")),
         "{err}"
@@ -243,7 +243,7 @@ async fn seeding_from_skills_src_lists_broken_skill_as_invalid_and_changes_nothi
 
     // Listing again changes nothing; every copy is byte-identical to its
     // source, and the sources are untouched.
-    ws.list_skills("coder").await.unwrap();
+    ws.skills().list("coder").await.unwrap();
     let coder = tree(&dir.path().join("skills/coder"));
     for (rel, hash) in &src_before {
         assert_eq!(coder.get(rel), Some(hash), "{rel}");
@@ -288,7 +288,7 @@ async fn c08_colon_in_description_is_listed_invalid_next_to_a_valid_sibling() {
     let before = tree(&part);
 
     let ws = open(dir.path(), vec![]).await;
-    let listing = ws.list_skills("agent-1").await.unwrap();
+    let listing = ws.skills().list("agent-1").await.unwrap();
     assert_eq!(names(&listing), ["notes"]);
     assert_eq!(listing.invalid.len(), 1);
     let bad = &listing.invalid[0];
@@ -322,7 +322,7 @@ async fn c08_colon_in_description_is_listed_invalid_next_to_a_valid_sibling() {
     // Adding the same file is an error that says why, not a silent skip.
     let host = tempfile::tempdir().unwrap();
     std::fs::write(host.path().join("SKILL.md"), C08_MD).unwrap();
-    let err = ws.add_skill(host.path(), "agent-1").await.unwrap_err();
+    let err = ws.skills().add(host.path(), "agent-1").await.unwrap_err();
     assert!(
         matches!(&err, WorkspaceError::Invalid(m) if m.contains("line 3") && m.contains("quote")),
         "{err}"
@@ -343,7 +343,7 @@ async fn oversized_skill_md_is_invalid_and_a_corrupt_index_is_rebuilt() {
     let mut sub = bus.subscribe();
     let ws = open_with(dir.path(), vec![], bus).await;
 
-    let listing = ws.list_skills("q").await.unwrap();
+    let listing = ws.skills().list("q").await.unwrap();
     assert_eq!(names(&listing), ["ok"]);
     assert_eq!(listing.invalid.len(), 1);
     assert!(
@@ -370,29 +370,35 @@ async fn equip_copies_the_seed_once_and_deleted_seed_skills_stay_deleted() {
     ];
     let ws = open(dir.path(), paths.clone()).await;
     assert_eq!(
-        names(&ws.list_skills("a").await.unwrap()),
+        names(&ws.skills().list("a").await.unwrap()),
         ["git-helper", "test-runner"]
     );
 
     // The agent deletes a seed skill by hand.
     std::fs::remove_dir_all(dir.path().join("skills/a/git-helper")).unwrap();
-    assert_eq!(names(&ws.list_skills("a").await.unwrap()), ["test-runner"]);
+    assert_eq!(
+        names(&ws.skills().list("a").await.unwrap()),
+        ["test-runner"]
+    );
     let idx = index_json(&dir.path().join("skills/a/.index"));
     assert!(idx["skills"].get("git-helper").is_none());
 
     // A new workspace object (empty cache) does not re-equip.
     drop(ws);
     let ws = open(dir.path(), paths).await;
-    assert_eq!(names(&ws.list_skills("a").await.unwrap()), ["test-runner"]);
     assert_eq!(
-        names(&ws.list_skills("b").await.unwrap()),
+        names(&ws.skills().list("a").await.unwrap()),
+        ["test-runner"]
+    );
+    assert_eq!(
+        names(&ws.skills().list("b").await.unwrap()),
         ["git-helper", "test-runner"]
     );
     assert!(leftovers(&dir.path().join("skills"), "a.equipping").is_empty());
     assert!(leftovers(&dir.path().join("skills"), "b.equipping").is_empty());
 
     // Concurrent first listings of one agent: one copy wins, none is left.
-    let (x, y) = tokio::join!(ws.list_skills("c"), ws.list_skills("c"));
+    let (x, y) = tokio::join!(ws.skills().list("c"), ws.skills().list("c"));
     assert_eq!(names(&x.unwrap()), ["git-helper", "test-runner"]);
     assert_eq!(names(&y.unwrap()), ["git-helper", "test-runner"]);
     let skills = dir.path().join("skills");
@@ -424,7 +430,7 @@ async fn migration_moves_stray_skills_into_seed() {
         dir.path().join("skills/someagent/x").is_dir(),
         "partitions stay"
     );
-    assert_eq!(names(&ws.list_skills("new").await.unwrap()), ["legacy"]);
+    assert_eq!(names(&ws.skills().list("new").await.unwrap()), ["legacy"]);
 }
 
 #[tokio::test]
@@ -442,17 +448,17 @@ async fn add_skill_names_conflicts_dedups_and_follows_edits() {
     std::fs::create_dir_all(&dup).unwrap();
     std::fs::copy(one.join("SKILL.md"), dup.join("SKILL.md")).unwrap();
 
-    let a = ws.add_skill(&one, "x").await.unwrap();
+    let a = ws.skills().add(&one, "x").await.unwrap();
     assert_eq!((a.name.as_str(), a.already_installed), ("My Tool", false));
     assert!(a.dir.ends_with("/skills/x/My_Tool"), "{}", a.dir);
-    let b = ws.add_skill(&two, "x").await.unwrap();
+    let b = ws.skills().add(&two, "x").await.unwrap();
     assert_eq!(b.name, "My Tool (1)");
     assert!(b.dir.ends_with("/skills/x/My_Tool_1"), "{}", b.dir);
-    let c = ws.add_skill(&dup, "x").await.unwrap();
+    let c = ws.skills().add(&dup, "x").await.unwrap();
     assert!(c.already_installed);
     assert_eq!(c.name, "My Tool");
 
-    let listing = ws.list_skills("x").await.unwrap();
+    let listing = ws.skills().list("x").await.unwrap();
     assert_eq!(names(&listing), ["My Tool", "My Tool (1)"]);
     assert_eq!(listing.get("My Tool (1)").unwrap().description, "Second.");
     let events = drain(&mut sub);
@@ -473,7 +479,7 @@ async fn add_skill_names_conflicts_dedups_and_follows_edits() {
         "---\nname: My Tool\ndescription: Second, edited.\n---\nTwo.\n",
     )
     .unwrap();
-    let listing = ws.list_skills("x").await.unwrap();
+    let listing = ws.skills().list("x").await.unwrap();
     assert_eq!(
         listing.get("My Tool (1)").unwrap().description,
         "Second, edited."
@@ -483,7 +489,7 @@ async fn add_skill_names_conflicts_dedups_and_follows_edits() {
         "---\nname: Other Tool\ndescription: Renamed.\n---\nTwo.\n",
     )
     .unwrap();
-    let listing = ws.list_skills("x").await.unwrap();
+    let listing = ws.skills().list("x").await.unwrap();
     assert_eq!(names(&listing), ["My Tool", "Other Tool"]);
     let idx = index_json(&dir.path().join("skills/x/.index"));
     assert_eq!(idx["skills"]["My_Tool_1"]["skill_name"], "Other Tool");
@@ -491,7 +497,8 @@ async fn add_skill_names_conflicts_dedups_and_follows_edits() {
 
     // Bad input is a clear error that copies nothing.
     let err = ws
-        .add_skill(&host.path().join("missing"), "x")
+        .skills()
+        .add(&host.path().join("missing"), "x")
         .await
         .unwrap_err();
     assert!(
@@ -500,20 +507,20 @@ async fn add_skill_names_conflicts_dedups_and_follows_edits() {
     );
     let empty = host.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let err = ws.add_skill(&empty, "x").await.unwrap_err();
+    let err = ws.skills().add(&empty, "x").await.unwrap_err();
     assert!(
         matches!(&err, WorkspaceError::Invalid(m) if m.contains("no SKILL.md")),
         "{err}"
     );
     let nameless = host.path().join("nameless");
     write_skill(&nameless, "description: No name.", "");
-    let err = ws.add_skill(&nameless, "x").await.unwrap_err();
+    let err = ws.skills().add(&nameless, "x").await.unwrap_err();
     assert!(
         matches!(&err, WorkspaceError::Invalid(m) if m.contains("no `name`")),
         "{err}"
     );
     assert_eq!(
-        names(&ws.list_skills("x").await.unwrap()),
+        names(&ws.skills().list("x").await.unwrap()),
         ["My Tool", "Other Tool"]
     );
     assert!(leftovers(dir.path(), ".skill-staging").is_empty());
@@ -533,12 +540,15 @@ async fn remove_skill_by_name_and_unknown_names() {
         bus,
     )
     .await;
-    ws.list_skills("r").await.unwrap();
+    ws.skills().list("r").await.unwrap();
     drain(&mut sub);
 
-    ws.remove_skill("git-helper", "r").await.unwrap();
+    ws.skills().remove("git-helper", "r").await.unwrap();
     assert!(!dir.path().join("skills/r/git-helper").exists());
-    assert_eq!(names(&ws.list_skills("r").await.unwrap()), ["test-runner"]);
+    assert_eq!(
+        names(&ws.skills().list("r").await.unwrap()),
+        ["test-runner"]
+    );
     let idx = index_json(&dir.path().join("skills/r/.index"));
     assert!(idx["skills"].get("git-helper").is_none());
     assert!(idx["skills"].get("test-runner").is_some());
@@ -552,7 +562,7 @@ async fn remove_skill_by_name_and_unknown_names() {
             .is_file()
     );
 
-    let err = ws.remove_skill("git-helper", "r").await.unwrap_err();
+    let err = ws.skills().remove("git-helper", "r").await.unwrap_err();
     assert!(
         matches!(&err, WorkspaceError::NotFound(m) if m.contains("available: test-runner")),
         "{err}"
@@ -561,9 +571,9 @@ async fn remove_skill_by_name_and_unknown_names() {
     // An invalid skill is removed by its folder name.
     std::fs::create_dir_all(dir.path().join("skills/r/harness")).unwrap();
     std::fs::write(dir.path().join("skills/r/harness/SKILL.md"), C08_MD).unwrap();
-    assert_eq!(ws.list_skills("r").await.unwrap().invalid.len(), 1);
-    ws.remove_skill("harness", "r").await.unwrap();
-    let listing = ws.list_skills("r").await.unwrap();
+    assert_eq!(ws.skills().list("r").await.unwrap().invalid.len(), 1);
+    ws.skills().remove("harness", "r").await.unwrap();
+    let listing = ws.skills().list("r").await.unwrap();
     assert!(listing.invalid.is_empty());
     assert_eq!(names(&listing), ["test-runner"]);
 }
@@ -573,14 +583,15 @@ async fn agent_ids_that_escape_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path(), vec![skills_src().join("git-helper")]).await;
     for bad in [".x", "a/b", "..", ".seed", "a\\b"] {
-        let err = ws.list_skills(bad).await.unwrap_err();
+        let err = ws.skills().list(bad).await.unwrap_err();
         assert!(matches!(err, WorkspaceError::Id(_)), "{bad}: {err}");
         let err = ws
-            .add_skill(&skills_src().join("test-runner"), bad)
+            .skills()
+            .add(&skills_src().join("test-runner"), bad)
             .await
             .unwrap_err();
         assert!(matches!(err, WorkspaceError::Id(_)), "{bad}: {err}");
-        let err = ws.remove_skill("git-helper", bad).await.unwrap_err();
+        let err = ws.skills().remove("git-helper", bad).await.unwrap_err();
         assert!(matches!(err, WorkspaceError::Id(_)), "{bad}: {err}");
     }
     let mut entries = leftovers(&dir.path().join("skills"), "");
@@ -687,7 +698,8 @@ async fn archives_in_every_format_install() {
         ("packed/scripts/run.sh", script, 0o755),
     ]);
     let got = ws
-        .add_skill_archive(std::io::Cursor::new(z), ArchiveFormat::Zip, "z", None)
+        .skills()
+        .add_archive(std::io::Cursor::new(z), ArchiveFormat::Zip, "z", None)
         .await
         .unwrap();
     assert_eq!(
@@ -700,7 +712,7 @@ async fn archives_in_every_format_install() {
         std::fs::metadata(&run).unwrap().permissions().mode() & 0o777,
         0o755
     );
-    let listing = ws.list_skills("z").await.unwrap();
+    let listing = ws.skills().list("z").await.unwrap();
     assert_eq!(names(&listing), ["packed"]);
     assert_eq!(listing.skills[0].markdown, "Packed body.");
 
@@ -717,7 +729,8 @@ async fn archives_in_every_format_install() {
     let tar_path = host.path().join("s.tar");
     std::fs::write(&tar_path, &t).unwrap();
     let got = ws
-        .add_skill_archive_file(&tar_path, ArchiveFormat::Tar, "t", None)
+        .skills()
+        .add_archive_file(&tar_path, ArchiveFormat::Tar, "t", None)
         .await
         .unwrap();
     assert_eq!(got.name, "packed");
@@ -736,7 +749,8 @@ async fn archives_in_every_format_install() {
         ARCHIVE_MD.as_bytes(),
     )]));
     let got = ws
-        .add_skill_archive(
+        .skills()
+        .add_archive(
             std::io::Cursor::new(tgz.clone()),
             ArchiveFormat::TarGz,
             "g",
@@ -746,11 +760,12 @@ async fn archives_in_every_format_install() {
         .unwrap();
     assert!(!got.already_installed);
     let again = ws
-        .add_skill_archive(std::io::Cursor::new(tgz), ArchiveFormat::TarGz, "g", None)
+        .skills()
+        .add_archive(std::io::Cursor::new(tgz), ArchiveFormat::TarGz, "g", None)
         .await
         .unwrap();
     assert!(again.already_installed);
-    assert_eq!(names(&ws.list_skills("g").await.unwrap()), ["packed"]);
+    assert_eq!(names(&ws.skills().list("g").await.unwrap()), ["packed"]);
 
     assert!(leftovers(dir.path(), ".skill-staging").is_empty());
 }
@@ -765,7 +780,8 @@ async fn assert_refused(
     why: &str,
 ) {
     let err = ws
-        .add_skill_archive(std::io::Cursor::new(bytes), fmt, "victim", max)
+        .skills()
+        .add_archive(std::io::Cursor::new(bytes), fmt, "victim", max)
         .await
         .unwrap_err();
     assert!(
@@ -776,7 +792,7 @@ async fn assert_refused(
         leftovers(root, ".skill-staging").is_empty(),
         "staging left behind"
     );
-    let listing = ws.list_skills("victim").await.unwrap();
+    let listing = ws.skills().list("victim").await.unwrap();
     assert!(
         listing.skills.is_empty() && listing.invalid.is_empty(),
         "{listing:?}"

@@ -191,7 +191,7 @@ async fn call_with(
     cancel: CancellationToken,
 ) -> ToolResult {
     let ctx = ToolContext {
-        workspace: ws,
+        env: ws.tool_env(),
         agent: "",
         session: "s1",
         call_id: "call_1",

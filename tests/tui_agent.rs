@@ -154,9 +154,9 @@ async fn explore_demo_steps_to_the_end_on_a_copy_of_this_crate() {
     let sdir = dir.path().join("sessions").join(EXPLORE_SESSION);
     assert!(sdir.join("journal.jsonl").is_file());
     assert!(sdir.join("context.jsonl").is_file());
-    let journal = ws.read_journal(EXPLORE_SESSION).await.unwrap();
+    let journal = ws.journal().read(EXPLORE_SESSION).await.unwrap();
     assert!(journal.entries.len() >= 4);
-    let context = ws.read_context(EXPLORE_SESSION).await.unwrap();
+    let context = ws.sessions().read_context(EXPLORE_SESSION).await.unwrap();
     assert!(!context.messages.is_empty());
 }
 

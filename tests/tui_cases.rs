@@ -496,7 +496,7 @@ async fn quit_kills_the_running_command_and_journals_it() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!alive(pid), "sleep {pid} survived the quit");
-    let j = hs.app.cx.ws.read_journal("s-001").await.unwrap();
+    let j = hs.app.cx.ws.journal().read("s-001").await.unwrap();
     let e = j
         .entries
         .iter()

@@ -231,7 +231,7 @@ async fn mcp_pane() {
         });
     }
     // Listing started nothing.
-    assert_eq!(ws.mcp_runtime().live_stateful(), 0);
+    assert_eq!(ws.mcp().runtime().live_stateful(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -536,7 +536,7 @@ async fn mcp_pane_shows_skipped_entries_and_refuses_to_stop_what_is_not_running(
     hs.keys("x").await;
     let text = hs.draw().await;
     assert!(text.contains("`docs` is not running (declared)"), "{text}");
-    assert_eq!(hs.app.cx.ws.mcp_runtime().live_stateful(), 0);
+    assert_eq!(hs.app.cx.ws.mcp().runtime().live_stateful(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -683,7 +683,7 @@ async fn mcp_stop_cancels_a_start_in_progress() {
         "python3",
         vec![fake.display().to_string(), "--no-init".into(), tag.clone()],
     );
-    ws.add_mcp(decl, "coder", "s-001", false).await.unwrap();
+    ws.mcp().add(decl, "coder", "s-001", false).await.unwrap();
     let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
     hs.keys("esc 9 z G").await;
     // Start it: it never answers initialize (30 s timeout).
@@ -712,7 +712,7 @@ async fn mcp_stop_cancels_a_start_in_progress() {
     }
     assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{text}");
     assert!(!text.contains("busy"), "{text}");
-    let inst = ws.mcp_instance("coder", "s-001", "mute").await.unwrap();
+    let inst = ws.mcp().instance("coder", "s-001", "mute").await.unwrap();
     assert_eq!(inst.state(), wsbench::engine::mcp::McpState::Stopped);
     let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
         std::fs::read(e.path().join("cmdline"))
@@ -937,7 +937,7 @@ async fn mcp_call_dialog_keeps_bad_json_and_says_why() {
     let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_servers/fake.py");
     let decl =
         wsbench::engine::mcp::McpDecl::stdio("fake", "python3", vec![fake.display().to_string()]);
-    ws.add_mcp(decl, "coder", "s-001", false).await.unwrap();
+    ws.mcp().add(decl, "coder", "s-001", false).await.unwrap();
     let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
     hs.keys("esc 9 z G s").await;
     let t0 = std::time::Instant::now();

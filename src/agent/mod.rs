@@ -45,7 +45,7 @@ pub use step::StepControl;
 pub use tools::{AgentTool, AgentToolContext, Toolset};
 
 use crate::engine::events::Event;
-use crate::engine::journal::JournalEntry;
+use crate::engine::journal::{JournalCall, JournalEntry};
 use crate::engine::layout::{check_session_id, partition_name};
 use crate::engine::message::{
     Block, DataSource, Msg, TextBlock, ToolCallBlock, ToolOutput, new_id, now_naive,
@@ -328,7 +328,7 @@ impl Agent {
             .mkdir(&dir, true)
             .await
             .map_err(WorkspaceError::from)?;
-        let offloaded_read = ws.read_context(&config.session).await?;
+        let offloaded_read = ws.sessions().read_context(&config.session).await?;
         let offloaded: HashSet<[u8; 32]> = offloaded_read.messages.iter().map(hash_msg).collect();
         let state_path = format!("{dir}/{STATE_FILE}");
         let (context, summary) = match ws.sandbox().read(&state_path, None).await {
@@ -396,7 +396,7 @@ impl Agent {
     /// event.
     pub async fn system_prompt(&self) -> String {
         let mut parts = vec![self.config.system_prompt.clone()];
-        match self.ws.list_skills(&self.config.agent_id).await {
+        match self.ws.skills().list(&self.config.agent_id).await {
             Ok(listing) => {
                 let block = tools::skills_prompt(&listing);
                 if !block.is_empty() {
@@ -438,7 +438,7 @@ impl Agent {
             return;
         };
         let path = format!("{dir}/{AGENT_LOG_FILE}");
-        if let Err(e) = self.ws.append_or_rewrite(&path, &data).await {
+        if let Err(e) = self.ws.base().append_or_rewrite(&path, &data).await {
             self.ws.publish(Event::Log {
                 level: "warn".into(),
                 source: "agent".into(),
@@ -825,31 +825,19 @@ impl Agent {
                 state: result.state.as_str().into(),
                 duration_ms,
             });
-            let entry = JournalEntry {
+            let entry = JournalEntry::from_result(
+                JournalCall {
+                    call_id: call.id.clone(),
+                    agent: self.config.agent_id.clone(),
+                    session: self.config.session.clone(),
+                    tool: call.name.clone(),
+                    args: journal_args,
+                },
+                &result,
                 started_at,
-                call_id: call.id.clone(),
-                agent: self.config.agent_id.clone(),
-                session: self.config.session.clone(),
-                tool: call.name.clone(),
-                args: journal_args,
-                state: result.state,
-                exit_code: result.exit_code,
-                timed_out: result.timed_out,
-                error: (result.state == ToolState::Error).then(|| {
-                    result
-                        .text()
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .take(500)
-                        .collect()
-                }),
                 duration_ms,
-                output_bytes: result.output_bytes,
-                offload_path: result.offload_path.clone(),
-            };
-            if let Err(e) = self.ws.append_journal(&entry).await {
+            );
+            if let Err(e) = self.ws.journal().append(&entry).await {
                 self.emit(AgentEvent::Error {
                     kind: "internal".into(),
                     message: format!("could not journal tool call {}: {e}", call.id),
@@ -870,7 +858,8 @@ impl Agent {
             let overflow_chars = output_text(&overflow.output).chars().count() as u64;
             match self
                 .ws
-                .offload_tool_result(&self.config.session, &overflow)
+                .offload()
+                .tool_result(&self.config.session, &overflow)
                 .await
             {
                 Ok(path) => {
@@ -950,7 +939,7 @@ impl Agent {
             };
             let Block::Data(data) = slot else { continue };
             let data = data.clone();
-            let offloaded = match self.ws.offload_data(&data).await {
+            let offloaded = match self.ws.offload().data(&data).await {
                 Ok(d) => d,
                 Err(e) => {
                     self.emit(AgentEvent::Error {
@@ -1063,7 +1052,8 @@ impl Agent {
             .collect();
         let path = match self
             .ws
-            .offload_context(&self.config.session, &new_lines)
+            .offload()
+            .context(&self.config.session, &new_lines)
             .await
         {
             Ok(p) => p,

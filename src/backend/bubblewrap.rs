@@ -41,7 +41,8 @@ use tokio_util::sync::CancellationToken;
 use self::hostdir::HostDir;
 use super::child::{ChildStatus, exit_code_of, pump};
 use super::local::LocalProvisioner;
-use super::process_tree::{self, MARKER_VAR};
+use super::process_tree;
+use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
     FileStat, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
@@ -544,7 +545,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
-        let marker = process_tree::new_marker();
+        let marker = new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let started_at = Instant::now();
         let deadline = req.timeout.map(|t| started_at + t);
@@ -631,7 +632,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
-        let marker = process_tree::new_marker();
+        let marker = new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let deadline = Some(Instant::now() + SETUP_TIMEOUT);
         let (mut child, pid, stdout) = match self.start(cmd, Stdio::piped(), deadline, None).await?

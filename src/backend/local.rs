@@ -17,7 +17,8 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use super::child::{ChildStatus, exit_code_of, pump};
-use super::process_tree::{self, MARKER_VAR};
+use super::process_tree;
+use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ChangeKind, ExecOutcome,
     ExecRequest, FileChange, FileKind, FileStat, OutputSink, Process, ProcessControl,
@@ -238,7 +239,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
-        let marker = process_tree::new_marker();
+        let marker = new_marker();
         let mut env = req.env.clone();
         env.insert(MARKER_VAR.into(), marker.clone());
         let mut cmd = self.command(&req.argv, req.cwd.as_deref(), &env)?;
@@ -310,7 +311,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
-        let marker = process_tree::new_marker();
+        let marker = new_marker();
         let mut env = req.env.clone();
         env.insert(MARKER_VAR.into(), marker.clone());
         let mut cmd = self.command(&req.argv, req.cwd.as_deref(), &env)?;

@@ -25,7 +25,6 @@
 pub mod bubblewrap;
 pub(crate) mod child;
 pub mod cloud;
-pub(crate) mod confine;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;
@@ -36,6 +35,7 @@ pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
 pub mod secret;
+pub mod shell;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -2,7 +2,7 @@
 //! delivered to panes, and effects panes ask the app for.
 //!
 //! The render loop never waits on I/O: engine work runs on tokio tasks
-//! (spawned through [`crate::tui::panes::Ctx::spawn`]) that report back as
+//! (spawned through `Ctx::spawn` in `tui::pane`) that report back as
 //! [`AppMsg`]s on one bounded channel; the loop drains what is pending,
 //! then draws once.
 
@@ -87,7 +87,7 @@ pub enum AppMsg {
     },
     /// A change seen by the workspace watch.
     File {
-        /// The watch that saw it ([`crate::tui::panes::files::WatchHandle::generation`]):
+        /// The watch that saw it (the generation of the Files pane's `WatchHandle`):
         /// changes of a workspace the app has left are dropped.
         generation: u64,
         /// The change.

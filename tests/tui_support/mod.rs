@@ -78,7 +78,7 @@ pub async fn fixture(extra: impl FnOnce(&Path)) -> (tempfile::TempDir, Arc<Works
     extra(dir.path());
     let ws = open(dir.path()).await;
     // Opening equips partitions (new files): stamp after that, too.
-    ws.list_skills("").await.unwrap();
+    ws.skills().list("").await.unwrap();
     stamp(dir.path());
     (dir, ws)
 }

@@ -28,11 +28,14 @@ use super::health::McpState;
 use super::stdio::check_command;
 use super::store::{McpIssue, McpStore, McpStoreError};
 use crate::backend::Sandbox;
+use crate::engine::base::WorkspaceBase;
+use crate::engine::error::{WorkspaceError, WsResult};
 use crate::engine::events::{Event, EventBus};
-use crate::engine::journal::JournalEntry;
+use crate::engine::journal::Journal;
+use crate::engine::journal::{JournalCall, JournalEntry};
 use crate::engine::message::{Block, DataBlock, DataSource, TextBlock, new_id};
+use crate::engine::offload::Offload;
 use crate::engine::tools::{ToolResult, ToolState};
-use crate::engine::workspace::{Workspace, WorkspaceError, WsResult};
 
 /// The reference's default cap of live stateful instances.
 pub const DEFAULT_MAX_LIVE_STATEFUL: usize = 40;
@@ -44,7 +47,7 @@ struct PairSlot {
     last_used: Instant,
 }
 
-/// Live MCP state of one workspace; held by [`Workspace`].
+/// Live MCP state of one workspace; held by the workspace, used through [`Mcp`].
 pub struct McpRuntime {
     env: Arc<InstanceEnv>,
     defaults: Vec<McpDecl>,
@@ -246,7 +249,7 @@ async fn close_all(instances: Vec<Arc<McpInstance>>) {
     futures::future::join_all(instances.iter().map(|i| i.close())).await;
 }
 
-/// One MCP tool call through [`Workspace::call_mcp_tool`].
+/// One MCP tool call through [`Mcp::call_tool`].
 #[derive(Debug, Clone, Default)]
 pub struct McpToolCall {
     /// Agent id (`""` for none).
@@ -278,51 +281,71 @@ pub struct McpListing {
     pub issues: Vec<String>,
 }
 
-impl Workspace {
+/// The MCP servers of one workspace, reached through `Workspace::mcp`:
+/// the live runtime plus what tool calls journal and offload through.
+#[derive(Debug, Clone, Copy)]
+pub struct Mcp<'a> {
+    pub(super) runtime: &'a McpRuntime,
+    pub(super) base: &'a WorkspaceBase,
+    offload: &'a Offload,
+}
+
+impl<'a> Mcp<'a> {
+    /// The handle over `runtime`; `base` and `offload` are the workspace's.
+    pub fn new(runtime: &'a McpRuntime, base: &'a WorkspaceBase, offload: &'a Offload) -> Self {
+        Mcp {
+            runtime,
+            base,
+            offload,
+        }
+    }
+}
+
+impl<'a> Mcp<'a> {
     /// Tunables of this workspace's MCP clients.
-    pub fn mcp_options(&self) -> McpOptions {
-        self.mcp.env.options()
+    pub fn options(&self) -> McpOptions {
+        self.runtime.env.options()
     }
 
     /// Replaces the MCP tunables; applies to connects and calls from now
     /// on (a new frame limit reaches stdio servers at their next start).
-    pub fn set_mcp_options(&self, options: McpOptions) {
-        *self.mcp.env.options.write().expect("options lock") = options;
+    pub fn set_options(&self, options: McpOptions) {
+        *self.runtime.env.options.write().expect("options lock") = options;
     }
 
     /// The runtime (live counts, cap).
-    pub fn mcp_runtime(&self) -> &McpRuntime {
-        &self.mcp
+    pub fn runtime(&self) -> &'a McpRuntime {
+        self.runtime
     }
 
-    async fn mcp_store(&self) -> WsResult<tokio::sync::MutexGuard<'_, Option<McpStore>>> {
-        let mut guard = self.mcp.store.lock().await;
+    async fn store(&self) -> WsResult<tokio::sync::MutexGuard<'_, Option<McpStore>>> {
+        let mut guard = self.runtime.store.lock().await;
         if guard.is_none() {
-            *guard = Some(self.load_mcp_store().await?);
+            *guard = Some(self.load_store().await?);
         }
         Ok(guard)
     }
 
     /// The declarations of a pair: its own if it diverged, else the
     /// defaults (contract §5.2).
-    pub async fn mcp_declared(&self, agent: &str, session: &str) -> WsResult<Vec<McpDecl>> {
-        let guard = self.mcp_store().await?;
+    pub async fn declared(self, agent: &str, session: &str) -> WsResult<Vec<McpDecl>> {
+        let guard = self.store().await?;
         let store = guard.as_ref().expect("loaded");
-        Ok(store.declared(agent, session, &self.mcp.defaults))
+        Ok(store.declared(agent, session, &self.runtime.defaults))
     }
 
     /// Problems found loading `.mcp`.
-    pub async fn mcp_issues(&self) -> WsResult<Vec<McpIssue>> {
-        let guard = self.mcp_store().await?;
+    pub async fn issues(self) -> WsResult<Vec<McpIssue>> {
+        let guard = self.store().await?;
         Ok(guard.as_ref().expect("loaded").issues().to_vec())
     }
 
     /// Status of a pair's servers without starting any.
-    pub async fn mcp_status(&self, agent: &str, session: &str) -> WsResult<McpListing> {
-        let declared = self.mcp_declared(agent, session).await?;
+    pub async fn status(self, agent: &str, session: &str) -> WsResult<McpListing> {
+        let declared = self.declared(agent, session).await?;
         let servers = declared
             .iter()
-            .map(|d| match self.mcp.existing(agent, session, &d.name) {
+            .map(|d| match self.runtime.existing(agent, session, &d.name) {
                 Some(i) if i.decl() == d => i.status(),
                 _ => McpStatus {
                     name: d.name.clone(),
@@ -346,7 +369,7 @@ impl Workspace {
 
     async fn issue_texts(&self, agent: &str, session: &str) -> WsResult<Vec<String>> {
         Ok(self
-            .mcp_issues()
+            .issues()
             .await?
             .iter()
             .filter(|i| match &i.location {
@@ -369,9 +392,9 @@ impl Workspace {
     /// never fail the call.
     ///
     /// Errors: only when `.mcp` cannot be read because the sandbox is gone.
-    pub async fn list_mcps(&self, agent: &str, session: &str) -> WsResult<McpListing> {
-        let declared = self.mcp_declared(agent, session).await?;
-        let (instances, gone) = self.mcp.slots(agent, session, &declared);
+    pub async fn list(self, agent: &str, session: &str) -> WsResult<McpListing> {
+        let declared = self.declared(agent, session).await?;
+        let (instances, gone) = self.runtime.slots(agent, session, &declared);
         if !gone.is_empty() {
             tokio::spawn(close_all(gone));
         }
@@ -379,7 +402,7 @@ impl Workspace {
             futures::future::join_all(instances.iter().map(|i| i.ensure_ready(false))).await;
         for (i, r) in instances.iter().zip(results) {
             if let Err(e) = r {
-                self.mcp.log(
+                self.runtime.log(
                     "warn",
                     format!(
                         "MCP server `{}` (agent {agent:?}, session {session:?}) skipped: {e}",
@@ -398,13 +421,13 @@ impl Workspace {
 
     /// The tools of the pair's ready servers, named `mcp__<server>__<tool>`
     /// and filtered by `enable_tools` / `disable_tools`; connects lazily
-    /// like [`Workspace::list_mcps`].
-    pub async fn mcp_tools(&self, agent: &str, session: &str) -> WsResult<Vec<McpToolInfo>> {
-        self.list_mcps(agent, session).await?;
-        let declared = self.mcp_declared(agent, session).await?;
+    /// like [`Mcp::list`].
+    pub async fn tools(self, agent: &str, session: &str) -> WsResult<Vec<McpToolInfo>> {
+        self.list(agent, session).await?;
+        let declared = self.declared(agent, session).await?;
         Ok(declared
             .iter()
-            .filter_map(|d| self.mcp.existing(agent, session, &d.name))
+            .filter_map(|d| self.runtime.existing(agent, session, &d.name))
             .flat_map(|i| i.tools())
             .collect())
     }
@@ -414,13 +437,13 @@ impl Workspace {
     ///
     /// Errors: [`WorkspaceError::NotFound`] when the pair declares no
     /// such server.
-    pub async fn mcp_instance(
-        &self,
+    pub async fn instance(
+        self,
         agent: &str,
         session: &str,
         name: &str,
     ) -> WsResult<Arc<McpInstance>> {
-        let declared = self.mcp_declared(agent, session).await?;
+        let declared = self.declared(agent, session).await?;
         if !declared.iter().any(|d| d.name == name) {
             let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
             return Err(WorkspaceError::NotFound(format!(
@@ -432,7 +455,7 @@ impl Workspace {
                 }
             )));
         }
-        let (instances, gone) = self.mcp.slots(agent, session, &declared);
+        let (instances, gone) = self.runtime.slots(agent, session, &declared);
         if !gone.is_empty() {
             tokio::spawn(close_all(gone));
         }
@@ -446,13 +469,13 @@ impl Workspace {
     ///
     /// Errors: unknown server ([`WorkspaceError::NotFound`]); a server
     /// that cannot start ([`WorkspaceError::Invalid`] with its reason).
-    pub async fn mcp_server_tools(
-        &self,
+    pub async fn server_tools(
+        self,
         agent: &str,
         session: &str,
         name: &str,
     ) -> WsResult<Vec<McpToolInfo>> {
-        let inst = self.mcp_instance(agent, session, name).await?;
+        let inst = self.instance(agent, session, name).await?;
         inst.ensure_ready(false)
             .await
             .map_err(|e| WorkspaceError::Invalid(e.to_string()))?;
@@ -466,8 +489,8 @@ impl Workspace {
     ///
     /// Errors: unknown server ([`WorkspaceError::NotFound`]); the start
     /// failure ([`WorkspaceError::Invalid`] with its reason).
-    pub async fn start_mcp(&self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
-        let inst = self.mcp_instance(agent, session, name).await?;
+    pub async fn start(self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
+        let inst = self.instance(agent, session, name).await?;
         started(&inst, inst.ensure_ready(true).await)
     }
 
@@ -475,12 +498,12 @@ impl Workspace {
     /// server's process tree killed at once, not after the initialize
     /// timeout), a live session closed. It stays declared and
     /// `stopped` — listings and tool calls do not start it again — until
-    /// [`Workspace::start_mcp`] or [`Workspace::restart_mcp`]. Returns
+    /// [`Mcp::start`] or [`Mcp::restart`]. Returns
     /// once the process is gone.
     ///
     /// Errors: unknown server ([`WorkspaceError::NotFound`]).
-    pub async fn stop_mcp(&self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
-        let inst = self.mcp_instance(agent, session, name).await?;
+    pub async fn stop(self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
+        let inst = self.instance(agent, session, name).await?;
         inst.stop().await;
         Ok(inst.status())
     }
@@ -490,12 +513,12 @@ impl Workspace {
     /// not an error (the status says `stopped`).
     ///
     /// Errors: unknown server; the start failure.
-    pub async fn restart_mcp(&self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
-        let inst = self.mcp_instance(agent, session, name).await?;
+    pub async fn restart(self, agent: &str, session: &str, name: &str) -> WsResult<McpStatus> {
+        let inst = self.instance(agent, session, name).await?;
         started(&inst, inst.restart().await)
     }
 
-    /// Checks a declaration before [`Workspace::add_mcp`] saves it —
+    /// Checks a declaration before [`Mcp::add`] saves it —
     /// the one check behind both `wsbench mcp add` and the TUI's add
     /// form, so neither writes a server into `.mcp` that could never
     /// start:
@@ -511,7 +534,7 @@ impl Workspace {
     ///
     /// Errors: [`WorkspaceError::Invalid`] naming the server and the
     /// problem; `.mcp` unreadable because the sandbox is gone.
-    pub async fn check_mcp_decl(&self, decl: &McpDecl, agent: &str, session: &str) -> WsResult<()> {
+    pub async fn check_decl(self, decl: &McpDecl, agent: &str, session: &str) -> WsResult<()> {
         decl.validate().map_err(|source| {
             WorkspaceError::from(McpStoreError::Invalid {
                 name: decl.name.clone(),
@@ -519,7 +542,7 @@ impl Workspace {
             })
         })?;
         if self
-            .mcp_declared(agent, session)
+            .declared(agent, session)
             .await?
             .iter()
             .any(|d| d.name == decl.name)
@@ -534,7 +557,7 @@ impl Workspace {
         if let Ok(resolved) = decl.resolved()
             && let McpConfig::Stdio(cfg) = &resolved.mcp_config
         {
-            check_command(self.sandbox.as_ref(), cfg)
+            check_command(self.base.sandbox().as_ref(), cfg)
                 .await
                 .map_err(|why| {
                     WorkspaceError::Invalid(format!(
@@ -554,7 +577,7 @@ impl Workspace {
     /// names the file (contract §6; C04). Never fails: problems are error
     /// results (unknown tool, server down, timeout); a cancel gives an
     /// interrupted result.
-    pub async fn call_mcp_tool(&self, call: McpToolCall) -> ToolResult {
+    pub async fn call_tool(self, call: McpToolCall) -> ToolResult {
         let call_id = call.call_id.clone().unwrap_or_else(|| {
             format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
         });
@@ -568,7 +591,7 @@ impl Workspace {
         };
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
-        self.publish(Event::ToolStarted {
+        self.base.publish(Event::ToolStarted {
             call_id: call_id.clone(),
             agent: call.agent.clone(),
             session: call.session.clone(),
@@ -580,38 +603,26 @@ impl Workspace {
             Ok((server, tool)) => self.run_mcp_call(&call, &server, &tool, &call_id).await,
         };
         let duration_ms = t0.elapsed().as_millis() as u64;
-        self.publish(Event::ToolFinished {
+        self.base.publish(Event::ToolFinished {
             call_id: call_id.clone(),
             tool: qualified.clone(),
             state: result.state.as_str().to_string(),
             duration_ms,
         });
-        let entry = JournalEntry {
+        let entry = JournalEntry::from_result(
+            JournalCall {
+                call_id,
+                agent: call.agent.clone(),
+                session: call.session.clone(),
+                tool: qualified,
+                args: call.args,
+            },
+            &result,
             started_at,
-            call_id,
-            agent: call.agent.clone(),
-            session: call.session.clone(),
-            tool: qualified,
-            args: call.args,
-            state: result.state,
-            exit_code: None,
-            timed_out: result.timed_out,
-            error: (result.state == ToolState::Error).then(|| {
-                result
-                    .text()
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .take(500)
-                    .collect()
-            }),
             duration_ms,
-            output_bytes: result.output_bytes,
-            offload_path: result.offload_path.clone(),
-        };
-        if let Err(e) = self.append_journal(&entry).await {
-            self.mcp.log(
+        );
+        if let Err(e) = Journal::new(self.base).append(&entry).await {
+            self.runtime.log(
                 "warn",
                 format!(
                     "could not append to the journal of session {}: {e}",
@@ -631,7 +642,7 @@ impl Workspace {
             return Ok((server.clone(), tool.to_string()));
         }
         let declared = self
-            .mcp_declared(&call.agent, &call.session)
+            .declared(&call.agent, &call.session)
             .await
             .map_err(|e| e.to_string())?;
         let mut best: Option<(String, String)> = None;
@@ -668,7 +679,7 @@ impl Workspace {
                 ));
             }
         };
-        let inst = match self.mcp_instance(&call.agent, &call.session, server).await {
+        let inst = match self.instance(&call.agent, &call.session, server).await {
             Ok(i) => i,
             Err(e) => return ToolResult::error(e.to_string()),
         };
@@ -730,10 +741,11 @@ impl Workspace {
         }
         let text = result.text();
         result.output_bytes = text.len() as u64;
-        let limit = self.mcp_options().max_result_chars;
+        let limit = self.options().max_result_chars;
         if text.chars().count() > limit {
             match self
-                .offload_tool_result_stream(
+                .offload
+                .tool_result_stream(
                     session,
                     call_id,
                     Box::new(std::io::Cursor::new(text.clone().into_bytes())),
@@ -755,7 +767,7 @@ impl Workspace {
                     result.content.extend(data);
                     result.offload_path = Some(path);
                 }
-                Err(e) => self.mcp.log(
+                Err(e) => self.runtime.log(
                     "warn",
                     format!("could not offload a large MCP result of session {session}: {e}"),
                 ),
@@ -765,30 +777,30 @@ impl Workspace {
     }
 
     /// Declares `decl` for a pair and saves `.mcp` (reference `add_mcp`,
-    /// contract §1) after [`Workspace::check_mcp_decl`]: a stateful
+    /// contract §1) after [`Mcp::check_decl`]: a stateful
     /// server is started first when `connect`, and a start failure leaves
     /// `.mcp` unchanged.
     ///
-    /// Errors: what [`Workspace::check_mcp_decl`] refuses (invalid
+    /// Errors: what [`Mcp::check_decl`] refuses (invalid
     /// declaration, duplicate name, stdio command not found); start failure
     /// ([`WorkspaceError::Invalid`] naming the reason); `.mcp` not
     /// writable or not understood ([`WorkspaceError::Parse`] /
     /// [`WorkspaceError::Backend`]).
-    pub async fn add_mcp(
-        &self,
+    pub async fn add(
+        self,
         decl: McpDecl,
         agent: &str,
         session: &str,
         connect: bool,
     ) -> WsResult<McpStatus> {
-        self.check_mcp_decl(&decl, agent, session).await?;
-        let inst = McpInstance::new(agent, session, decl.clone(), self.mcp.env.clone());
+        self.check_decl(&decl, agent, session).await?;
+        let inst = McpInstance::new(agent, session, decl.clone(), self.runtime.env.clone());
         if connect && decl.is_stateful {
             // Make room as a listing would, then start it.
-            let mut declared = self.mcp_declared(agent, session).await?;
+            let mut declared = self.declared(agent, session).await?;
             declared.push(decl.clone());
             let (_, gone) = self
-                .mcp
+                .runtime
                 .slots(agent, session, &declared[..declared.len() - 1]);
             if !gone.is_empty() {
                 tokio::spawn(close_all(gone));
@@ -810,7 +822,7 @@ impl Workspace {
             return Err(e);
         }
         {
-            let mut live = self.mcp.live.lock().expect("live lock");
+            let mut live = self.runtime.live.lock().expect("live lock");
             let slot = live
                 .entry((agent.to_string(), session.to_string()))
                 .or_insert_with(|| PairSlot {
@@ -833,15 +845,15 @@ impl Workspace {
     /// an unknown name is a logged no-op.
     ///
     /// Errors: `.mcp` not writable or not understood.
-    pub async fn remove_mcp(&self, name: &str, agent: &str, session: &str) -> WsResult<bool> {
+    pub async fn remove(self, name: &str, agent: &str, session: &str) -> WsResult<bool> {
         let removed = self
             .mutate_store(|store, defaults| Ok(store.remove(agent, session, name, defaults)))
             .await?;
-        if let Some(inst) = self.mcp.take_one(agent, session, name) {
+        if let Some(inst) = self.runtime.take_one(agent, session, name) {
             inst.close().await;
         }
         if !removed {
-            self.mcp.log(
+            self.runtime.log(
                 "warn",
                 format!("no MCP server `{name}` for agent {agent:?}, session {session:?}; nothing removed"),
             );
@@ -852,14 +864,14 @@ impl Workspace {
     /// Closes a pair's servers and forgets its declarations (it falls back
     /// to the defaults); saves `.mcp` when the pair had its own
     /// (reference `purge_session`). Best effort: problems are logged.
-    pub async fn purge_session_mcps(&self, agent: &str, session: &str) {
+    pub async fn purge_session(self, agent: &str, session: &str) {
         let (a, s) = (agent.to_string(), session.to_string());
-        close_all(self.mcp.take_pairs(|k| k.0 == a && k.1 == s)).await;
+        close_all(self.runtime.take_pairs(|k| k.0 == a && k.1 == s)).await;
         if let Err(e) = self
             .mutate_store(|store, _| Ok(store.purge_session(agent, session)))
             .await
         {
-            self.mcp.log(
+            self.runtime.log(
                 "warn",
                 format!("purging MCP declarations of session {session:?}: {e}"),
             );
@@ -868,9 +880,9 @@ impl Workspace {
 
     /// Closes every server of an agent and forgets all its sessions'
     /// declarations. Best effort: problems are logged.
-    pub async fn purge_agent_mcps(&self, agent: &str) {
+    pub async fn purge_agent(self, agent: &str) {
         let a = agent.to_string();
-        close_all(self.mcp.take_pairs(|k| k.0 == a)).await;
+        close_all(self.runtime.take_pairs(|k| k.0 == a)).await;
         if let Err(e) = self
             .mutate_store(|store, _| {
                 let mut any = false;
@@ -883,7 +895,7 @@ impl Workspace {
             })
             .await
         {
-            self.mcp.log(
+            self.runtime.log(
                 "warn",
                 format!("purging MCP declarations of agent {agent:?}: {e}"),
             );
@@ -891,15 +903,15 @@ impl Workspace {
     }
 
     /// Closes every live server (workspace close / reset).
-    pub async fn close_mcps(&self) {
-        close_all(self.mcp.take_pairs(|_| true)).await;
+    pub async fn close(self) {
+        close_all(self.runtime.take_pairs(|_| true)).await;
     }
 
     /// Closes every live server and forgets the loaded declarations, so
-    /// `.mcp` is read again on next use (after [`Workspace::reset`]).
-    pub async fn reset_mcps(&self) {
-        self.close_mcps().await;
-        *self.mcp.store.lock().await = None;
+    /// `.mcp` is read again on next use (after `Workspace::reset`).
+    pub async fn reset(self) {
+        self.close().await;
+        *self.runtime.store.lock().await = None;
     }
 
     /// Applies `op` to the store and saves when it reports a change. When
@@ -909,22 +921,25 @@ impl Workspace {
         &self,
         op: impl Fn(&mut McpStore, &[McpDecl]) -> Result<bool, McpStoreError>,
     ) -> WsResult<bool> {
-        let mut guard = self.mcp_store().await?;
+        let mut guard = self.store().await?;
         let mut retried = false;
         loop {
             let mut store = guard.clone().expect("loaded");
-            let changed = op(&mut store, &self.mcp.defaults)?;
+            let changed = op(&mut store, &self.runtime.defaults)?;
             if !changed {
                 return Ok(false);
             }
-            match store.save(self.sandbox.as_ref(), &self.layout).await {
+            match store
+                .save(self.base.sandbox().as_ref(), self.base.layout())
+                .await
+            {
                 Ok(()) => {
                     *guard = Some(store);
                     return Ok(true);
                 }
                 Err(McpStoreError::ChangedOnDisk { .. }) if !retried => {
                     retried = true;
-                    *guard = Some(self.load_mcp_store().await?);
+                    *guard = Some(self.load_store().await?);
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -40,9 +40,10 @@ pub use archive::{ArchiveFormat, DEFAULT_MAX_EXTRACTED_BYTES, MAX_ARCHIVE_MEMBER
 use self::archive::ArchiveSource;
 use self::frontmatter::FrontMatter;
 use self::index::{IndexEntry, SkillIndex};
+use super::base::WorkspaceBase;
+use super::error::{WorkspaceError, WsResult};
 use super::events::Event;
 use super::layout::{names, partition_name};
-use super::workspace::{Workspace, WorkspaceError, WsResult};
 use crate::backend::{BackendError, ByteRange, ExecRequest, FileKind, path as bpath};
 
 /// Partition label used in events for skills seeded into `.seed`.
@@ -231,7 +232,46 @@ fn invalid(msg: impl Into<String>) -> WorkspaceError {
     WorkspaceError::Invalid(msg.into())
 }
 
-impl Workspace {
+/// What the skills of a workspace keep between calls; owned by the
+/// workspace, used through [`Skills`].
+#[derive(Debug, Default)]
+pub struct SkillState {
+    /// Serialises changes to `skills/` (equip, add, remove, seed).
+    lock: tokio::sync::Mutex<()>,
+    /// Partition labels equipped by this process.
+    equipped: std::sync::Mutex<HashSet<String>>,
+}
+
+impl SkillState {
+    /// Forgets which partitions were equipped (after a reset).
+    pub fn forget_equipped(&self) {
+        self.equipped.lock().expect("equipped lock").clear();
+    }
+}
+
+/// The skills of one workspace, reached through
+/// `Workspace::skills`.
+#[derive(Debug, Clone, Copy)]
+pub struct Skills<'a> {
+    base: &'a WorkspaceBase,
+    state: &'a SkillState,
+    /// Host directories seeded into `.seed` on initialise.
+    seed_paths: &'a [PathBuf],
+}
+
+impl<'a> Skills<'a> {
+    /// Skills over `base`, with `state` kept across calls and `seed_paths`
+    /// copied into `.seed` by [`Skills::seed`].
+    pub fn new(base: &'a WorkspaceBase, state: &'a SkillState, seed_paths: &'a [PathBuf]) -> Self {
+        Skills {
+            base,
+            state,
+            seed_paths,
+        }
+    }
+}
+
+impl Skills<'_> {
     // ----------------------------------------------------------------- API
 
     /// Lists the skills of `agent`'s partition (`""` = `default`), equipping
@@ -243,7 +283,7 @@ impl Workspace {
     ///
     /// Errors: [`WorkspaceError::Id`] for an agent id that starts with `.`
     /// or holds `/`, `\` or NUL; backend errors.
-    pub async fn list_skills(&self, agent: &str) -> WsResult<SkillListing> {
+    pub async fn list(self, agent: &str) -> WsResult<SkillListing> {
         let (_guard, mut scan) = self.locked_scan(agent).await?;
         self.persist_quietly(&mut scan).await;
         Ok(SkillListing {
@@ -258,8 +298,8 @@ impl Workspace {
     /// Errors: [`WorkspaceError::NotFound`] naming the available skills;
     /// [`WorkspaceError::Invalid`] with the reason when `name` is the
     /// directory of an invalid skill.
-    pub async fn skill(&self, name: &str, agent: &str) -> WsResult<Skill> {
-        let listing = self.list_skills(agent).await?;
+    pub async fn get(self, name: &str, agent: &str) -> WsResult<Skill> {
+        let listing = self.list(agent).await?;
         if let Some(s) = listing.get(name) {
             return Ok(s.clone());
         }
@@ -286,9 +326,9 @@ impl Workspace {
     }
 
     /// The markdown body of a skill, for the skill viewer (contract §4.5).
-    /// Errors as [`Workspace::skill`].
-    pub async fn skill_markdown(&self, name: &str, agent: &str) -> WsResult<String> {
-        Ok(self.skill(name, agent).await?.markdown)
+    /// Errors as [`Skills::get`].
+    pub async fn markdown(self, name: &str, agent: &str) -> WsResult<String> {
+        Ok(self.get(name, agent).await?.markdown)
     }
 
     /// Installs the skill in host directory `host_dir` into `agent`'s
@@ -305,7 +345,7 @@ impl Workspace {
     /// directory, has no `SKILL.md`, or its front matter is invalid (the
     /// message has the line, the parser's reason and a hint);
     /// [`WorkspaceError::Id`] for a bad agent id; backend errors.
-    pub async fn add_skill(&self, host_dir: &Path, agent: &str) -> WsResult<InstalledSkill> {
+    pub async fn add(self, host_dir: &Path, agent: &str) -> WsResult<InstalledSkill> {
         let label = partition_name(agent)?;
         let origin = host_dir.display().to_string();
         let bytes = read_host_skill_md(host_dir).await?;
@@ -335,7 +375,7 @@ impl Workspace {
         self.persist_quietly(&mut scan).await;
         let installed = res?;
         if !installed.already_installed {
-            self.publish(Event::SkillAdded {
+            self.base.publish(Event::SkillAdded {
                 agent: label,
                 name: installed.name.clone(),
             });
@@ -344,11 +384,11 @@ impl Workspace {
     }
 
     /// Installs a skill from an archive read from `reader` into `agent`'s
-    /// partition; see [`Workspace::add_skill_archive_file`] for the rules.
+    /// partition; see [`Skills::add_archive_file`] for the rules.
     /// A zip is spooled to a host temp file first (it needs to seek); a tar
     /// is streamed.
-    pub async fn add_skill_archive<R>(
-        &self,
+    pub async fn add_archive<R>(
+        self,
         reader: R,
         fmt: ArchiveFormat,
         agent: &str,
@@ -378,15 +418,15 @@ impl Workspace {
     /// pass `max_extracted_bytes` (default
     /// [`DEFAULT_MAX_EXTRACTED_BYTES`]). The skill root is the staging
     /// directory if it holds `SKILL.md`, else its first subdirectory (by
-    /// name) that does; it is then installed like [`Workspace::add_skill`]
+    /// name) that does; it is then installed like [`Skills::add`]
     /// (the name comes from the front matter).
     ///
     /// Errors: [`WorkspaceError::Invalid`] for a refused or unreadable
     /// archive (the reason says which member and why), an archive without a
     /// skill root, or an invalid front matter; [`WorkspaceError::Id`];
     /// backend errors.
-    pub async fn add_skill_archive_file(
-        &self,
+    pub async fn add_archive_file(
+        self,
         path: &Path,
         fmt: ArchiveFormat,
         agent: &str,
@@ -410,7 +450,7 @@ impl Workspace {
     /// Errors: [`WorkspaceError::NotFound`] listing the available names
     /// (the reference Local only logs a warning); [`WorkspaceError::Id`];
     /// backend errors.
-    pub async fn remove_skill(&self, name: &str, agent: &str) -> WsResult<()> {
+    pub async fn remove(self, name: &str, agent: &str) -> WsResult<()> {
         let label = partition_name(agent)?;
         let (_guard, mut scan) = self.locked_scan(agent).await?;
         let target = if let Some((d, _)) = scan.index.find_name(name) {
@@ -430,7 +470,8 @@ impl Workspace {
             )));
         };
         match self
-            .sandbox
+            .base
+            .sandbox()
             .remove(&format!("{}/{target}", scan.dir), true)
             .await
         {
@@ -442,7 +483,7 @@ impl Workspace {
             scan.changed = true;
         }
         self.persist_quietly(&mut scan).await;
-        self.publish(Event::SkillRemoved {
+        self.base.publish(Event::SkillRemoved {
             agent: label,
             name: name.to_string(),
         });
@@ -455,11 +496,11 @@ impl Workspace {
     /// a stray `skills/.skills` index to `.seed/.index` (contract §2.3,
     /// `_MIGRATE_SKILLS_SHIM`). Idempotent; a name already taken in `.seed`
     /// gets `_1`, `_2`...
-    pub(crate) async fn migrate_skills(&self) -> WsResult<()> {
-        let skills = self.layout.skills_dir();
-        let seed = self.layout.seed_dir();
-        let _guard = self.skill_lock.lock().await;
-        let entries = match self.sandbox.list(&skills).await {
+    pub(crate) async fn migrate(&self) -> WsResult<()> {
+        let skills = self.base.layout().skills_dir();
+        let seed = self.base.layout().seed_dir();
+        let _guard = self.state.lock.lock().await;
+        let entries = match self.base.sandbox().list(&skills).await {
             Ok(e) => e,
             Err(e) if e.is_not_found() => return Ok(()),
             Err(e) => return Err(e.into()),
@@ -473,10 +514,10 @@ impl Workspace {
             let from = format!("{skills}/{}", entry.name);
             if entry.name == ".skills" && entry.kind == FileKind::File {
                 let to = format!("{seed}/{}", names::SKILL_INDEX);
-                match self.sandbox.stat(&to).await {
+                match self.base.sandbox().stat(&to).await {
                     Err(e) if e.is_not_found() => {
-                        self.sandbox.mkdir(&seed, true).await?;
-                        self.sandbox.rename(&from, &to).await?;
+                        self.base.sandbox().mkdir(&seed, true).await?;
+                        self.base.sandbox().rename(&from, &to).await?;
                     }
                     _ => {
                         self.skill_log("warn", format!("{from} left in place: {to} already exists"))
@@ -488,7 +529,8 @@ impl Workspace {
                 continue;
             }
             match self
-                .sandbox
+                .base
+                .sandbox()
                 .stat(&format!("{from}/{}", names::SKILL_MD))
                 .await
             {
@@ -496,9 +538,10 @@ impl Workspace {
                 _ => continue,
             }
             if seed_children.is_none() {
-                self.sandbox.mkdir(&seed, true).await?;
+                self.base.sandbox().mkdir(&seed, true).await?;
                 seed_children = Some(
-                    self.sandbox
+                    self.base
+                        .sandbox()
                         .list(&seed)
                         .await?
                         .into_iter()
@@ -508,7 +551,10 @@ impl Workspace {
             }
             let taken = seed_children.as_mut().expect("filled above");
             let dir = index::unique_dir_name(&entry.name, taken);
-            self.sandbox.rename(&from, &format!("{seed}/{dir}")).await?;
+            self.base
+                .sandbox()
+                .rename(&from, &format!("{seed}/{dir}"))
+                .await?;
             taken.insert(dir);
             moved += 1;
         }
@@ -531,19 +577,19 @@ impl Workspace {
     /// invalid is not indexed (never offered to an agent) but is copied
     /// under its folder name, with a warning, so that every listing shows
     /// it as invalid instead of it silently missing.
-    pub(crate) async fn seed_skills(&self) -> WsResult<()> {
-        if self.config.skill_paths.is_empty() {
+    pub(crate) async fn seed(&self) -> WsResult<()> {
+        if self.seed_paths.is_empty() {
             return Ok(());
         }
-        let seed = self.layout.seed_dir();
-        let _guard = self.skill_lock.lock().await;
-        self.sandbox.mkdir(&seed, true).await?;
-        let entries = self.sandbox.list(&seed).await?;
+        let seed = self.base.layout().seed_dir();
+        let _guard = self.state.lock.lock().await;
+        self.base.sandbox().mkdir(&seed, true).await?;
+        let entries = self.base.sandbox().list(&seed).await?;
         if entries.iter().any(|e| e.is_dir_like()) {
             return Ok(());
         }
         let mut scan = self.scan_dir(&seed).await?;
-        for path in &self.config.skill_paths {
+        for path in self.seed_paths {
             if let Err(e) = self.seed_one(&mut scan, path).await {
                 self.skill_log(
                     "warn",
@@ -562,7 +608,7 @@ impl Workspace {
             "warn" => tracing::warn!(target: "wsbench::skills", "{message}"),
             _ => tracing::info!(target: "wsbench::skills", "{message}"),
         }
-        self.publish(Event::Log {
+        self.base.publish(Event::Log {
             level: level.to_string(),
             source: "skills".into(),
             message,
@@ -570,12 +616,13 @@ impl Workspace {
     }
 
     fn staging_path(&self) -> String {
-        self.layout
+        self.base
+            .layout()
             .join(&format!(".skill-staging-{}", uuid::Uuid::new_v4().simple()))
     }
 
     async fn remove_quietly(&self, path: &str) {
-        match self.sandbox.remove(path, true).await {
+        match self.base.sandbox().remove(path, true).await {
             Ok(()) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => self.skill_log("warn", format!("cannot remove {path}: {e}")),
@@ -589,9 +636,10 @@ impl Workspace {
     /// existence is the "equipped" marker, so a seed skill the agent deleted
     /// stays deleted. Returns the partition path.
     async fn equip(&self, agent: &str) -> WsResult<String> {
-        let partition = self.layout.partition_dir(agent)?;
+        let partition = self.base.layout().partition_dir(agent)?;
         let label = partition_name(agent)?;
         if self
+            .state
             .equipped
             .lock()
             .expect("equipped lock")
@@ -599,7 +647,7 @@ impl Workspace {
         {
             return Ok(partition);
         }
-        match self.sandbox.stat(&partition).await {
+        match self.base.sandbox().stat(&partition).await {
             Ok(st) if st.is_dir_like() => {}
             Ok(_) => {
                 return Err(invalid(format!(
@@ -609,17 +657,24 @@ impl Workspace {
             Err(e) if e.is_not_found() => self.materialise_partition(&partition).await?,
             Err(e) => return Err(e.into()),
         }
-        self.equipped.lock().expect("equipped lock").insert(label);
+        self.state
+            .equipped
+            .lock()
+            .expect("equipped lock")
+            .insert(label);
         Ok(partition)
     }
 
     async fn materialise_partition(&self, partition: &str) -> WsResult<()> {
-        let seed = self.layout.seed_dir();
+        let seed = self.base.layout().seed_dir();
         let tmp = format!("{partition}.equipping-{}", uuid::Uuid::new_v4().simple());
         let copied = async {
-            self.sandbox.mkdir(&self.layout.skills_dir(), true).await?;
-            self.sandbox.mkdir(&tmp, false).await?;
-            match self.sandbox.stat(&seed).await {
+            self.base
+                .sandbox()
+                .mkdir(&self.base.layout().skills_dir(), true)
+                .await?;
+            self.base.sandbox().mkdir(&tmp, false).await?;
+            match self.base.sandbox().stat(&seed).await {
                 Ok(st) if st.kind == FileKind::Dir => self.copy_sandbox_dir(&seed, &tmp).await,
                 Ok(_) => Ok(()),
                 Err(e) if e.is_not_found() => Ok(()),
@@ -631,10 +686,10 @@ impl Workspace {
             self.remove_quietly(&tmp).await;
             return Err(e);
         }
-        if let Err(e) = self.sandbox.rename(&tmp, partition).await {
+        if let Err(e) = self.base.sandbox().rename(&tmp, partition).await {
             self.remove_quietly(&tmp).await;
             // Losing the race to another equip is fine: the partition is there.
-            return match self.sandbox.stat(partition).await {
+            return match self.base.sandbox().stat(partition).await {
                 Ok(st) if st.is_dir_like() => Ok(()),
                 _ => Err(e.into()),
             };
@@ -648,13 +703,17 @@ impl Workspace {
     async fn locked_scan(&self, agent: &str) -> WsResult<(tokio::sync::MutexGuard<'_, ()>, Scan)> {
         let label = partition_name(agent)?;
         let partition = self.equip(agent).await?;
-        let guard = self.skill_lock.lock().await;
+        let guard = self.state.lock.lock().await;
         match self.scan_dir(&partition).await {
             Err(WorkspaceError::Backend(BackendError::NotFound(p))) if p == partition => {
                 drop(guard);
-                self.equipped.lock().expect("equipped lock").remove(&label);
+                self.state
+                    .equipped
+                    .lock()
+                    .expect("equipped lock")
+                    .remove(&label);
                 let partition = self.equip(agent).await?;
-                let guard = self.skill_lock.lock().await;
+                let guard = self.state.lock.lock().await;
                 let scan = self.scan_dir(&partition).await?;
                 Ok((guard, scan))
             }
@@ -667,8 +726,8 @@ impl Workspace {
         let skill_dir = format!("{dir}/{child}");
         let path = format!("{skill_dir}/{}", names::SKILL_MD);
         let (stat, bytes) = tokio::join!(
-            self.sandbox.stat(&path),
-            self.sandbox.read(&path, Some(SKILL_MD_RANGE))
+            self.base.sandbox().stat(&path),
+            self.base.sandbox().read(&path, Some(SKILL_MD_RANGE))
         );
         let bad = |line, reason: String, hint| {
             Probe::Invalid(InvalidSkill {
@@ -710,7 +769,7 @@ impl Workspace {
         let index_path = format!("{dir}/{}", names::SKILL_INDEX);
         // `None` = no usable index on disk; `Some(true)` = the file exists
         // but cannot be parsed.
-        let (old, corrupt) = match self.sandbox.read(&index_path, None).await {
+        let (old, corrupt) = match self.base.sandbox().read(&index_path, None).await {
             Ok(bytes) => match SkillIndex::parse(&bytes) {
                 Ok(idx) => (Some(idx), false),
                 Err(e) => {
@@ -724,7 +783,7 @@ impl Workspace {
             Err(e) if e.is_not_found() => (None, false),
             Err(e) => return Err(e.into()),
         };
-        let entries = self.sandbox.list(dir).await?;
+        let entries = self.base.sandbox().list(dir).await?;
         let children: HashSet<String> = entries.iter().map(|e| e.name.clone()).collect();
         let candidates: Vec<String> = entries
             .iter()
@@ -830,14 +889,18 @@ impl Workspace {
             return Ok(());
         }
         let mtime = self
-            .sandbox
+            .base
+            .sandbox()
             .stat(&scan.dir)
             .await
             .ok()
             .and_then(|s| s.modified);
         scan.index.skills_dir_mtime = secs(mtime);
         let path = format!("{}/{}", scan.dir, names::SKILL_INDEX);
-        self.sandbox.write(&path, &scan.index.to_json()).await?;
+        self.base
+            .sandbox()
+            .write(&path, &scan.index.to_json())
+            .await?;
         scan.changed = false;
         Ok(())
     }
@@ -863,7 +926,7 @@ impl Workspace {
         origin: &str,
     ) -> WsResult<InstalledSkill> {
         let md = format!("{src}/{}", names::SKILL_MD);
-        let bytes = match self.sandbox.read(&md, Some(SKILL_MD_RANGE)).await {
+        let bytes = match self.base.sandbox().read(&md, Some(SKILL_MD_RANGE)).await {
             Ok(b) => b,
             Err(e) if e.is_not_found() => {
                 return Err(invalid(format!("{origin} holds no SKILL.md")));
@@ -893,9 +956,10 @@ impl Workspace {
         taken_dirs.insert(names::SKILL_INDEX.to_string());
         let dir_name = index::unique_dir_name(&index::sanitize_dir_name(&fm.name), &taken_dirs);
         let dest = format!("{}/{dir_name}", scan.dir);
-        self.sandbox.rename(src, &dest).await?;
+        self.base.sandbox().rename(src, &dest).await?;
         let updated_at = secs(
-            self.sandbox
+            self.base
+                .sandbox()
                 .stat(&format!("{dest}/{}", names::SKILL_MD))
                 .await
                 .ok()
@@ -926,7 +990,7 @@ impl Workspace {
         staging: &str,
         origin: &str,
     ) -> WsResult<InstalledSkill> {
-        self.sandbox.mkdir(staging, false).await?;
+        self.base.sandbox().mkdir(staging, false).await?;
         self.copy_host_dir(host_dir, staging).await?;
         self.install_staged(scan, staging, origin).await
     }
@@ -948,7 +1012,7 @@ impl Workspace {
         self.remove_quietly(&staging).await;
         let installed = res?;
         if !installed.already_installed {
-            self.publish(Event::SkillAdded {
+            self.base.publish(Event::SkillAdded {
                 agent: label,
                 name: installed.name.clone(),
             });
@@ -966,8 +1030,8 @@ impl Workspace {
         origin: &str,
     ) -> WsResult<InstalledSkill> {
         let max = max_extracted_bytes.unwrap_or(DEFAULT_MAX_EXTRACTED_BYTES);
-        self.sandbox.mkdir(staging, false).await?;
-        let extracted = archive::extract(&self.sandbox, source, fmt, staging, max)
+        self.base.sandbox().mkdir(staging, false).await?;
+        let extracted = archive::extract(self.base.sandbox(), source, fmt, staging, max)
             .await
             .map_err(|reason| invalid(format!("refused the {fmt} archive {origin}: {reason}")))?;
         self.mark_executable(staging, &extracted.executables).await;
@@ -981,7 +1045,7 @@ impl Workspace {
     /// The staging directory if it holds `SKILL.md`, else its first
     /// subdirectory (by name) that does.
     async fn find_skill_root(&self, staging: &str, origin: &str) -> WsResult<String> {
-        let entries = self.sandbox.list(staging).await?;
+        let entries = self.base.sandbox().list(staging).await?;
         if entries
             .iter()
             .any(|e| e.name == names::SKILL_MD && e.kind == FileKind::File)
@@ -991,7 +1055,8 @@ impl Workspace {
         for e in entries.iter().filter(|e| e.kind == FileKind::Dir) {
             let dir = format!("{staging}/{}", e.name);
             if let Ok(st) = self
-                .sandbox
+                .base
+                .sandbox()
                 .stat(&format!("{dir}/{}", names::SKILL_MD))
                 .await
                 && st.kind == FileKind::File
@@ -1020,13 +1085,13 @@ impl Workspace {
         }
         let staging = self.staging_path();
         let res = async {
-            self.sandbox.mkdir(&staging, false).await?;
+            self.base.sandbox().mkdir(&staging, false).await?;
             self.copy_host_dir(path, &staging).await?;
             match &parsed {
                 Ok(_) => {
                     let done = self.install_staged(scan, &staging, &origin).await?;
                     if !done.already_installed {
-                        self.publish(Event::SkillAdded {
+                        self.base.publish(Event::SkillAdded {
                             agent: SEED_LABEL.into(),
                             name: done.name,
                         });
@@ -1041,7 +1106,7 @@ impl Workspace {
                     let mut taken = scan.children.clone();
                     taken.insert(names::SKILL_INDEX.to_string());
                     let dir = index::unique_dir_name(&base, &taken);
-                    self.sandbox.rename(&staging, &format!("{}/{dir}", scan.dir)).await?;
+                    self.base.sandbox().rename(&staging, &format!("{}/{dir}", scan.dir)).await?;
                     scan.children.insert(dir.clone());
                     self.skill_log(
                         "warn",
@@ -1072,13 +1137,16 @@ impl Workspace {
         for item in items {
             let target = format!("{dest}/{}", item.rel);
             if item.is_dir {
-                self.sandbox.mkdir(&target, true).await?;
+                self.base.sandbox().mkdir(&target, true).await?;
                 continue;
             }
             let file = tokio::fs::File::open(&item.abs)
                 .await
                 .map_err(|e| invalid(format!("cannot read {}: {e}", item.abs.display())))?;
-            self.sandbox.write_stream(&target, Box::new(file)).await?;
+            self.base
+                .sandbox()
+                .write_stream(&target, Box::new(file))
+                .await?;
             if item.mode & 0o111 != 0 {
                 executables.push((item.rel, item.mode));
             }
@@ -1106,16 +1174,26 @@ impl Workspace {
             } else {
                 format!("{src}/{rel}")
             };
-            for entry in self.sandbox.list(&from_dir).await? {
+            for entry in self.base.sandbox().list(&from_dir).await? {
                 let r = join(&entry.name);
                 match entry.kind {
                     FileKind::Dir => {
-                        self.sandbox.mkdir(&format!("{dest}/{r}"), true).await?;
+                        self.base
+                            .sandbox()
+                            .mkdir(&format!("{dest}/{r}"), true)
+                            .await?;
                         pending.push(r);
                     }
                     FileKind::File => {
-                        let data = self.sandbox.read(&format!("{src}/{r}"), None).await?;
-                        self.sandbox.write(&format!("{dest}/{r}"), &data).await?;
+                        let data = self
+                            .base
+                            .sandbox()
+                            .read(&format!("{src}/{r}"), None)
+                            .await?;
+                        self.base
+                            .sandbox()
+                            .write(&format!("{dest}/{r}"), &data)
+                            .await?;
                         if let Some(mode) = entry.mode.filter(|m| m & 0o111 != 0) {
                             executables.push((r, mode));
                         }
@@ -1142,10 +1220,10 @@ impl Workspace {
         if files.is_empty() {
             return;
         }
-        if self.sandbox.host_root().is_some() {
+        if self.base.sandbox().host_root().is_some() {
             for (rel, mode) in files {
                 let path = format!("{base}/{rel}");
-                let Some(host) = self.sandbox.host_path(&path) else {
+                let Some(host) = self.base.sandbox().host_path(&path) else {
                     continue;
                 };
                 let perms = std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777);
@@ -1166,7 +1244,7 @@ impl Workspace {
             for chunk in paths.chunks(200) {
                 let mut argv = vec!["chmod".to_string(), format!("{mode:o}"), "--".to_string()];
                 argv.extend(chunk.iter().cloned());
-                match self.sandbox.exec(ExecRequest::new(argv), None).await {
+                match self.base.sandbox().exec(ExecRequest::new(argv), None).await {
                     Ok(out) if out.exit_code == Some(0) => {}
                     Ok(out) => self.skill_log(
                         "warn",

@@ -624,7 +624,7 @@ async fn search_exec(
     keep: Option<usize>,
     budget: Duration,
 ) -> Outcome {
-    let sb = ctx.workspace.sandbox.as_ref();
+    let sb = ctx.env.sandbox.as_ref();
     match sb.stat(root).await {
         Ok(_) => {}
         Err(e) if e.is_not_found() => return Outcome::NotFound,
@@ -795,7 +795,7 @@ impl Tool for Grep {
         if ctx.cancel.is_cancelled() {
             return interrupted();
         }
-        let limits = ctx.workspace.limits().clone();
+        let limits = ctx.env.limits.clone();
         let page = match Page::from_args(args.head_limit, args.offset, limits.search_default_limit)
         {
             Ok(p) => p,
@@ -853,14 +853,14 @@ impl Tool for Grep {
             return ToolResult::error(e);
         }
 
-        let workdir = ctx.workspace.layout.workdir();
+        let workdir = ctx.env.layout.workdir();
         let root = match args.path.as_deref() {
             Some(p) if !p.is_empty() => bpath::join(workdir, p),
             _ => workdir.to_string(),
         };
         let budget = Duration::from_millis(limits.search_timeout_ms);
         let started = Instant::now();
-        let sb = ctx.workspace.sandbox.clone();
+        let sb = ctx.env.sandbox.clone();
         let outcome = match sb.host_path(&root) {
             Some(root_host) => {
                 let job = HostJob {

@@ -34,8 +34,6 @@ use ratatui::text::{Line, Span};
 use ratatui_textarea::TextArea;
 use tokio::sync::mpsc;
 
-use super::editor::clean_paste;
-use super::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
 use crate::agent::openai::{OpenAiConfig, OpenAiModel};
 use crate::agent::script::{self, ScriptedModel, Transcript};
 use crate::agent::{
@@ -46,7 +44,9 @@ use crate::engine::Workspace;
 use crate::tui::action::{AppMsg, Effect, Level, PaneEvent};
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
 use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::ring::Ring;
 use crate::tui::widgets::text;
 
@@ -935,7 +935,7 @@ async fn run_job(
             }
         }
     };
-    let summary = match ws.session_detail(&session).await {
+    let summary = match ws.sessions().detail(&session).await {
         Ok(d) => Some(format!(
             "session {session}: {} tool call(s) journalled · {} offload(s) · context.jsonl {}",
             d.journal.entries.len(),
@@ -1091,7 +1091,7 @@ impl Pane for AgentPane {
         let verb = action.strip_prefix("agent.").unwrap_or(action);
         match verb {
             "down" | "up" | "top" | "bottom" => {
-                super::navigate(&mut self.cursor, verb, self.demos.len());
+                crate::tui::pane::navigate(&mut self.cursor, verb, self.demos.len());
             }
             "page_down" => {
                 self.back = self.back.saturating_sub(self.view_height.max(1));

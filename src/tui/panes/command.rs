@@ -29,16 +29,16 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::editor::clean_paste as editor_paste;
-use super::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
 use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::journal::JournalEntry;
 use crate::engine::workspace::ToolCall;
 use crate::tui::action::{AppMsg, Effect, Level, PaneEvent};
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
 use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::paste::clean_paste as editor_paste;
 use crate::tui::widgets::ring::Ring;
 use crate::tui::widgets::text;
 
@@ -290,7 +290,8 @@ impl CommandPane {
         let s = cx.session.clone();
         cx.spawn(ID, async move {
             let r = ws
-                .read_journal(&s)
+                .journal()
+                .read(&s)
                 .await
                 .map(|j| j.entries.into_iter().filter(|e| e.tool == "Bash").collect())
                 .map_err(|e| e.to_string());
@@ -748,7 +749,7 @@ impl Pane for CommandPane {
             "clear" => self.output.clear(),
             "down" | "up" | "page_down" | "page_up" | "top" | "bottom" => {
                 if self.show_past {
-                    super::navigate(&mut self.past_cursor, verb, self.past.len());
+                    crate::tui::pane::navigate(&mut self.past_cursor, verb, self.past.len());
                 } else {
                     let page = self.out_height.max(1);
                     let total = self.output.len();

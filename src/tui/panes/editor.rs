@@ -14,10 +14,11 @@ use ratatui::style::Modifier;
 use ratatui_textarea::TextArea;
 use serde_json::json;
 
-use super::{Ctx, Pane, act, placeholder};
 use crate::engine::workspace::ToolCall;
 use crate::tui::action::{Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, Pane, act, placeholder};
+use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -97,22 +98,6 @@ pub fn join_text(lines: &[String], crlf: bool, final_newline: bool) -> String {
         s.push_str(eol);
     }
     s
-}
-
-/// Pasted text for a multi-line field: CRLF and CR (what terminals and
-/// tmux send for a newline in a paste) become LF, other control
-/// characters (ESC of a pasted colour code) become visible pictures, so a
-/// paste is inserted as text and never interpreted (C23).
-pub fn clean_paste(s: &str) -> String {
-    s.replace("\r\n", "\n")
-        .replace('\r', "\n")
-        .chars()
-        .map(|c| match c {
-            '\n' | '\t' => c,
-            c if text::is_control(c) => text::control_picture(c),
-            c => c,
-        })
-        .collect()
 }
 
 impl EditorPane {
@@ -418,11 +403,5 @@ mod tests {
         let (l, crlf, _) = split_text("a\r\nb\r\n");
         assert!(crlf);
         assert_eq!(l, ["a", "b"]);
-    }
-
-    #[test]
-    fn paste_is_text_only() {
-        assert_eq!(clean_paste("a\r\nb\x1b[31m"), "a\nb␛[31m");
-        assert_eq!(clean_paste("a\rb\rc"), "a\nb\nc");
     }
 }

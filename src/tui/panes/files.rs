@@ -21,11 +21,11 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::backend::{ByteRange, ChangeKind, FileKind, FileStat, path as bpath};
 use crate::engine::offload::{png_dimensions, sniff_media_type};
 use crate::tui::action::{AppMsg, Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};

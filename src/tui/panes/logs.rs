@@ -15,10 +15,10 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{Ctx, Pane, act, placeholder};
 use crate::engine::events::{Event, OffloadKind};
 use crate::tui::action::{Effect, Level, LogLine, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, Pane, act, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::ring::Ring;
@@ -640,7 +640,7 @@ impl Pane for LogsPane {
         let block = cx.block_for(area, &title, &note.join(" · "), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        let list = super::filter_bar(f, inner, &self.search, cx);
+        let list = crate::tui::pane::filter_bar(f, inner, &self.search, cx);
         self.height = list.height as usize;
         if self.filtered.is_empty() {
             placeholder(f, list, "no log lines", t.muted);

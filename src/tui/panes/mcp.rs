@@ -19,13 +19,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::engine::events::Event;
 use crate::engine::mcp::McpTransport;
 use crate::engine::mcp::{McpDecl, McpListing, McpState, McpStatus, McpToolCall, McpToolInfo};
 use crate::engine::tools::ToolState;
 use crate::tui::action::{Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -227,12 +227,12 @@ impl McpPane {
         self.pair = (agent.clone(), session.clone());
         cx.spawn(ID, async move {
             let r = async {
-                let listing = ws.mcp_status(&agent, &session).await?;
+                let listing = ws.mcp().status(&agent, &session).await?;
                 let mut tools = HashMap::new();
                 // Only ready servers: their instance exists, so asking for
                 // it creates nothing and starts nothing.
                 for s in listing.servers.iter().filter(|s| s.state.is_ready()) {
-                    let inst = ws.mcp_instance(&agent, &session, &s.name).await?;
+                    let inst = ws.mcp().instance(&agent, &session, &s.name).await?;
                     tools.insert(s.name.clone(), inst.tools());
                 }
                 Ok::<_, crate::engine::WorkspaceError>((listing, tools))
@@ -285,19 +285,23 @@ impl McpPane {
         cx.spawn(ID, async move {
             let r = match verb {
                 "start" => ws
-                    .start_mcp(&agent, &session, &name)
+                    .mcp()
+                    .start(&agent, &session, &name)
                     .await
                     .map(|s| format!("`{name}` {}", state_text(&s.state))),
                 "stop" => ws
-                    .stop_mcp(&agent, &session, &name)
+                    .mcp()
+                    .stop(&agent, &session, &name)
                     .await
                     .map(|_| format!("stopped `{name}`")),
                 "restart" => ws
-                    .restart_mcp(&agent, &session, &name)
+                    .mcp()
+                    .restart(&agent, &session, &name)
                     .await
                     .map(|s| format!("`{name}` {}", state_text(&s.state))),
                 _ => ws
-                    .remove_mcp(&name, &agent, &session)
+                    .mcp()
+                    .remove(&name, &agent, &session)
                     .await
                     .map(|_| format!("removed `{name}`")),
             };
@@ -571,7 +575,7 @@ impl Pane for McpPane {
                         self.busy.insert(name.clone());
                         let typed = input.clone();
                         cx.spawn(ID, async move {
-                            match ws.add_mcp(decl, &agent, &session, false).await {
+                            match ws.mcp().add(decl, &agent, &session, false).await {
                                 Ok(_) => {
                                     let m = format!("added `{name}`: press s to start it");
                                     Msg::Acted(name, "add", Ok(m))
@@ -614,7 +618,7 @@ impl Pane for McpPane {
                 };
                 self.busy.insert(server.clone());
                 cx.spawn(ID, async move {
-                    let r = ws.call_mcp_tool(call).await;
+                    let r = ws.mcp().call_tool(call).await;
                     let mut lines = vec![
                         StyledLine::plain(&format!("call    {name}"), Default::default()),
                         StyledLine::plain(&format!("args    {args}"), Default::default()),

@@ -8,11 +8,11 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::engine::events::{Event, OffloadKind};
 use crate::engine::offload::OffloadItem;
 use crate::tui::action::{Effect, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::text;
@@ -90,7 +90,7 @@ impl OffloadPane {
         let ws = cx.ws.clone();
         let s = cx.session.clone();
         cx.spawn(ID, async move {
-            let r = ws.list_offloads(Some(&s)).await.map_err(|e| e.to_string());
+            let r = ws.offload().list(Some(&s)).await.map_err(|e| e.to_string());
             Listed(s, r)
         });
     }

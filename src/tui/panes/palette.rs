@@ -14,8 +14,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::Ctx;
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::Ctx;
 use crate::tui::widgets::text;
 
 /// Keymap context of the palette (for help; the palette reads keys raw).

@@ -7,11 +7,11 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::engine::events::Event;
 use crate::engine::sessions::SessionSummary;
 use crate::tui::action::{Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::text;
@@ -70,7 +70,7 @@ impl SessionsPane {
         self.dirty = false;
         let ws = cx.ws.clone();
         cx.spawn(ID, async move {
-            Loaded(ws.list_sessions().await.map_err(|e| e.to_string()))
+            Loaded(ws.sessions().list().await.map_err(|e| e.to_string()))
         });
     }
 

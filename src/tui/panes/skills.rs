@@ -9,11 +9,11 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
-use super::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::engine::events::Event;
 use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
 use crate::tui::action::{Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
@@ -141,7 +141,7 @@ impl SkillsPane {
         let ws = cx.ws.clone();
         let agent = cx.agent.clone();
         cx.spawn(ID, async move {
-            Msg::Listed(ws.list_skills(&agent).await.map_err(|e| e.to_string()))
+            Msg::Listed(ws.skills().list(&agent).await.map_err(|e| e.to_string()))
         });
     }
 
@@ -322,7 +322,8 @@ impl Pane for SkillsPane {
                 let name = name.clone();
                 cx.spawn(ID, async move {
                     Msg::Done(
-                        ws.remove_skill(&name, &agent)
+                        ws.skills()
+                            .remove(&name, &agent)
                             .await
                             .map(|_| format!("removed skill {name}"))
                             .map_err(|e| e.to_string()),
@@ -342,10 +343,12 @@ impl Pane for SkillsPane {
                 let agent = cx.agent.clone();
                 cx.spawn(ID, async move {
                     let r = if path.is_dir() {
-                        ws.add_skill(&path, &agent).await
+                        ws.skills().add(&path, &agent).await
                     } else {
                         match ArchiveFormat::from_file_name(&path.to_string_lossy()) {
-                            Some(fmt) => ws.add_skill_archive_file(&path, fmt, &agent, None).await,
+                            Some(fmt) => {
+                                ws.skills().add_archive_file(&path, fmt, &agent, None).await
+                            }
                             None => {
                                 return Msg::Done(Err(format!(
                                     "{}: not a directory or a .zip/.tar/.tar.gz archive",

@@ -9,13 +9,13 @@ use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
-use super::{Ctx, Pane, act, placeholder};
 use crate::backend::ByteRange;
 use crate::engine::layout::names;
 use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
 use crate::engine::sessions::{ContextRead, parse_context};
 use crate::tui::action::{Doc, Effect, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::{Ctx, Pane, act, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::text;

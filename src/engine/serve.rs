@@ -102,10 +102,10 @@ impl WorkspaceServer {
                 "Invalid arguments for Skill: missing string field `skill`",
             ))]);
         };
-        match self.ws.skill_markdown(name, &self.agent).await {
+        match self.ws.skills().markdown(name, &self.agent).await {
             Ok(md) => CallToolResult::success(vec![ContentBlock::Text(TextContent::new(md))]),
             Err(e) => {
-                let names = match self.ws.list_skills(&self.agent).await {
+                let names = match self.ws.skills().list(&self.agent).await {
                     Ok(l) => l.names().join(", "),
                     Err(_) => String::new(),
                 };
@@ -221,7 +221,8 @@ impl ServerHandler for WorkspaceServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let listing = self
             .ws
-            .list_skills(&self.agent)
+            .skills()
+            .list(&self.agent)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(ListResourcesResult::with_all_items(
@@ -251,7 +252,7 @@ impl ServerHandler for WorkspaceServer {
                 None,
             ));
         };
-        match self.ws.skill_markdown(name, &self.agent).await {
+        match self.ws.skills().markdown(name, &self.agent).await {
             Ok(md) => Ok(
                 ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
                     uri: request.uri.clone(),
