@@ -24,6 +24,7 @@
 
 pub mod bubblewrap;
 pub(crate) mod child;
+pub mod cloud;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;
@@ -34,6 +35,7 @@ pub mod local;
 pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
+pub mod secret;
 pub mod shell;
 
 use std::collections::BTreeMap;
