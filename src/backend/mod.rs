@@ -24,15 +24,18 @@
 
 pub mod bubblewrap;
 pub(crate) mod child;
+pub mod cloud;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;
+pub mod host;
 pub mod http;
 pub mod kubernetes;
 pub mod local;
 pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
+pub mod secret;
 pub mod shell;
 
 use std::collections::BTreeMap;

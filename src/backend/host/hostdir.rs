@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWriteExt};
 
-use crate::backend::local::{PathMapper, append_host, atomic_write_host, stat_host, watch_host};
+use super::{PathMapper, append_host, atomic_write_host, stat_host, watch_host};
 use crate::backend::path as bpath;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, Watch};
 
