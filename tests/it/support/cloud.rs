@@ -1,8 +1,8 @@
 //! What the cloud backend tests share: the bubblewrap gate of the fake
 //! services (their commands run in bubblewrap boxes on this host), a fake
 //! plus its provisioner, a provisioning spec, and a shell line run to its
-//! captured output. Included with `#[path]` next to `fake_sandbox` and
-//! `support`.
+//! captured output. Used by the `cloud_*` test modules with the fakes
+//! beside it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

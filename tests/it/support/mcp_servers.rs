@@ -1,5 +1,5 @@
-//! Helpers shared by the `tests/mcp_*.rs` integration tests (included
-//! with `#[path]`): the fake server, locating the real test servers,
+//! Helpers shared by the `mcp_*` test modules: the fake server (its
+//! Python scripts stay in `tests/mcp_servers/`), locating the real test servers,
 //! workspaces, events, and the zombie check.
 
 use std::path::{Path, PathBuf};
