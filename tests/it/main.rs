@@ -20,6 +20,7 @@ mod k8s_backend;
 mod k8s_cluster;
 mod k8s_kubectl;
 mod k8s_profile;
+mod layers;
 mod manager;
 mod mcp_decl;
 mod mcp_real;
