@@ -45,7 +45,7 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         "session": ctx.session(),
         "config": ctx.config,
     });
-    if ctx.global.json {
+    if ctx.json {
         output::json(&info)?;
         return Ok(0);
     }
@@ -121,7 +121,7 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
         })
         .collect();
     let issues: Vec<String> = mcp.issues().iter().map(|i| i.to_string()).collect();
-    if ctx.global.json {
+    if ctx.json {
         output::json(&json!({
             "root": ws.layout().workdir(),
             "backend": ws.backend(),

@@ -267,7 +267,7 @@ async fn run_on(
     session: &str,
     cmd: McpCmd,
 ) -> anyhow::Result<i32> {
-    let json_out = ctx.global.json;
+    let json_out = ctx.json;
     match cmd {
         McpCmd::List { no_connect } => {
             let listing = if no_connect {

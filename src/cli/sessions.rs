@@ -25,7 +25,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
     match cmd {
         SessionsCmd::List => {
             let list = ws.sessions().list().await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&list)?;
             } else if list.is_empty() {
                 println!("no sessions in {}", ws.layout().workdir());
@@ -66,7 +66,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
             {
                 anyhow::bail!("no session `{id}` in {}", ws.layout().workdir());
             }
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&d)?;
                 return Ok(0);
             }

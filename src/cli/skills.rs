@@ -38,7 +38,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
     match cmd {
         SkillsCmd::List => {
             let listing = ws.skills().list(agent).await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&listing)?;
                 return Ok(0);
             }
@@ -67,7 +67,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
         }
         SkillsCmd::Show { name } => {
             let skill = ws.skills().get(&name, agent).await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&skill)?;
             } else {
                 println!(
@@ -92,7 +92,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                     .add_archive_file(&path, fmt, agent, None)
                     .await?
             };
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&installed)?;
             } else if installed.already_installed {
                 println!(
@@ -105,7 +105,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
         }
         SkillsCmd::Remove { name } => {
             ws.skills().remove(&name, agent).await?;
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&json!({"removed": name}))?;
             } else {
                 println!("removed skill {name}");
