@@ -1,6 +1,6 @@
-//! One bounded broadcast bus, generic over what it carries: the engine's
-//! [`crate::engine::events::EventBus`] and the agent's event stream are
-//! both this, each with its own envelope.
+//! One bounded broadcast bus, generic over what it carries. The engine's
+//! `EventBus` (in `events`) and the agent's event stream are both this,
+//! each with its own envelope.
 //!
 //! Semantics, shared by both: publishing never blocks and is a no-op
 //! without subscribers; every published item gets the next sequence

@@ -22,7 +22,8 @@
 //! * [`call`] — [`McpToolCall`]: tool calls with journal and offloading.
 //!
 //! `wsbench mcp serve` (the workspace as an MCP server) is
-//! `crate::engine::serve`: it sits above the workspace, this module below.
+//! the `serve` module of the engine: it sits above the workspace, this
+//! module below.
 //!
 //! The runtime keeps its own [`McpStore`]; [`Mcp::load_store`]
 //! still gives a fresh, independent one (for inspection).

@@ -37,8 +37,8 @@ use sha2::{Digest, Sha256};
 
 use super::decl::{DeclError, McpDecl, kind_of};
 use crate::backend::{BackendError, Sandbox};
+use crate::engine::error::WorkspaceError;
 use crate::engine::layout::Layout;
-use crate::engine::workspace::WorkspaceError;
 
 /// The `.mcp` format version wsbench writes (`MCP_FILE_VERSION`).
 pub const MCP_FILE_VERSION: u64 = 2;

@@ -1,3 +1,4 @@
+use super::host::{Collector, search_file, searcher_for};
 use super::*;
 
 fn opts(mode: Mode) -> Opts {
