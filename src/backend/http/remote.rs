@@ -4,9 +4,8 @@
 //! reaches a real shell unchanged); the file operations that are done with
 //! small shell scripts run through [`Sandbox::exec`] (remove, rename,
 //! mkdir, exclusive create), so each service needs only exec + read +
-//! write + list + stat natively (`MINIMAL-SURFACE.md`, introduction); and
-//! the provisioner glue every service needs the same way (which sandbox
-//! holds which workspace, picking the newest, listing, deleting).
+//! write + list + stat natively (`MINIMAL-SURFACE.md`, introduction). The
+//! provisioning flow the services share is `backend::cloud`.
 //!
 //! **Links out of the workspace are refused** ([`BackendError::Escapes`])
 //! by every file operation, as bubblewrap, Docker and Kubernetes refuse
@@ -24,8 +23,6 @@
 //! that swaps a directory for a link in between could redirect one
 //! operation.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -33,12 +30,10 @@ use bytes::Bytes;
 use tokio::io::AsyncRead;
 use tokio_util::sync::CancellationToken;
 
-use super::ServiceClient;
 use crate::backend::shell::{Follow, marker, ops, runner, scripts};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, OutputSink, Process, ProvisionSpec, Sandbox, SandboxInfo, SpawnRequest,
-    Watch, labels, path as bpath,
+    FileKind, FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch, path as bpath,
 };
 
 /// Limit for one upload, whatever the unary request limit is.
@@ -263,208 +258,6 @@ pub async fn cancelled(token: Option<&CancellationToken>) {
     }
 }
 
-/// Which sandbox holds which workspace, as far as this process has seen:
-/// spares a listing for the calls that need only the sandbox id.
-#[derive(Debug, Default)]
-pub struct Known(Mutex<HashMap<String, String>>);
-
-impl Known {
-    /// The sandbox id remembered for `workspace_id`.
-    pub fn get(&self, workspace_id: &str) -> Option<String> {
-        self.lock().get(workspace_id).cloned()
-    }
-
-    /// Remembers `sandbox_id` for `workspace_id` (an empty workspace id,
-    /// a sandbox of no workspace, is not remembered).
-    pub fn remember(&self, workspace_id: &str, sandbox_id: &str) {
-        if !workspace_id.is_empty() {
-            self.lock()
-                .insert(workspace_id.to_string(), sandbox_id.to_string());
-        }
-    }
-
-    /// Forgets `workspace_id`; returns the sandbox id it had.
-    pub fn forget(&self, workspace_id: &str) -> Option<String> {
-        self.lock().remove(workspace_id)
-    }
-
-    /// Passes `r` through, forgetting `workspace_id` when it says the
-    /// sandbox is gone ([`BackendError::Unavailable`]).
-    pub fn forget_on_gone<T>(&self, workspace_id: &str, r: BackendResult<T>) -> BackendResult<T> {
-        if matches!(r, Err(BackendError::Unavailable(_))) {
-            self.forget(workspace_id);
-        }
-        r
-    }
-
-    /// The sandbox id of `workspace_id`: the remembered one, else the one
-    /// `find` reports (awaited only then).
-    ///
-    /// Errors: those of `find`; [`BackendError::Unavailable`] ("no
-    /// `<service>` sandbox for workspace ...") when there is none.
-    pub async fn sandbox_id(
-        &self,
-        service: &str,
-        workspace_id: &str,
-        find: impl Future<Output = BackendResult<Option<SandboxInfo>>>,
-    ) -> BackendResult<String> {
-        if let Some(id) = self.get(workspace_id) {
-            return Ok(id);
-        }
-        match find.await? {
-            Some(i) => Ok(i.backend_id),
-            None => Err(BackendError::Unavailable(format!(
-                "no {service} sandbox for workspace {workspace_id}"
-            ))),
-        }
-    }
-
-    /// The ids of every sandbox of `workspace_id`: those in `listed` that
-    /// carry its id, and the one remembered for it (forgotten now), each
-    /// once.
-    pub fn all_ids(
-        &self,
-        workspace_id: &str,
-        listed: impl IntoIterator<Item = SandboxInfo>,
-    ) -> Vec<String> {
-        let mut ids: Vec<String> = listed
-            .into_iter()
-            .filter(|i| i.workspace_id == workspace_id)
-            .map(|i| i.backend_id)
-            .collect();
-        if let Some(id) = self.forget(workspace_id)
-            && !ids.contains(&id)
-        {
-            ids.push(id);
-        }
-        ids
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.0.lock().expect("known sandboxes lock")
-    }
-}
-
-/// The labels (metadata) of a new sandbox: the profile's `extra`, then
-/// the spec's, then the workspace id, last, so nothing a user passes can
-/// retarget the reattach key (contract §11 point 27).
-pub fn labels_for(
-    extra: &BTreeMap<String, String>,
-    spec: &ProvisionSpec,
-) -> BTreeMap<String, String> {
-    let mut out = extra.clone();
-    out.extend(spec.labels.clone());
-    out.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
-    out
-}
-
-/// The sandboxes in `listed` that belong to a workspace (those without
-/// the workspace-id label are someone else's), sorted by workspace id.
-pub fn workspaces(listed: impl IntoIterator<Item = SandboxInfo>) -> Vec<SandboxInfo> {
-    let mut out: Vec<SandboxInfo> = listed
-        .into_iter()
-        .filter(|i| i.labels.contains_key(labels::WORKSPACE_ID))
-        .collect();
-    out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
-    out
-}
-
-/// The sandbox of `workspace_id` with the greatest `key` among `found`
-/// (the service filtered by label already; checked again, in case a
-/// server ignores the filter). Several are a leftover of a crash between
-/// create and record: logged, and the newest wins.
-pub fn newest<K: Ord>(
-    service: &str,
-    workspace_id: &str,
-    found: impl IntoIterator<Item = (K, SandboxInfo)>,
-) -> Option<SandboxInfo> {
-    let mut found: Vec<(K, SandboxInfo)> = found
-        .into_iter()
-        .filter(|(_, i)| i.workspace_id == workspace_id)
-        .collect();
-    if found.len() > 1 {
-        tracing::warn!(
-            workspace_id,
-            count = found.len(),
-            "several {service} sandboxes carry this workspace id; using the newest"
-        );
-    }
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    found.pop().map(|(_, i)| i)
-}
-
-/// Deletes each sandbox `url(id)` names; one already gone counts as
-/// deleted.
-///
-/// Errors: the first deletion the service refuses.
-pub async fn delete_each(
-    api: &ServiceClient,
-    ids: Vec<String>,
-    url: impl Fn(&str) -> String,
-) -> BackendResult<()> {
-    for id in ids {
-        api.delete(&url(&id)).await?;
-    }
-    Ok(())
-}
-
-/// Where a sandbox stands while [`wait_for_state`] polls it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateCheck {
-    /// The wanted state.
-    Reached,
-    /// A state it cannot leave for the wanted one; the text names it (and
-    /// the service's reason).
-    Failed(String),
-    /// Still on the way; the text names the state.
-    Waiting(String),
-}
-
-/// Polls `get` (back-off from 100 ms to 2 s) until `check` says the
-/// sandbox reached `want`; returns the last answer.
-///
-/// Errors: those of `get`; [`BackendError::Unavailable`] on a failed
-/// state; [`BackendError::Remote`] `state_timeout` after `limit`.
-pub async fn wait_for_state<T, F>(
-    service: &'static str,
-    id: &str,
-    want: &str,
-    limit: Duration,
-    get: impl Fn() -> F,
-    check: impl Fn(&T) -> StateCheck,
-) -> BackendResult<T>
-where
-    F: Future<Output = BackendResult<T>>,
-{
-    let deadline = Instant::now() + limit;
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let dto = get().await?;
-        let state = match check(&dto) {
-            StateCheck::Reached => return Ok(dto),
-            StateCheck::Failed(s) => {
-                return Err(BackendError::Unavailable(format!(
-                    "{service} sandbox {id} is {s} while waiting for {want}"
-                )));
-            }
-            StateCheck::Waiting(s) => s,
-        };
-        if Instant::now() >= deadline {
-            return Err(BackendError::Remote {
-                service,
-                status: None,
-                code: Some("state_timeout".into()),
-                message: format!(
-                    "sandbox {id} still {state} after {}s (waiting for {want})",
-                    limit.as_secs()
-                ),
-            });
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
-    }
-}
-
 /// Quotes `s` for a POSIX shell (single quotes; `'` becomes `'\''`).
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
@@ -626,24 +419,6 @@ mod tests {
         assert!(command_line(&[]).is_err());
     }
 
-    fn info(ws: Option<&str>, id: &str) -> SandboxInfo {
-        let mut labels = std::collections::BTreeMap::new();
-        if let Some(w) = ws {
-            labels.insert(
-                crate::backend::labels::WORKSPACE_ID.to_string(),
-                w.to_string(),
-            );
-        }
-        SandboxInfo {
-            workspace_id: ws.unwrap_or_default().to_string(),
-            backend_id: id.to_string(),
-            state: crate::backend::SandboxState::Running,
-            labels,
-            created_at: None,
-            last_active: None,
-        }
-    }
-
     #[test]
     fn ranges_of_whole_downloads() {
         let r = |offset, len| Some(ByteRange { offset, len });
@@ -651,86 +426,6 @@ mod tests {
         assert_eq!(slice_range(b"abcdef", r(1, 3)), b"bcd");
         assert_eq!(slice_range(b"abcdef", r(4, 10)), b"ef");
         assert_eq!(slice_range(b"abcdef", r(9, 1)), b"");
-    }
-
-    #[test]
-    fn known_sandboxes_and_listings() {
-        let k = Known::default();
-        k.remember("w1", "s1");
-        k.remember("", "s0");
-        assert_eq!(k.get("w1").as_deref(), Some("s1"));
-        assert_eq!(k.get(""), None);
-        let kept: BackendResult<()> = Err(BackendError::NotFound("p".into()));
-        assert!(k.forget_on_gone("w1", kept).is_err());
-        assert!(k.get("w1").is_some());
-        let gone: BackendResult<()> = Err(BackendError::Unavailable("gone".into()));
-        assert!(k.forget_on_gone("w1", gone).is_err());
-        assert_eq!(k.get("w1"), None);
-        // Listed ids of the workspace plus the remembered one, once each.
-        k.remember("w1", "s2");
-        let listed = vec![
-            info(Some("w1"), "s2"),
-            info(Some("w2"), "s3"),
-            info(Some("w1"), "s4"),
-        ];
-        assert_eq!(k.all_ids("w1", listed.clone()), ["s2", "s4"]);
-        assert_eq!(k.get("w1"), None);
-        // Someone else's sandbox is no workspace; the rest sorted by id.
-        let mut all = listed;
-        all.insert(0, info(None, "x"));
-        let ws: Vec<String> = workspaces(all.clone())
-            .into_iter()
-            .map(|i| i.backend_id)
-            .collect();
-        assert_eq!(ws, ["s2", "s4", "s3"]);
-        assert_eq!(
-            newest("X", "w1", all.into_iter().enumerate())
-                .unwrap()
-                .backend_id,
-            "s4"
-        );
-        assert!(newest("X", "w9", [(1, info(Some("w1"), "s"))]).is_none());
-    }
-
-    #[tokio::test]
-    async fn state_polls_until_reached_or_failed() {
-        let calls = std::sync::atomic::AtomicU32::new(0);
-        let get = || async {
-            Ok::<u32, BackendError>(calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
-        };
-        let check = |n: &u32| match n {
-            0 | 1 => StateCheck::Waiting(format!("step {n}")),
-            _ => StateCheck::Reached,
-        };
-        let n = wait_for_state("svc", "i", "done", Duration::from_secs(10), get, check)
-            .await
-            .unwrap();
-        assert_eq!(n, 2);
-        let e = wait_for_state(
-            "svc",
-            "i",
-            "done",
-            Duration::from_secs(10),
-            || async { Ok::<u32, BackendError>(0) },
-            |_| StateCheck::Failed("error (disk)".into()),
-        )
-        .await
-        .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "sandbox unavailable: svc sandbox i is error (disk) while waiting for done"
-        );
-        let e = wait_for_state(
-            "svc",
-            "i",
-            "done",
-            Duration::ZERO,
-            || async { Ok::<u32, BackendError>(0) },
-            |_| StateCheck::Waiting("starting".into()),
-        )
-        .await
-        .unwrap_err();
-        assert!(e.to_string().contains("still starting after 0s"), "{e}");
     }
 
     #[test]

@@ -8,8 +8,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::Ctx;
 use crate::tui::keymap::{ActionSpec, GLOBAL, KeyMap, keys_label};
+use crate::tui::pane::Ctx;
 use crate::tui::widgets::text;
 
 /// Keymap context of the overlay.
@@ -159,7 +159,7 @@ impl HelpOverlay {
         let t = &cx.theme;
         let w = area.width.saturating_sub(4).clamp(10, 100);
         let h = area.height.saturating_sub(2).max(3);
-        let r = crate::tui::app::centered(area, w, h);
+        let r = crate::tui::widgets::rect::centered(area, w, h);
         f.render_widget(Clear, r);
         let block = cx.block("Help", "esc closes · j/k scroll", true);
         let inner = block.inner(r);

@@ -5,5 +5,7 @@ pub mod ansi;
 pub mod filter;
 pub mod line;
 pub mod list;
+pub mod paste;
+pub mod rect;
 pub mod ring;
 pub mod text;

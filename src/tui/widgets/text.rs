@@ -1,7 +1,7 @@
 //! Text that is safe and correctly sized on a terminal.
 //!
 //! Everything the TUI shows that came from outside (file names, file
-//! contents, messages, command output after [`super::ansi`]) goes through
+//! contents, messages, command output after the ANSI parser) goes through
 //! [`display`] first:
 //!
 //! * it is composed to NFC, so a decomposed Hangul syllable (a width-2 lead

@@ -1,0 +1,76 @@
+//! The app's own actions (quit, help, palette, focus, layout, mouse,
+//! shell) and the table of every action the keymap is built from.
+
+use crate::tui::keymap::{ActionSpec, GLOBAL};
+use crate::tui::panes;
+
+/// The app's own actions.
+pub const ACTIONS: &[ActionSpec] = &[
+    spec("app.quit", "quit", &["q", "ctrl-q"], false, true),
+    spec("app.help", "help", &["?", "f1"], false, true),
+    spec("app.palette", "command palette", &[":"], false, true),
+    // Before the focus and zoom hints: the full-screen Agent pane has no
+    // place in the layout, so the footer is where users find it.
+    spec("app.agent", "Agent pane", &["A"], false, true),
+    spec("app.focus_next", "next pane", &["tab"], false, true),
+    spec(
+        "app.focus_prev",
+        "previous pane",
+        &["shift-tab"],
+        false,
+        false,
+    ),
+    spec("app.zoom", "zoom pane", &["z"], false, true),
+    spec("app.wider", "widen left column", &[">"], false, false),
+    spec("app.narrower", "narrow left column", &["<"], false, false),
+    spec("app.taller", "grow pane height", &["+", "="], false, false),
+    spec("app.shorter", "shrink pane height", &["-"], false, false),
+    spec("app.focus_sessions", "focus Sessions", &["1"], false, false),
+    spec("app.focus_files", "focus Files", &["2"], false, false),
+    spec("app.focus_skills", "focus Skills", &["3"], false, false),
+    spec("app.focus_offload", "focus Offload", &["4"], false, false),
+    spec("app.focus_command", "focus Command", &["5"], false, false),
+    spec("app.focus_logs", "focus Logs", &["6"], false, false),
+    spec(
+        "app.focus_workspaces",
+        "focus Workspaces",
+        &["0"],
+        false,
+        false,
+    ),
+    spec("app.focus_mcp", "focus MCP", &["9"], false, false),
+    spec("app.mouse", "toggle mouse capture", &["M"], false, false),
+    spec("app.shell", "shell in the workspace", &["!"], true, false),
+    spec(
+        "app.suspend",
+        "suspend to the shell",
+        &["ctrl-z"],
+        false,
+        false,
+    ),
+    spec("app.redraw", "redraw the screen", &["ctrl-l"], false, false),
+];
+
+const fn spec(
+    name: &'static str,
+    desc: &'static str,
+    keys: &'static [&'static str],
+    dangerous: bool,
+    hint: bool,
+) -> ActionSpec {
+    ActionSpec {
+        name,
+        context: GLOBAL,
+        desc,
+        keys,
+        dangerous,
+        hint,
+    }
+}
+
+/// Every action: the app's own first, then every pane's and overlay's.
+pub fn all_actions() -> Vec<ActionSpec> {
+    let mut v = ACTIONS.to_vec();
+    v.extend(panes::pane_actions());
+    v
+}

@@ -1,0 +1,93 @@
+//! Applying what panes ask for ([`Effect`]): toasts, logs, the selected
+//! session, full-screen panes, dialogs, copy, focus and the shell.
+
+use std::time::Instant;
+
+use super::App;
+use super::HostRequest;
+use super::overlay::Overlay;
+use crate::tui::action::{Effect, Level, LogLine, PaneEvent};
+use crate::tui::panes;
+use crate::tui::widgets::line::LineEdit;
+
+impl App {
+    pub(super) fn log(&mut self, line: LogLine) {
+        for i in 0..self.panes.len() {
+            self.panes[i].on_event(&PaneEvent::Log(&line), &mut self.cx);
+        }
+    }
+
+    pub(super) fn apply(&mut self, e: Effect) {
+        match e {
+            Effect::Toast(level, msg) => {
+                self.log(LogLine::now(level, "tui", msg.clone()));
+                self.toast = Some((level, msg, Instant::now()));
+            }
+            Effect::Log(line) => self.log(line),
+            Effect::SelectSession(id) => {
+                if crate::engine::layout::check_session_id(&id).is_err() {
+                    self.toast = Some((
+                        Level::Error,
+                        format!("invalid session id `{id}`"),
+                        Instant::now(),
+                    ));
+                    return;
+                }
+                self.cx.session = id;
+                for i in 0..self.panes.len() {
+                    self.panes[i].on_event(&PaneEvent::SessionChanged, &mut self.cx);
+                }
+            }
+            Effect::OpenEditor(path) => {
+                if let Some(i) = self.pane_index(panes::editor::ID) {
+                    self.panes[i].on_event(&PaneEvent::Open(&path), &mut self.cx);
+                    self.modal = Some(panes::editor::ID);
+                }
+            }
+            Effect::OpenViewer(doc) => {
+                if let Some(i) = self.pane_index(panes::viewer::ID) {
+                    self.panes[i].on_event(&PaneEvent::Show(&doc), &mut self.cx);
+                    self.modal = Some(panes::viewer::ID);
+                }
+            }
+            Effect::OpenLink(target) => {
+                if let Some(i) = self.pane_index(panes::viewer::ID) {
+                    self.panes[i].on_event(&PaneEvent::Open(&target), &mut self.cx);
+                    self.modal = Some(panes::viewer::ID);
+                }
+            }
+            Effect::CloseModal => self.modal = None,
+            Effect::Confirm { pane, message, tag } => {
+                self.overlay = Some(Overlay::Confirm { pane, message, tag })
+            }
+            Effect::Prompt {
+                pane,
+                title,
+                initial,
+                tag,
+            } => {
+                self.overlay = Some(Overlay::Prompt {
+                    pane,
+                    title,
+                    input: LineEdit::new(initial),
+                    tag,
+                })
+            }
+            Effect::Copy(text) => self.copy(text),
+            Effect::Focus(id) => self.set_focus(id),
+            Effect::Shell => match self.cx.ws.sandbox().host_root() {
+                Some(root) => self.requests.push(HostRequest::Shell(root.to_path_buf())),
+                None => {
+                    self.toast = Some((
+                        Level::Warn,
+                        format!(
+                            "the {} backend has no host directory to open a shell in",
+                            self.cx.ws.backend()
+                        ),
+                        Instant::now(),
+                    ))
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Messages into the app (task results, file changes, stderr lines,
+//! engine events), the clock, and waiting for work to end (quit,
+//! shutdown, tests settling).
+
+use std::time::{Duration, Instant};
+
+use super::overlay::Overlay;
+use super::{APP_DIALOG, App, TOAST_TTL};
+use crate::engine::events::{Envelope, Event, Received, WorkspaceState};
+use crate::tui::action::{AppMsg, DialogTag, Effect, Level, LogLine, PaneEvent};
+use crate::tui::panes;
+
+impl App {
+    /// Handles one message from the channel.
+    pub fn on_msg(&mut self, msg: AppMsg) {
+        match msg {
+            AppMsg::Input(ev) => self.on_input(ev),
+            AppMsg::Task(task) => {
+                // A task of a workspace the app has left (started before
+                // `:ws` switched) must not land in the new one's panes.
+                if task.generation == self.cx.generation {
+                    self.with_pane(task.pane, |p, cx| p.on_task(task, cx));
+                }
+            }
+            AppMsg::File { generation, change } => {
+                // A change of a workspace the app has left (queued before
+                // its watch stopped) must not land in the new tree.
+                if generation == self.watch_generation {
+                    self.broadcast(&PaneEvent::File(&change));
+                }
+            }
+            AppMsg::Stderr(line) => {
+                let level = stderr_level(&line);
+                self.log(LogLine::now(level, "stderr", line));
+            }
+            AppMsg::Osc52(text) => {
+                let max = self.cx.config.osc52_max_bytes;
+                self.osc52(text, max);
+            }
+            AppMsg::Toast(level, msg) => self.apply(Effect::Toast(level, msg)),
+        }
+    }
+
+    /// Handles one engine event.
+    pub fn on_engine(&mut self, r: Received) {
+        match r {
+            Received::Event(env) => {
+                // Workspaces of one manager share its bus: only the open
+                // one's state belongs in the header.
+                if let Event::Workspace { state } = &env.event
+                    && env.workspace == self.cx.ws.id()
+                {
+                    self.cx.header.state = state_label(state);
+                }
+                self.on_envelope(&env);
+            }
+            Received::Missed(n) => self.broadcast(&PaneEvent::Missed(n)),
+        }
+    }
+
+    pub(super) fn on_envelope(&mut self, env: &Envelope) {
+        self.broadcast(&PaneEvent::Engine(env));
+    }
+
+    /// Time-based work (toast expiry, once-a-second tick).
+    pub fn tick(&mut self) {
+        if self
+            .toast
+            .as_ref()
+            .is_some_and(|t| t.2.elapsed() > TOAST_TTL)
+        {
+            self.toast = None;
+        }
+        if self.last_tick.elapsed() >= Duration::from_secs(1) {
+            self.last_tick = Instant::now();
+            self.broadcast(&PaneEvent::Tick);
+        }
+    }
+
+    /// When the next timed change is due (toast expiry or tick).
+    pub fn next_deadline(&self) -> Instant {
+        let tick = self.last_tick + Duration::from_secs(1);
+        match &self.toast {
+            Some(t) => tick.min(t.2 + TOAST_TTL),
+            None => tick,
+        }
+    }
+
+    /// Takes every message already queued without waiting; returns how
+    /// many were handled.
+    pub fn drain(&mut self) -> usize {
+        let mut n = 0;
+        while let Ok(m) = self.rx.try_recv() {
+            self.on_msg(m);
+            n += 1;
+            if n >= 10_000 {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Waits for the next message (for the loop's `select!`).
+    pub async fn recv(&mut self) -> Option<AppMsg> {
+        self.rx.recv().await
+    }
+
+    /// Quits, or first asks when a command or an agent is still running
+    /// (quitting kills it).
+    pub fn request_quit(&mut self) {
+        let busy: Vec<String> = self.panes.iter().filter_map(|p| p.busy()).collect();
+        if busy.is_empty() {
+            self.quit = true;
+            return;
+        }
+        self.overlay = Some(Overlay::Confirm {
+            pane: APP_DIALOG,
+            message: format!("{} — kill it and quit? y/n", busy.join(", ")),
+            tag: DialogTag::Quit,
+        });
+    }
+
+    /// Whether any pane still runs a command or an agent.
+    pub fn is_busy(&self) -> bool {
+        self.panes.iter().any(|p| p.busy().is_some())
+    }
+
+    /// Stops every running command (its process tree is killed and the
+    /// journal gets an `interrupted` entry) and agent, then handles
+    /// messages until they have ended or `timeout` passes. Called on quit,
+    /// SIGTERM and SIGHUP before the terminal is restored, so nothing is
+    /// left orphaned or unjournalled.
+    pub async fn shutdown(&mut self, timeout: Duration) {
+        for i in 0..self.panes.len() {
+            self.panes[i].shutdown(&mut self.cx);
+        }
+        self.apply_effects();
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.drain();
+            if !self.is_busy() || Instant::now() >= deadline {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_millis(20), self.rx.recv()).await {
+                Ok(Some(m)) => self.on_msg(m),
+                Ok(None) => return,
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Processes messages until no task is in flight and nothing is
+    /// queued, or `timeout` passes (tests).
+    pub async fn settle(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.drain();
+            if self.cx.inflight() == 0 && self.rx.is_empty() {
+                // Tasks may have queued effects through messages already
+                // handled; one more short wait catches stragglers.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                if self.cx.inflight() == 0 && self.rx.is_empty() {
+                    return;
+                }
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_millis(20), self.rx.recv()).await {
+                Ok(Some(m)) => self.on_msg(m),
+                Ok(None) => return,
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+fn state_label(s: &WorkspaceState) -> String {
+    match s {
+        // Lease counts (the app's own lease included) and a reattach say
+        // nothing about the connection: the workspace is ready.
+        WorkspaceState::Leased | WorkspaceState::Idle | WorkspaceState::Reattached => {
+            "ready".into()
+        }
+        other => panes::logs::workspace_state(other),
+    }
+}
+
+fn stderr_level(line: &str) -> Level {
+    let head: String = line.chars().take(64).collect();
+    let stripped: String = {
+        let mut p = crate::tui::widgets::ansi::AnsiParser::new();
+        let mut out = String::new();
+        p.feed(head.as_bytes(), &mut |l| out.push_str(&l.text));
+        out.push_str(&p.partial().text);
+        out
+    };
+    for (needle, level) in [
+        ("ERROR", Level::Error),
+        ("WARN", Level::Warn),
+        ("INFO", Level::Info),
+        ("DEBUG", Level::Debug),
+        ("TRACE", Level::Debug),
+    ] {
+        if stripped.contains(needle) {
+            return level;
+        }
+    }
+    Level::Warn
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::backend::local::LocalSandbox;
+    use crate::engine::sessions::SessionSummary;
+    use crate::engine::{EventBus, Workspace, WorkspaceConfig};
+    use crate::tui::action::{AppMsg, TaskResult};
+    use crate::tui::app::{App, AppOptions};
+    use crate::tui::config::TuiConfig;
+    use crate::tui::panes::sessions::{self, Loaded, SessionsPane};
+
+    async fn open(dir: &std::path::Path) -> Arc<Workspace> {
+        let sb = LocalSandbox::open(dir).unwrap();
+        Workspace::open(
+            Arc::new(sb),
+            WorkspaceConfig::default(),
+            EventBus::default(),
+        )
+        .await
+        .unwrap()
+    }
+
+    fn listing(id: &str) -> Loaded {
+        Loaded(Ok(vec![SessionSummary {
+            id: id.into(),
+            last_activity: None,
+            tool_calls: 0,
+            offloads: 0,
+            context_bytes: 0,
+        }]))
+    }
+
+    fn listed(app: &mut App) -> Vec<String> {
+        app.pane_call::<SessionsPane, _>(sessions::ID, |p, _| {
+            p.items().iter().map(|s| s.id.clone()).collect()
+        })
+        .unwrap()
+    }
+
+    /// A slow listing of the workspace `:ws` left must not land in the
+    /// new workspace's Sessions pane; one of the current workspace does.
+    #[tokio::test]
+    async fn a_task_result_from_before_a_workspace_switch_is_dropped() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut opts = AppOptions::new(TuiConfig::default());
+        opts.watch = false;
+        let mut app = App::new(open(a.path()).await, opts);
+        app.settle(Duration::from_secs(5)).await;
+        let before = app.cx.generation;
+        app.switch_workspace(open(b.path()).await);
+        app.settle(Duration::from_secs(5)).await;
+        assert_ne!(app.cx.generation, before);
+
+        let stale = TaskResult::new(sessions::ID, before, listing("from-the-old-workspace"));
+        app.on_msg(AppMsg::Task(stale));
+        assert!(!listed(&mut app).contains(&"from-the-old-workspace".to_string()));
+
+        let current = TaskResult::new(sessions::ID, app.cx.generation, listing("s-now"));
+        app.on_msg(AppMsg::Task(current));
+        assert!(listed(&mut app).contains(&"s-now".to_string()));
+    }
+}

@@ -1,0 +1,301 @@
+//! Routing keys and pastes: overlays first, then the focused pane's text
+//! field, its bindings, and the global actions.
+
+use ratatui::crossterm::event::{Event as TermEvent, KeyEvent, KeyEventKind};
+use ratatui::layout::Direction;
+
+use super::overlay::Overlay;
+use super::{APP_DIALOG, App, HostRequest};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::keymap::{GLOBAL, KeyChord};
+use crate::tui::panes;
+use crate::tui::panes::help::HelpOverlay;
+use crate::tui::panes::palette::PaletteOverlay;
+use crate::tui::widgets::paste::single_line;
+
+impl App {
+    /// Handles a terminal event.
+    pub fn on_input(&mut self, ev: TermEvent) {
+        match ev {
+            TermEvent::Key(k) if k.kind != KeyEventKind::Release => self.on_key(k),
+            TermEvent::Paste(text) => self.on_paste(&text),
+            TermEvent::Mouse(m) => self.on_mouse(m),
+            _ => {}
+        }
+        self.blur_unfocused();
+    }
+
+    pub(super) fn on_paste(&mut self, text: &str) {
+        if let Some(ov) = &mut self.overlay {
+            match ov {
+                Overlay::Prompt { input, .. } => input.insert_str(&single_line(text)),
+                Overlay::Palette(p) => p.paste(&single_line(text)),
+                _ => {}
+            }
+            return;
+        }
+        let focus = self.focus();
+        let taken = self
+            .with_pane(focus, |p, cx| p.on_paste(text, cx))
+            .unwrap_or(false);
+        if !taken {
+            self.apply(Effect::Toast(
+                Level::Info,
+                "paste ignored: no text field has the focus".into(),
+            ));
+        }
+    }
+
+    pub(super) fn on_key(&mut self, key: KeyEvent) {
+        if self.overlay.is_some() {
+            self.overlay_key(key);
+            return;
+        }
+        let chord = KeyChord::from_event(&key);
+        let focus = self.focus();
+        let Some(i) = self.pane_index(focus) else {
+            return;
+        };
+        if self.panes[i].text_input_active() {
+            let used = self.panes[i].on_key(&key, &mut self.cx);
+            self.apply_effects();
+            if used {
+                return;
+            }
+        }
+        let ctx = self.panes[i].context();
+        if let Some(spec) = self.cx.keymap.lookup(ctx, chord).copied() {
+            self.panes[i].on_action(spec.name, &mut self.cx);
+            self.apply_effects();
+            return;
+        }
+        if ctx != self.panes[i].id()
+            && let Some(spec) = self.cx.keymap.lookup(self.panes[i].id(), chord).copied()
+        {
+            self.panes[i].on_action(spec.name, &mut self.cx);
+            self.apply_effects();
+            return;
+        }
+        if let Some(spec) = self.cx.keymap.lookup(GLOBAL, chord).copied() {
+            self.run_action(spec.name);
+        } else if chord == KeyChord::parse("ctrl-c").expect("a valid chord") {
+            // Users press Ctrl-C to get out: say what quits instead of
+            // doing nothing.
+            let quit = self
+                .cx
+                .keymap
+                .all()
+                .iter()
+                .find(|b| b.spec.name == "app.quit" && !b.keys.is_empty())
+                .map(|b| crate::tui::keymap::keys_label(&b.keys))
+                .unwrap_or_else(|| ":quit".into());
+            self.apply(Effect::Toast(
+                Level::Info,
+                format!("ctrl-c stops a running command or agent; {quit} quits wsbench"),
+            ));
+        }
+    }
+
+    /// Runs an action by name, as a key or the palette would.
+    pub fn run_action(&mut self, name: &str) {
+        let Some(spec) = self.cx.keymap.action(name).copied() else {
+            let msg = if super::all_actions().iter().any(|a| a.name == name) {
+                format!("`{name}` is not available in read-only mode")
+            } else {
+                format!("unknown action `{name}`")
+            };
+            self.apply(Effect::Toast(Level::Warn, msg));
+            return;
+        };
+        if spec.context != GLOBAL {
+            // A pane's action from the palette: give it to that pane.
+            let target = self
+                .panes
+                .iter()
+                .position(|p| p.id() == spec.context || p.context() == spec.context);
+            if let Some(i) = target {
+                let id = self.panes[i].id();
+                if self.layout.contains(id) {
+                    self.focus = id;
+                }
+                self.panes[i].on_action(spec.name, &mut self.cx);
+                self.apply_effects();
+            }
+            return;
+        }
+        match spec.name {
+            "app.quit" => self.request_quit(),
+            "app.help" => {
+                self.overlay = Some(Overlay::Help(HelpOverlay::new(
+                    &self.cx.keymap,
+                    self.pane(self.focus())
+                        .map(|p| p.context())
+                        .unwrap_or(GLOBAL),
+                )))
+            }
+            "app.palette" => {
+                self.overlay = Some(Overlay::Palette(PaletteOverlay::new(self.completions())));
+            }
+            "app.focus_next" => self.cycle_focus(1),
+            "app.focus_prev" => self.cycle_focus(-1),
+            "app.zoom" => self.zoom = !self.zoom,
+            "app.wider" => {
+                self.layout
+                    .resize(panes::sessions::ID, Direction::Horizontal, 5);
+            }
+            "app.narrower" => {
+                self.layout
+                    .resize(panes::sessions::ID, Direction::Horizontal, -5);
+            }
+            "app.taller" => {
+                let f = self.focus;
+                self.layout.resize(f, Direction::Vertical, 5);
+            }
+            "app.shorter" => {
+                let f = self.focus;
+                self.layout.resize(f, Direction::Vertical, -5);
+            }
+            "app.focus_sessions" => self.set_focus(panes::sessions::ID),
+            "app.focus_files" => self.set_focus(panes::files::ID),
+            "app.focus_skills" => self.set_focus(panes::skills::ID),
+            "app.focus_offload" => self.set_focus(panes::offload::ID),
+            "app.focus_command" => self.set_focus(panes::command::ID),
+            "app.focus_logs" => self.set_focus(panes::logs::ID),
+            "app.agent" => self.set_focus(panes::agent::ID),
+            "app.focus_workspaces" => self.set_focus(panes::workspaces::ID),
+            "app.focus_mcp" => self.set_focus(panes::mcp::ID),
+            "app.mouse" => {
+                self.mouse = !self.mouse;
+                self.requests.push(HostRequest::Mouse(self.mouse));
+                let msg = if self.mouse {
+                    "mouse capture on"
+                } else {
+                    "mouse capture off: the terminal selects text now"
+                };
+                self.apply(Effect::Toast(Level::Info, msg.into()));
+            }
+            "app.shell" => self.apply(Effect::Shell),
+            "app.suspend" => self.requests.push(HostRequest::Suspend),
+            "app.redraw" => self.requests.push(HostRequest::Redraw),
+            _ => {}
+        }
+    }
+
+    /// The global action a key runs in a text field (help, quit): only
+    /// keys that cannot be typed count, so `?` and `q` stay text.
+    pub(super) fn text_field_global(&self, chord: KeyChord) -> Option<&'static str> {
+        if is_printable(&chord) {
+            return None;
+        }
+        self.cx
+            .keymap
+            .lookup(GLOBAL, chord)
+            .map(|s| s.name)
+            .filter(|n| matches!(*n, "app.help" | "app.quit"))
+    }
+
+    pub(super) fn overlay_key(&mut self, key: KeyEvent) {
+        let chord = KeyChord::from_event(&key);
+        let is_help = matches!(self.overlay, Some(Overlay::Help(_)));
+        match self.text_field_global(chord) {
+            // F1 over a palette or dialog: help on top, the overlay back
+            // when help closes. F1 in help closes it.
+            Some("app.help") if !is_help => {
+                let ctx = match &self.overlay {
+                    Some(Overlay::Palette(_)) => panes::palette::ID,
+                    _ => GLOBAL,
+                };
+                self.behind_help = self.overlay.take();
+                self.overlay = Some(Overlay::Help(HelpOverlay::new(&self.cx.keymap, ctx)));
+                return;
+            }
+            Some("app.help") => {
+                self.overlay = self.behind_help.take();
+                return;
+            }
+            Some("app.quit") => {
+                self.overlay = None;
+                self.behind_help = None;
+                self.request_quit();
+                return;
+            }
+            _ => {}
+        }
+        self.overlay_key_inner(key);
+        if is_help && self.overlay.is_none() {
+            self.overlay = self.behind_help.take();
+        }
+    }
+
+    pub(super) fn overlay_key_inner(&mut self, key: KeyEvent) {
+        let Some(ov) = self.overlay.take() else {
+            return;
+        };
+        use ratatui::crossterm::event::KeyCode;
+        let chord = KeyChord::from_event(&key);
+        match ov {
+            Overlay::Help(mut h) => {
+                if let Some(spec) = self.cx.keymap.lookup(panes::help::ID, chord).copied() {
+                    if !h.on_action(spec.name) {
+                        return;
+                    }
+                } else if matches!(key.code, KeyCode::Esc) {
+                    return;
+                } else {
+                    h.on_key(&key);
+                }
+                self.overlay = Some(Overlay::Help(h));
+            }
+            Overlay::Palette(mut p) => {
+                p.pools = self.completions();
+                match p.on_key(&key) {
+                    Some(cmd) => self.run_palette(cmd),
+                    None if p.closed => {}
+                    None => self.overlay = Some(Overlay::Palette(p)),
+                }
+            }
+            Overlay::Confirm { pane, message, tag } => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+                    if pane == APP_DIALOG && tag == DialogTag::Quit =>
+                {
+                    self.quit = true;
+                }
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
+                    self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Confirmed(tag), cx));
+                }
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {}
+                _ => self.overlay = Some(Overlay::Confirm { pane, message, tag }),
+            },
+            Overlay::Prompt {
+                pane,
+                title,
+                mut input,
+                tag,
+            } => match key.code {
+                KeyCode::Enter => {
+                    let text = input.into_text();
+                    self.with_pane(pane, |p, cx| {
+                        p.on_event(&PaneEvent::Input { tag, text }, cx)
+                    });
+                }
+                KeyCode::Esc => {}
+                _ => {
+                    input.key(&key);
+                    self.overlay = Some(Overlay::Prompt {
+                        pane,
+                        title,
+                        input,
+                        tag,
+                    });
+                }
+            },
+        }
+    }
+}
+
+/// Whether a key types a character (no Ctrl or Alt).
+pub(super) fn is_printable(k: &KeyChord) -> bool {
+    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+    matches!(k.code, KeyCode::Char(_))
+        && !k.mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+}

@@ -1,0 +1,85 @@
+//! Overlays drawn over every pane and taking every key: help, the
+//! palette, and the confirm and prompt dialogs.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use crate::tui::action::DialogTag;
+use crate::tui::pane::Ctx;
+use crate::tui::panes::help::HelpOverlay;
+use crate::tui::panes::palette::PaletteOverlay;
+use crate::tui::widgets::line::LineEdit;
+use crate::tui::widgets::rect::centered;
+use crate::tui::widgets::text;
+
+/// An overlay drawn over everything, taking every key.
+pub(super) enum Overlay {
+    Help(HelpOverlay),
+    Palette(PaletteOverlay),
+    Confirm {
+        pane: &'static str,
+        message: String,
+        tag: DialogTag,
+    },
+    Prompt {
+        pane: &'static str,
+        title: String,
+        input: LineEdit,
+        tag: DialogTag,
+    },
+}
+
+/// Draws the open overlay over `body`.
+pub(super) fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx: &Ctx) {
+    let t = &cx.theme;
+    match ov {
+        Overlay::Help(h) => h.render(f, body, cx),
+        Overlay::Palette(p) => p.render(f, body, cx),
+        Overlay::Confirm { message, .. } => {
+            let msg = text::display(message);
+            let w = (text::width(&msg) as u16 + 4).clamp(20, body.width.max(1));
+            let r = centered(body, w, 5);
+            f.render_widget(Clear, r);
+            let block = cx.block("Confirm", "", true);
+            let inner = block.inner(r);
+            f.render_widget(block, r);
+            let lines = vec![
+                Line::from(Span::styled(
+                    text::truncate(&msg, inner.width as usize).into_owned(),
+                    t.warn,
+                )),
+                Line::from(vec![
+                    Span::styled("y", t.key),
+                    Span::styled(" yes   ", t.base),
+                    Span::styled("n", t.key),
+                    Span::styled(" no", t.base),
+                ]),
+            ];
+            f.render_widget(Paragraph::new(lines), inner);
+        }
+        Overlay::Prompt { title, input, .. } => {
+            let w = body.width.saturating_sub(4).clamp(10, 80);
+            let r = centered(body, w, 3);
+            f.render_widget(Clear, r);
+            // The footer names the keys too: a long title wins the room.
+            let note = "enter ok · esc cancel";
+            let note = if text::width(title) + text::width(note) + 6 <= w as usize {
+                note
+            } else {
+                ""
+            };
+            let block = cx.block(title, note, true);
+            let inner = block.inner(r);
+            f.render_widget(block, r);
+            let (visible, col) = input.view(inner.width as usize);
+            f.buffer_mut()
+                .set_string(inner.x, inner.y, &visible, t.base);
+            if inner.width > 0 && inner.height > 0 {
+                let x = inner.x + col as u16;
+                f.set_cursor_position((x.min(inner.x + inner.width - 1), inner.y));
+            }
+        }
+    }
+}
