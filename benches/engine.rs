@@ -85,7 +85,7 @@ fn offload(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let t0 = std::time::Instant::now();
-                    let path = ws.offload_tool_result("bench", &block).await.unwrap();
+                    let path = ws.offload().tool_result("bench", &block).await.unwrap();
                     total += t0.elapsed();
                     std::fs::remove_file(path).unwrap();
                 }
@@ -114,14 +114,16 @@ fn offload(c: &mut Criterion) {
     }
     g.bench_function("append_context_to_empty_file", |b| {
         b.to_async(&rt).iter(|| async {
-            ws.offload_context("small", std::slice::from_ref(&msg))
+            ws.offload()
+                .context("small", std::slice::from_ref(&msg))
                 .await
                 .unwrap();
         })
     });
     g.bench_function("append_context_to_100mb_file", |b| {
         b.to_async(&rt).iter(|| async {
-            ws.offload_context(session_big, std::slice::from_ref(&msg))
+            ws.offload()
+                .context(session_big, std::slice::from_ref(&msg))
                 .await
                 .unwrap();
         })

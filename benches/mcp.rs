@@ -110,18 +110,18 @@ fn memory_of_40(rt: &tokio::runtime::Runtime) {
     let dir = tempfile::tempdir().unwrap();
     rt.block_on(async {
         let ws = workspace(dir.path()).await;
-        ws.set_mcp_options(McpOptions {
+        ws.mcp().set_options(McpOptions {
             max_live_stateful: Some(40),
             ..Default::default()
         });
         // Warm up allocator and runtime with one pair first.
-        ws.list_mcps("a", "warm").await.unwrap();
+        ws.mcp().list("a", "warm").await.unwrap();
         let before = rss_kib();
         let mut handles = Vec::new();
         for i in 0..39 {
             let ws = ws.clone();
             handles.push(tokio::spawn(async move {
-                ws.list_mcps("a", &format!("s{i}")).await.unwrap()
+                ws.mcp().list("a", &format!("s{i}")).await.unwrap()
             }));
         }
         for h in handles {
@@ -129,7 +129,7 @@ fn memory_of_40(rt: &tokio::runtime::Runtime) {
             assert!(l.servers[0].state.is_ready(), "{l:?}");
         }
         let after = rss_kib();
-        assert_eq!(ws.mcp_runtime().live_stateful(), 40);
+        assert_eq!(ws.mcp().runtime().live_stateful(), 40);
         println!(
             "mcp memory: 40 live stdio servers' client state: RSS {} KiB -> {} KiB \
              (+{} KiB for 39 more, ~{} KiB each)",
@@ -157,8 +157,8 @@ fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let ws = rt.block_on(workspace(dir.path()));
     let inst = rt.block_on(async {
-        ws.list_mcps("a", "s").await.unwrap();
-        ws.mcp_instance("a", "s", "bench").await.unwrap()
+        ws.mcp().list("a", "s").await.unwrap();
+        ws.mcp().instance("a", "s", "bench").await.unwrap()
     });
     let args = json!({"text": "ping"}).as_object().unwrap().clone();
 
@@ -188,7 +188,7 @@ fn benches(c: &mut Criterion) {
         b.to_async(&rt).iter(|| {
             let ws = ws.clone();
             async move {
-                let st = ws.restart_mcp("a", "s", "bench").await.unwrap();
+                let st = ws.mcp().restart("a", "s", "bench").await.unwrap();
                 assert!(st.state.is_ready());
             }
         })

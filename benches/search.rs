@@ -62,7 +62,7 @@ fn generate(dir: &Path) {
 
 async fn run_tool(ws: &Workspace, tool: &dyn Tool, args: Value) -> String {
     let ctx = ToolContext {
-        workspace: ws,
+        env: ws.tool_env(),
         agent: "",
         session: "bench",
         call_id: "bench",

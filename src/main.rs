@@ -1,7 +1,8 @@
-//! The `wsbench` binary: parses the command line and runs it.
+//! The `wsbench` binary: parses the command line and runs it — the TUI
+//! for a bare `wsbench` on a terminal, else the CLI.
 
 use clap::Parser;
-use wsbench::cli::{Cli, run};
+use wsbench::cli::Cli;
 
 fn main() {
     // A reader that closes our stdout early (`wsbench ... | head`) ends the
@@ -62,4 +63,21 @@ fn main() {
     // Do not wait for detached blocking tasks (a watcher, a spool) on exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     std::process::exit(code);
+}
+
+/// Opens the TUI for a bare `wsbench` on a terminal (without `--json`);
+/// every other command line goes to the CLI.
+async fn run(cli: Cli) -> anyhow::Result<i32> {
+    if cli.command.is_some() || cli.global.json || !wsbench::tui::can_open() {
+        return wsbench::cli::run(cli).await;
+    }
+    let ctx = wsbench::root::Context::load(cli.global.selection())?;
+    let options = wsbench::tui::TuiOptions {
+        read_only: cli.tui.read_only,
+        theme: cli.tui.theme,
+        no_mouse: cli.tui.no_mouse,
+    };
+    let code = wsbench::tui::run(&ctx, options).await;
+    ctx.report_at_exit();
+    code
 }

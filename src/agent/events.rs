@@ -10,7 +10,8 @@
 use std::time::SystemTime;
 
 use serde::Serialize;
-use tokio::sync::broadcast;
+
+use crate::engine::bus::{Bus, Received, Subscriber};
 
 /// Ring size of an agent's event stream, in events. Text deltas are small
 /// and frequent, so this is larger than the engine bus's.
@@ -310,8 +311,7 @@ pub struct AgentEnvelope {
 /// The sending side; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AgentEvents {
-    tx: broadcast::Sender<AgentEnvelope>,
-    seq: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    bus: Bus<AgentEnvelope>,
 }
 
 impl Default for AgentEvents {
@@ -323,70 +323,36 @@ impl Default for AgentEvents {
 impl AgentEvents {
     /// A stream keeping at most `capacity` events for a lagging subscriber.
     pub fn new(capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(capacity.max(1));
         AgentEvents {
-            tx,
-            seq: Default::default(),
+            bus: Bus::new(capacity),
         }
     }
 
     /// Publishes; never blocks. Returns the envelope (for the log file).
     pub fn publish(&self, event: AgentEvent) -> AgentEnvelope {
-        let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let at: chrono::DateTime<chrono::Utc> = SystemTime::now().into();
-        let env = AgentEnvelope {
-            seq,
-            at: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            event,
-        };
-        let _ = self.tx.send(env.clone());
-        env
+        self.bus.publish_returning(|seq| {
+            let at: chrono::DateTime<chrono::Utc> = SystemTime::now().into();
+            AgentEnvelope {
+                seq,
+                at: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                event,
+            }
+        })
     }
 
     /// A subscriber that sees events published from now on.
     pub fn subscribe(&self) -> AgentSubscriber {
-        AgentSubscriber {
-            rx: self.tx.subscribe(),
-        }
+        self.bus.subscribe()
     }
 }
 
-/// What a subscriber receives.
-#[derive(Debug, Clone)]
-pub enum AgentReceived {
-    /// The next event.
-    Event(Box<AgentEnvelope>),
-    /// This many events were dropped because the subscriber lagged.
-    Missed(u64),
-}
+/// What a subscriber receives: [`AgentReceived::Event`] with the next
+/// event, or [`AgentReceived::Missed`] with how many a lagging one lost.
+pub type AgentReceived = Received<AgentEnvelope>;
 
-/// One subscription.
-#[derive(Debug)]
-pub struct AgentSubscriber {
-    rx: broadcast::Receiver<AgentEnvelope>,
-}
-
-impl AgentSubscriber {
-    /// Waits for the next event; `None` once the agent and every handle
-    /// are dropped.
-    pub async fn recv(&mut self) -> Option<AgentReceived> {
-        match self.rx.recv().await {
-            Ok(e) => Some(AgentReceived::Event(Box::new(e))),
-            Err(broadcast::error::RecvError::Lagged(n)) => Some(AgentReceived::Missed(n)),
-            Err(broadcast::error::RecvError::Closed) => None,
-        }
-    }
-
-    /// The next event if one is ready (for a render loop that drains
-    /// before drawing).
-    pub fn try_recv(&mut self) -> Option<AgentReceived> {
-        match self.rx.try_recv() {
-            Ok(e) => Some(AgentReceived::Event(Box::new(e))),
-            Err(broadcast::error::TryRecvError::Lagged(n)) => Some(AgentReceived::Missed(n)),
-            Err(_) => None,
-        }
-    }
-}
+/// One subscription to an agent's stream (`recv`, `try_recv`); `recv`
+/// gives `None` once the agent and every handle are dropped.
+pub type AgentSubscriber = Subscriber<AgentEnvelope>;
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,8 @@
 //! session that only has a `context.jsonl`, e.g. one the reference wrote —
 //! from the messages [`Workspace::read_context`] reads back.
 
+mod call;
+mod compress;
 pub mod context;
 pub mod events;
 pub mod model;
@@ -45,7 +47,7 @@ pub use step::StepControl;
 pub use tools::{AgentTool, AgentToolContext, Toolset};
 
 use crate::engine::events::Event;
-use crate::engine::journal::JournalEntry;
+use crate::engine::journal::{JournalCall, JournalEntry};
 use crate::engine::layout::{check_session_id, partition_name};
 use crate::engine::message::{
     Block, DataSource, Msg, TextBlock, ToolCallBlock, ToolOutput, new_id, now_naive,
@@ -328,7 +330,7 @@ impl Agent {
             .mkdir(&dir, true)
             .await
             .map_err(WorkspaceError::from)?;
-        let offloaded_read = ws.read_context(&config.session).await?;
+        let offloaded_read = ws.sessions().read_context(&config.session).await?;
         let offloaded: HashSet<[u8; 32]> = offloaded_read.messages.iter().map(hash_msg).collect();
         let state_path = format!("{dir}/{STATE_FILE}");
         let (context, summary) = match ws.sandbox().read(&state_path, None).await {
@@ -396,7 +398,7 @@ impl Agent {
     /// event.
     pub async fn system_prompt(&self) -> String {
         let mut parts = vec![self.config.system_prompt.clone()];
-        match self.ws.list_skills(&self.config.agent_id).await {
+        match self.ws.skills().list(&self.config.agent_id).await {
             Ok(listing) => {
                 let block = tools::skills_prompt(&listing);
                 if !block.is_empty() {
@@ -438,7 +440,7 @@ impl Agent {
             return;
         };
         let path = format!("{dir}/{AGENT_LOG_FILE}");
-        if let Err(e) = self.ws.append_or_rewrite(&path, &data).await {
+        if let Err(e) = self.ws.base().append_or_rewrite(&path, &data).await {
             self.ws.publish(Event::Log {
                 level: "warn".into(),
                 source: "agent".into(),
@@ -768,353 +770,7 @@ impl Agent {
             duration_ms: 0,
         });
     }
-
-    async fn run_tool_call(
-        &mut self,
-        reply_id: &str,
-        call: &ModelToolCall,
-        cancel: &CancellationToken,
-    ) {
-        self.emit(AgentEvent::ToolCall {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            input: call.arguments.clone(),
-        });
-        let created = now_naive();
-        let started_at = chrono::Utc::now();
-        let t0 = Instant::now();
-        let parsed = parse_call_args(&call.name, &call.arguments);
-        let tool = self.tools.get(&call.name);
-        let self_journaled = parsed.is_ok() && tool.as_ref().is_some_and(|t| t.journals_itself());
-        let journal_args = match &parsed {
-            Ok(v) => v.clone(),
-            Err(_) => Value::String(call.arguments.clone()),
-        };
-        if !self_journaled {
-            self.ws.publish(Event::ToolStarted {
-                call_id: call.id.clone(),
-                agent: self.config.agent_id.clone(),
-                session: self.config.session.clone(),
-                tool: call.name.clone(),
-                args: journal_args.clone(),
-            });
-        }
-        let result = match (parsed, tool) {
-            (Err(msg), _) => ToolResult::error(msg),
-            (Ok(_), None) => ToolResult::error(format!(
-                "ToolNotFoundError: Tool '{}' not found. Available tools: {}.",
-                call.name,
-                self.tools.names().join(", ")
-            )),
-            (Ok(args), Some(tool)) => {
-                let ctx = AgentToolContext {
-                    workspace: &self.ws,
-                    agent: &self.config.agent_id,
-                    session: &self.config.session,
-                    call_id: &call.id,
-                    cancel: cancel.clone(),
-                };
-                tool.call(&ctx, args).await
-            }
-        };
-        let duration_ms = t0.elapsed().as_millis() as u64;
-        if !self_journaled {
-            self.ws.publish(Event::ToolFinished {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                state: result.state.as_str().into(),
-                duration_ms,
-            });
-            let entry = JournalEntry {
-                started_at,
-                call_id: call.id.clone(),
-                agent: self.config.agent_id.clone(),
-                session: self.config.session.clone(),
-                tool: call.name.clone(),
-                args: journal_args,
-                state: result.state,
-                exit_code: result.exit_code,
-                timed_out: result.timed_out,
-                error: (result.state == ToolState::Error).then(|| {
-                    result
-                        .text()
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .take(500)
-                        .collect()
-                }),
-                duration_ms,
-                output_bytes: result.output_bytes,
-                offload_path: result.offload_path.clone(),
-            };
-            if let Err(e) = self.ws.append_journal(&entry).await {
-                self.emit(AgentEvent::Error {
-                    kind: "internal".into(),
-                    message: format!("could not journal tool call {}: {e}", call.id),
-                });
-            }
-        }
-
-        let mut block = result.to_block(&call.id, &call.name);
-        let mut extra = block_timestamps(created);
-        extra.insert("finished_at".into(), Value::String(now_naive()));
-        block.extra = extra;
-        let full_chars = output_text(&block.output).chars().count();
-        let policy = &self.config.policy;
-        let split = context::split_tool_result(&block, policy.tool_result_limit, policy.counter());
-        let mut kept = split.kept;
-        let mut offloaded_to = None;
-        if let Some(overflow) = split.overflow {
-            let overflow_chars = output_text(&overflow.output).chars().count() as u64;
-            match self
-                .ws
-                .offload_tool_result(&self.config.session, &overflow)
-                .await
-            {
-                Ok(path) => {
-                    self.emit(AgentEvent::OffloadWritten {
-                        kind: AgentOffload::ToolResult,
-                        path: path.clone(),
-                        size: overflow_chars,
-                    });
-                    offloaded_to = Some(path);
-                }
-                Err(e) => self.emit(AgentEvent::Error {
-                    kind: "internal".into(),
-                    message: format!(
-                        "the overflow of tool result {} could not be offloaded: {e}",
-                        call.id
-                    ),
-                }),
-            }
-            context::append_to_output(
-                &mut kept,
-                &context::truncation_reminder(offloaded_to.as_deref()),
-            );
-        }
-        let text = output_text(&kept.output);
-        let state = kept.state.clone();
-        self.save_to_reply(reply_id, vec![Block::ToolResult(kept)], None);
-        self.mark_call_finished(reply_id, &call.id);
-        self.emit(AgentEvent::ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            state,
-            text,
-            full_chars,
-            offloaded_to,
-            duration_ms,
-        });
-    }
-
-    /// Moves images past `max_image_num` (counted from the newest) out of
-    /// the context: base64 payloads go to `data/`, and each block is
-    /// replaced by a reminder naming where the image is (contract §6).
-    async fn cap_images(&mut self) {
-        let max = self.config.policy.max_image_num;
-        // (message, block, block inside a tool result), newest first.
-        let mut found: Vec<(usize, usize, Option<usize>)> = Vec::new();
-        let is_image =
-            |b: &Block| matches!(b, Block::Data(d) if d.source.media_type().starts_with("image/"));
-        for (mi, m) in self.context.iter().enumerate().rev() {
-            for (bi, b) in m.content.iter().enumerate().rev() {
-                if is_image(b) {
-                    found.push((mi, bi, None));
-                } else if let Block::ToolResult(r) = b
-                    && let ToolOutput::Blocks(inner) = &r.output
-                {
-                    for (ii, ib) in inner.iter().enumerate().rev() {
-                        if is_image(ib) {
-                            found.push((mi, bi, Some(ii)));
-                        }
-                    }
-                }
-            }
-        }
-        if found.len() <= max {
-            return;
-        }
-        let mut changed = false;
-        for (mi, bi, ii) in found.into_iter().skip(max) {
-            let slot: &Block = match ii {
-                None => &self.context[mi].content[bi],
-                Some(ii) => match &self.context[mi].content[bi] {
-                    Block::ToolResult(r) => match &r.output {
-                        ToolOutput::Blocks(inner) => &inner[ii],
-                        ToolOutput::Text(_) => continue,
-                    },
-                    _ => continue,
-                },
-            };
-            let Block::Data(data) = slot else { continue };
-            let data = data.clone();
-            let offloaded = match self.ws.offload_data(&data).await {
-                Ok(d) => d,
-                Err(e) => {
-                    self.emit(AgentEvent::Error {
-                        kind: "internal".into(),
-                        message: format!("image {} could not be offloaded: {e}", data.id),
-                    });
-                    continue;
-                }
-            };
-            let DataSource::Url { url, .. } = &offloaded.source else {
-                continue;
-            };
-            if let DataSource::Base64 { data: b64, .. } = &data.source {
-                self.emit(AgentEvent::OffloadWritten {
-                    kind: AgentOffload::Image,
-                    path: url.clone(),
-                    size: (b64.len() as u64 / 4) * 3,
-                });
-            }
-            let path = self
-                .ws
-                .layout()
-                .resolve_reference(url)
-                .unwrap_or_else(|_| url.clone());
-            let name = data
-                .name
-                .as_deref()
-                .map(|n| format!(" '{n}'"))
-                .unwrap_or_default();
-            let reminder = Block::Text(TextBlock::new(format!(
-                "<system-reminder>The image{name} was moved out of the context to keep at most {max} images; it is stored at '{url}' ('{path}').</system-reminder>"
-            )));
-            match ii {
-                None => self.context[mi].content[bi] = reminder,
-                Some(ii) => {
-                    if let Block::ToolResult(r) = &mut self.context[mi].content[bi]
-                        && let ToolOutput::Blocks(inner) = &mut r.output
-                    {
-                        inner[ii] = reminder;
-                    }
-                }
-            }
-            changed = true;
-        }
-        if changed {
-            self.save_state().await;
-        }
-    }
-
-    /// Compresses the oldest messages when the request passes
-    /// `trigger_ratio` of the window (contract §6): they are appended to
-    /// `context.jsonl`, and a summary naming that file replaces them. A
-    /// failure leaves the context as it was.
-    async fn maybe_compress(&mut self, cancel: &CancellationToken) {
-        let policy = self.config.policy.clone();
-        let counter = policy.counter();
-        let system = self.system_prompt().await;
-        let schemas = self.tools.schemas();
-        let (fixed, total) = self.estimate(&system, &schemas);
-        if total < policy.trigger_tokens() {
-            return;
-        }
-        if self.context.is_empty() {
-            self.emit(AgentEvent::Error {
-                kind: "invalid_request".into(),
-                message: format!(
-                    "the system prompt and summary alone (~{fixed} tokens) pass the compression threshold ({} tokens); nothing can be compressed",
-                    policy.trigger_tokens()
-                ),
-            });
-            return;
-        }
-        let (mut compress, mut keep) =
-            context::split_for_compression(&self.context, fixed, policy.reserve_tokens(), counter);
-        if compress.is_empty() {
-            (compress, keep) = context::split_for_compression(&self.context, fixed, 0, counter);
-        }
-        if compress.is_empty() {
-            return;
-        }
-        let mut messages = compress.clone();
-        messages.push(Msg::text("user", "user", policy.compression_prompt.clone()));
-        let request = ModelRequest {
-            system,
-            summary: self.summary.clone(),
-            messages,
-            tools: Vec::new(),
-        };
-        let (fields, fallback) = match self
-            .model
-            .summarize(&request, &context::summary_schema(), cancel)
-            .await
-        {
-            Ok(f) => (f, false),
-            Err(ModelError::Cancelled) => return,
-            Err(e) => {
-                self.emit(AgentEvent::Error {
-                    kind: e.error_type().into(),
-                    message: format!(
-                        "the model could not write the compression summary ({e}); a summary made from the messages is used"
-                    ),
-                });
-                (context::mechanical_summary(&compress), true)
-            }
-        };
-        let new_lines: Vec<Msg> = compress
-            .iter()
-            .filter(|m| !self.offloaded.contains(&hash_msg(m)))
-            .cloned()
-            .collect();
-        let path = match self
-            .ws
-            .offload_context(&self.config.session, &new_lines)
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => {
-                self.emit(AgentEvent::Error {
-                    kind: "internal".into(),
-                    message: format!(
-                        "compression skipped: the messages could not be offloaded: {e}"
-                    ),
-                });
-                return;
-            }
-        };
-        self.offloaded.extend(new_lines.iter().map(hash_msg));
-        let mut summary = policy.format_summary(&fields);
-        summary.push_str(&context::compression_reminder(&path));
-        self.summary = Some(summary.clone());
-        self.context = keep;
-        let (_, after) = self.estimate(&request.system, &schemas);
-        self.emit(AgentEvent::OffloadWritten {
-            kind: AgentOffload::Context,
-            path: path.clone(),
-            size: new_lines.len() as u64,
-        });
-        self.emit(AgentEvent::CompressionDone {
-            path,
-            compressed_messages: compress.len(),
-            kept_messages: self.context.len(),
-            tokens_before: total,
-            tokens_after: after,
-            summary,
-            fallback,
-        });
-        self.save_state().await;
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn malformed_arguments_give_a_readable_error() {
-        let e = parse_call_args("Read", "{\"file_path\": ").unwrap_err();
-        assert!(e.contains("Invalid arguments for tool 'Read'"), "{e}");
-        assert!(e.contains("malformed"), "{e}");
-        assert!(
-            parse_call_args("Read", "[1]")
-                .unwrap_err()
-                .contains("an array")
-        );
-        assert_eq!(parse_call_args("Read", "  ").unwrap(), json!({}));
-    }
-}
+mod tests;

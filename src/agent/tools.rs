@@ -108,7 +108,7 @@ impl AgentTool for SkillViewer {
         let Some(name) = args.get("skill").and_then(Value::as_str) else {
             return ToolResult::error("Invalid arguments for Skill: `skill` (string) is required.");
         };
-        match ctx.workspace.list_skills(ctx.agent).await {
+        match ctx.workspace.skills().list(ctx.agent).await {
             Ok(listing) => match listing.get(name) {
                 Some(skill) => ToolResult::ok(skill.markdown.clone())
                     .with_meta("skill", skill.name.clone())

@@ -8,7 +8,7 @@
 //!   the host network back on with [`BubblewrapOptions::share_net`] (the
 //!   TUI should warn when it is on).
 //! * File operations do not go through `bwrap` at all: they run on the host
-//!   directory after [`hostdir::HostDir`] has checked that the path,
+//!   directory after [`HostDir`] has checked that the path,
 //!   resolved as the sandbox sees it, stays inside `/workspace` or `/tmp`.
 //! * A timeout kills the whole tree (the `bwrap` process group, every
 //!   descendant and every process carrying the exec's marker), and since
@@ -24,8 +24,6 @@
 //! `bwrap` exits without it, whatever it wrote on stderr is bwrap's own
 //! setup error, diagnosed by [`diagnose_setup_failure`].
 
-pub mod hostdir;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -38,10 +36,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use self::hostdir::HostDir;
 use super::child::{ChildStatus, exit_code_of, pump};
+use super::host::HostDir;
 use super::local::LocalProvisioner;
-use super::process_tree::{self, MARKER_VAR};
+use super::process_tree;
+use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
     FileStat, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
@@ -544,7 +543,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
-        let marker = process_tree::new_marker();
+        let marker = new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let started_at = Instant::now();
         let deadline = req.timeout.map(|t| started_at + t);
@@ -631,7 +630,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
-        let marker = process_tree::new_marker();
+        let marker = new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let deadline = Some(Instant::now() + SETUP_TIMEOUT);
         let (mut child, pid, stdout) = match self.start(cmd, Stdio::piped(), deadline, None).await?

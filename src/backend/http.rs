@@ -4,7 +4,7 @@
 //! applies timeouts, retries with back-off on 429 (honouring `Retry-After`)
 //! and, for idempotent calls, on 5xx and connection failures, and maps error
 //! answers onto [`BackendError`] with the service's own error code and
-//! message (see `../shared/specs/MINIMAL-SURFACE.md` for each service's error
+//! message (see `docs/MINIMAL-SURFACE.md` for each service's error
 //! body). Keys live only in header values marked sensitive and are never
 //! logged or shown by `Debug`.
 //!
@@ -21,6 +21,7 @@ use reqwest::{Client, RequestBuilder, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::secret::Secret;
 use super::{BackendError, BackendResult};
 
 /// Timeouts and retry limits of one service client.
@@ -207,11 +208,11 @@ impl ServiceClient {
     /// TLS stack cannot be set up.
     pub fn with_api_key(
         service: &'static str,
-        explicit: Option<&str>,
+        explicit: Option<&Secret>,
         key_var: &str,
         policy: HttpPolicy,
-        headers: impl FnOnce(&str) -> BackendResult<HeaderMap>,
-    ) -> BackendResult<(Self, String)> {
+        headers: impl FnOnce(&Secret) -> BackendResult<HeaderMap>,
+    ) -> BackendResult<(Self, Secret)> {
         let key = api_key(service, explicit, key_var)?;
         let client = ServiceClient::new(
             service,
@@ -696,12 +697,16 @@ pub fn snippet(s: &str) -> String {
 ///
 /// Errors: neither is set — [`BackendError::Remote`] with code
 /// `missing_api_key` naming both places.
-pub fn api_key(service: &'static str, explicit: Option<&str>, env: &str) -> BackendResult<String> {
-    if let Some(k) = explicit.filter(|k| !k.trim().is_empty()) {
-        return Ok(k.trim().to_string());
+pub fn api_key(
+    service: &'static str,
+    explicit: Option<&Secret>,
+    env: &str,
+) -> BackendResult<Secret> {
+    if let Some(k) = explicit.filter(|k| !k.is_blank()) {
+        return Ok(Secret::new(k.expose().trim()));
     }
     match std::env::var(env) {
-        Ok(k) if !k.trim().is_empty() => Ok(k.trim().to_string()),
+        Ok(k) if !k.trim().is_empty() => Ok(Secret::new(k.trim())),
         _ => Err(BackendError::Remote {
             service,
             status: None,
@@ -905,11 +910,14 @@ mod tests {
 
     #[test]
     fn api_key_prefers_explicit_then_env() {
+        let k = |s: &str| Secret::from(s);
         assert_eq!(
-            api_key("e2b", Some(" k "), "WSBENCH_TEST_NO_SUCH_VAR").unwrap(),
+            api_key("e2b", Some(&k(" k ")), "WSBENCH_TEST_NO_SUCH_VAR")
+                .unwrap()
+                .expose(),
             "k"
         );
-        let e = api_key("e2b", Some(""), "WSBENCH_TEST_NO_SUCH_VAR").unwrap_err();
+        let e = api_key("e2b", Some(&k("")), "WSBENCH_TEST_NO_SUCH_VAR").unwrap_err();
         assert!(e.to_string().contains("WSBENCH_TEST_NO_SUCH_VAR"), "{e}");
     }
 }

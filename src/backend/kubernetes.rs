@@ -44,6 +44,7 @@
 mod exec;
 mod files;
 pub mod names;
+mod tar;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -67,6 +68,7 @@ use tokio::io::AsyncRead;
 use tokio::sync::{Mutex, OnceCell, mpsc};
 
 use self::exec::ExecTarget;
+use super::shell::ops;
 use super::{
     BackendError, BackendKind, BackendNotice, BackendResult, ByteRange, Capabilities, ExecOutcome,
     ExecRequest, FileStat, NoticeLevel, NoticeSink, OutputSink, Process, ProvisionSpec,
@@ -618,7 +620,7 @@ impl KubernetesSandbox {
     /// Errors: `NotFound` for a missing directory, `Escapes` when `dir` is
     /// reached through a link out of `/workspace`, or the exec's error.
     pub async fn download_tar(&self, dir: &str, sink: mpsc::Sender<Bytes>) -> BackendResult<u64> {
-        files::download_tar(&self.target, &self.abs(dir), sink).await
+        tar::download_tar(&self.target, &self.abs(dir), sink).await
     }
 
     /// Unpacks a tar archive into directory `dir` of the Pod (created when
@@ -629,7 +631,7 @@ impl KubernetesSandbox {
     /// climbs with `..` or goes through a link the archive itself makes;
     /// the archive is refused by `tar`; or the exec's error.
     pub async fn upload_tar(&self, dir: &str, archive: Bytes) -> BackendResult<()> {
-        files::upload_tar(&self.target, &self.abs(dir), archive).await
+        tar::upload_tar(&self.target, &self.abs(dir), archive).await
     }
 
     fn abs(&self, path: &str) -> String {
@@ -669,11 +671,11 @@ impl Sandbox for KubernetesSandbox {
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        files::read(&self.target, &self.abs(path), range).await
+        ops::read(&self.target, &self.abs(path), range).await
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
-        files::write(&self.target, &self.abs(path), data).await
+        ops::write(&self.target, &self.abs(path), data).await
     }
 
     async fn write_stream(
@@ -687,31 +689,31 @@ impl Sandbox for KubernetesSandbox {
     async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
         // Two `head -c >>` execs could interleave; one at a time per sandbox.
         let _g = self.append_lock.lock().await;
-        files::append(&self.target, &self.abs(path), data).await
+        ops::append(&self.target, &self.abs(path), data).await
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
-        files::create_new(&self.target, &self.abs(path), data).await
+        ops::create_new(&self.target, &self.abs(path), data).await
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
-        files::list(&self.target, &self.abs(path)).await
+        ops::list(&self.target, &self.abs(path)).await
     }
 
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
-        files::stat(&self.target, &self.abs(path)).await
+        ops::stat(&self.target, &self.abs(path)).await
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
-        files::remove(&self.target, &self.abs(path), recursive).await
+        ops::remove(&self.target, &self.abs(path), recursive).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
-        files::rename(&self.target, &self.abs(from), &self.abs(to)).await
+        ops::rename(&self.target, &self.abs(from), &self.abs(to)).await
     }
 
     async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
-        files::mkdir(&self.target, &self.abs(path), parents).await
+        ops::mkdir(&self.target, &self.abs(path), parents).await
     }
 
     async fn watch(&self, _path: &str) -> BackendResult<Watch> {

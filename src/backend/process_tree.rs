@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// Name of the environment variable that marks a command's processes.
-pub const MARKER_VAR: &str = "WSBENCH_EXEC_ID";
+use crate::backend::shell::marker::MARKER_VAR;
 
 #[derive(Debug, Clone, Copy)]
 struct ProcStat {
@@ -127,9 +126,4 @@ pub fn kill_tree(root: i32, marker: &str, grace: Duration) {
         std::thread::sleep(Duration::from_millis(10));
     }
     tracing::warn!(root, "process tree still has members after 100 kill rounds");
-}
-
-/// A fresh marker value.
-pub fn new_marker() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
 }

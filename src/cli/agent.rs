@@ -295,7 +295,7 @@ async fn print_session_summary(
     outcomes: &[ReplyOutcome],
     json_out: bool,
 ) -> anyhow::Result<()> {
-    let detail = ws.session_detail(session).await?;
+    let detail = ws.sessions().detail(session).await?;
     if json_out {
         println!(
             "{}",
@@ -347,7 +347,7 @@ fn exit_code(outcomes: &[ReplyOutcome]) -> i32 {
 
 pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     if args.list || args.name.is_none() {
-        if ctx.global.json {
+        if ctx.json {
             let list: Vec<_> = script::DEMOS
                 .iter()
                 .filter_map(|(n, _)| Transcript::demo(n).ok())
@@ -374,7 +374,7 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
     let session = session_for(ctx, &format!("demo-{}", transcript.name));
     let setup = script::run_setup(&ws, &transcript).await?;
-    if !ctx.global.json {
+    if !ctx.json {
         println!(
             "demo {} in {} (session {session})",
             transcript.name,
@@ -402,7 +402,7 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
         handle.step_control().set_stepping(true);
         spawn_step_reader(handle.step_control().clone(), handle.stopper());
     }
-    let printer = spawn_printer(&handle, ctx.global.json);
+    let printer = spawn_printer(&handle, ctx.json);
     let ctrl_c = spawn_ctrl_c(handle.stopper());
     let outcomes = script::replay(&mut agent, &model, &transcript).await;
     drop(agent);
@@ -410,7 +410,7 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     ctrl_c.abort();
     let _ = printer.await;
     let outcomes = outcomes?;
-    print_session_summary(&ws, &session, &outcomes, ctx.global.json).await?;
+    print_session_summary(&ws, &session, &outcomes, ctx.json).await?;
     Ok(exit_code(&outcomes))
 }
 
@@ -452,7 +452,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     }
     let tools = Toolset::standard(&ws);
     let mut agent = Agent::open(ws.clone(), Arc::new(model), tools, config).await?;
-    if !ctx.global.json {
+    if !ctx.json {
         let resumed = agent.context().len();
         println!(
             "agent on {} ({}) in {} — session {session}{}",
@@ -471,7 +471,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
         handle.step_control().set_stepping(true);
         spawn_step_reader(handle.step_control().clone(), handle.stopper());
     }
-    let printer = spawn_printer(&handle, ctx.global.json);
+    let printer = spawn_printer(&handle, ctx.json);
     let ctrl_c = spawn_ctrl_c(handle.stopper());
     let outcome = agent.reply_text(&args.prompt).await;
     drop(agent);
@@ -480,7 +480,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     let _ = printer.await;
     let outcome = outcome?;
     let outcomes = vec![outcome];
-    print_session_summary(&ws, &session, &outcomes, ctx.global.json).await?;
+    print_session_summary(&ws, &session, &outcomes, ctx.json).await?;
     if let Some(e) = &outcomes[0].error {
         eprintln!("error: {e}");
     }

@@ -49,7 +49,7 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     let cancel = tokio_util::sync::CancellationToken::new();
     let interrupted = super::cancel_on_signals(cancel.clone());
     let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
-    let printer = (!ctx.global.json).then(|| {
+    let printer = (!ctx.json).then(|| {
         tokio::spawn(async move {
             while let Some(c) = rx.recv().await {
                 let _ = match c.stream {
@@ -83,7 +83,7 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         result.exit_code.unwrap_or(1)
     };
-    if ctx.global.json {
+    if ctx.json {
         output::json(&result)?;
     } else if result.timed_out {
         eprintln!(

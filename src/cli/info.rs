@@ -45,7 +45,7 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         "session": ctx.session(),
         "config": ctx.config,
     });
-    if ctx.global.json {
+    if ctx.json {
         output::json(&info)?;
         return Ok(0);
     }
@@ -104,9 +104,9 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
 /// What a bare `wsbench` prints until the TUI opens instead.
 pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
-    let sessions = ws.list_sessions().await?;
-    let skills = ws.list_skills(&ctx.global.agent).await?;
-    let mcp = ws.load_mcp_store().await?;
+    let sessions = ws.sessions().list().await?;
+    let skills = ws.skills().list(&ctx.global.agent).await?;
+    let mcp = ws.mcp().load_store().await?;
     let declarations: Vec<_> = mcp
         .pairs()
         .into_iter()
@@ -121,7 +121,7 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
         })
         .collect();
     let issues: Vec<String> = mcp.issues().iter().map(|i| i.to_string()).collect();
-    if ctx.global.json {
+    if ctx.json {
         output::json(&json!({
             "root": ws.layout().workdir(),
             "backend": ws.backend(),

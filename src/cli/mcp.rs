@@ -6,11 +6,11 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, output};
-use crate::engine::mcp::serve::WorkspaceServer;
 use crate::engine::mcp::{
     McpConfig, McpDecl, McpListing, McpState, McpStatus, McpToolCall, StrMap,
 };
 use crate::engine::message::{Block, DataBlock, DataSource};
+use crate::engine::serve::WorkspaceServer;
 
 /// MCP sub-commands (scoped to `--agent` and `--session`).
 #[derive(Debug, Subcommand)]
@@ -267,13 +267,13 @@ async fn run_on(
     session: &str,
     cmd: McpCmd,
 ) -> anyhow::Result<i32> {
-    let json_out = ctx.global.json;
+    let json_out = ctx.json;
     match cmd {
         McpCmd::List { no_connect } => {
             let listing = if no_connect {
-                ws.mcp_status(agent, session).await?
+                ws.mcp().status(agent, session).await?
             } else {
-                ws.list_mcps(agent, session).await?
+                ws.mcp().list(agent, session).await?
             };
             if json_out {
                 output::json(&listing)?;
@@ -283,7 +283,7 @@ async fn run_on(
         }
         McpCmd::Add(a) => {
             let decl = decl_of(&a)?;
-            let status = ws.add_mcp(decl, agent, session, !a.no_connect).await?;
+            let status = ws.mcp().add(decl, agent, session, !a.no_connect).await?;
             if json_out {
                 output::json(&status)?;
             } else {
@@ -291,7 +291,7 @@ async fn run_on(
             }
         }
         McpCmd::Remove { name } => {
-            let removed = ws.remove_mcp(&name, agent, session).await?;
+            let removed = ws.mcp().remove(&name, agent, session).await?;
             if json_out {
                 output::json(&json!({"removed": removed, "name": name}))?;
             } else if removed {
@@ -302,7 +302,7 @@ async fn run_on(
             return Ok(if removed { 0 } else { 1 });
         }
         McpCmd::Tools { name } => {
-            let tools = ws.mcp_server_tools(agent, session, &name).await?;
+            let tools = ws.mcp().server_tools(agent, session, &name).await?;
             if json_out {
                 output::json(&tools)?;
             } else {
@@ -326,7 +326,8 @@ async fn run_on(
                 "tool arguments must be a JSON object, got {value}"
             );
             let result = ws
-                .call_mcp_tool(McpToolCall {
+                .mcp()
+                .call_tool(McpToolCall {
                     agent: agent.to_string(),
                     session: session.to_string(),
                     server: Some(name),
@@ -343,7 +344,7 @@ async fn run_on(
             return Ok(if result.is_success() { 0 } else { 1 });
         }
         McpCmd::Restart { name } => {
-            let status = ws.restart_mcp(agent, session, &name).await?;
+            let status = ws.mcp().restart(agent, session, &name).await?;
             if json_out {
                 output::json(&status)?;
             } else {

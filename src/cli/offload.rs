@@ -30,12 +30,12 @@ pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
     match cmd {
         OffloadCmd::List => {
             if let Some(s) = ctx.global.session.as_deref()
-                && !ws.session_ids().await?.iter().any(|id| id == s)
+                && !ws.sessions().ids().await?.iter().any(|id| id == s)
             {
                 anyhow::bail!("no session `{s}` in {}", ws.layout().workdir());
             }
-            let items = ws.list_offloads(ctx.global.session.as_deref()).await?;
-            if ctx.global.json {
+            let items = ws.offload().list(ctx.global.session.as_deref()).await?;
+            if ctx.json {
                 output::json(&items)?;
             } else {
                 let rows: Vec<Vec<String>> = items
@@ -83,7 +83,7 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
     if name == names::CONTEXT_FILE || name.ends_with(".jsonl") && !in_data {
         let bytes = ws.sandbox().read(&path, None).await?;
         let ctx_read = parse_context(&bytes);
-        if ctx.global.json {
+        if ctx.json {
             output::json(
                 &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
             )?;
@@ -111,7 +111,7 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
     let is_text = sniffed.is_none() && !head.contains(&0) && !in_data;
     if is_text {
         let bytes = ws.sandbox().read(&path, None).await?;
-        if ctx.global.json {
+        if ctx.json {
             output::json(
                 &json!({"path": path, "bytes": stat.size, "text": String::from_utf8_lossy(&bytes)}),
             )?;
@@ -125,7 +125,7 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
     } else {
         let media = sniffed.unwrap_or("application/octet-stream");
         let dims = png_dimensions(&head);
-        if ctx.global.json {
+        if ctx.json {
             output::json(&json!({
                 "path": path, "bytes": stat.size, "media_type": media,
                 "width": dims.map(|d| d.0), "height": dims.map(|d| d.1),

@@ -24,8 +24,8 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
     match cmd {
         SessionsCmd::List => {
-            let list = ws.list_sessions().await?;
-            if ctx.global.json {
+            let list = ws.sessions().list().await?;
+            if ctx.json {
                 output::json(&list)?;
             } else if list.is_empty() {
                 println!("no sessions in {}", ws.layout().workdir());
@@ -59,14 +59,14 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
             return super::offload::show(ctx, &ws, &path).await;
         }
         SessionsCmd::Show { id, context: false } => {
-            let d = ws.session_detail(&id).await?;
+            let d = ws.sessions().detail(&id).await?;
             if d.summary.last_activity.is_none()
                 && d.journal.entries.is_empty()
                 && d.offloads.is_empty()
             {
                 anyhow::bail!("no session `{id}` in {}", ws.layout().workdir());
             }
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&d)?;
                 return Ok(0);
             }

@@ -37,8 +37,8 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
     let agent = ctx.global.agent.as_str();
     match cmd {
         SkillsCmd::List => {
-            let listing = ws.list_skills(agent).await?;
-            if ctx.global.json {
+            let listing = ws.skills().list(agent).await?;
+            if ctx.json {
                 output::json(&listing)?;
                 return Ok(0);
             }
@@ -66,8 +66,8 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             }
         }
         SkillsCmd::Show { name } => {
-            let skill = ws.skill(&name, agent).await?;
-            if ctx.global.json {
+            let skill = ws.skills().get(&name, agent).await?;
+            if ctx.json {
                 output::json(&skill)?;
             } else {
                 println!(
@@ -79,7 +79,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
         }
         SkillsCmd::Add { path } => {
             let installed = if path.is_dir() {
-                ws.add_skill(&path, agent).await?
+                ws.skills().add(&path, agent).await?
             } else {
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
                 let fmt = ArchiveFormat::from_file_name(name).ok_or_else(|| {
@@ -88,9 +88,11 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                         path.display()
                     )
                 })?;
-                ws.add_skill_archive_file(&path, fmt, agent, None).await?
+                ws.skills()
+                    .add_archive_file(&path, fmt, agent, None)
+                    .await?
             };
-            if ctx.global.json {
+            if ctx.json {
                 output::json(&installed)?;
             } else if installed.already_installed {
                 println!(
@@ -102,8 +104,8 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             }
         }
         SkillsCmd::Remove { name } => {
-            ws.remove_skill(&name, agent).await?;
-            if ctx.global.json {
+            ws.skills().remove(&name, agent).await?;
+            if ctx.json {
                 output::json(&json!({"removed": name}))?;
             } else {
                 println!("removed skill {name}");

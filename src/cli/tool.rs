@@ -20,7 +20,7 @@ pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
     let ws = ctx.open_workspace().await?;
     if args.name == "list" {
         let tools = ws.list_tools();
-        if ctx.global.json {
+        if ctx.json {
             output::json(&tools)?;
         } else {
             for t in tools {
@@ -55,7 +55,7 @@ pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
     if signal != 0 {
         return Ok(128 + signal);
     }
-    if ctx.global.json {
+    if ctx.json {
         output::json(&result)?;
     } else {
         let text = result.text();

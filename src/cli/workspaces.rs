@@ -132,7 +132,7 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
             f.profile, f.error
         );
     }
-    if ctx.global.json {
+    if ctx.json {
         let errors: Vec<_> = errors
             .iter()
             .map(|f| json!({"profile": f.profile, "backend": f.backend, "error": f.error}))
@@ -200,7 +200,7 @@ async fn describe(
     if let (Some(obj), Some(more)) = (v.as_object_mut(), extra.as_object()) {
         obj.extend(more.clone());
     }
-    if ctx.global.json {
+    if ctx.json {
         output::json(&v)?;
     } else {
         println!(
@@ -257,7 +257,7 @@ async fn close(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
     if !m.close(id).await? {
         bail!("no workspace `{id}` in profile `{}`", m.profile());
     }
-    if ctx.global.json {
+    if ctx.json {
         output::json(&json!({"id": id, "profile": m.profile(), "closed": true}))?;
     } else {
         println!("closed workspace {id}");
@@ -294,7 +294,7 @@ async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
         }
     }
     m.destroy(id).await?;
-    if ctx.global.json {
+    if ctx.json {
         output::json(&json!({"id": id, "profile": m.profile(), "destroyed": true}))?;
     } else {
         println!("destroyed workspace {id} ({})", info.backend_id);

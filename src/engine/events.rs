@@ -10,7 +10,8 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde::Serialize;
-use tokio::sync::broadcast;
+
+use super::bus::{self, Bus};
 
 use crate::backend::{ChangeKind, StreamKind};
 
@@ -207,8 +208,7 @@ fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Erro
 /// The bus. Cheap to clone; all clones publish to the same subscribers.
 #[derive(Debug, Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<Envelope>,
-    seq: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    bus: Bus<Envelope>,
 }
 
 impl Default for EventBus {
@@ -220,17 +220,14 @@ impl Default for EventBus {
 impl EventBus {
     /// A bus that keeps at most `capacity` events for a lagging subscriber.
     pub fn new(capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(capacity.max(1));
         EventBus {
-            tx,
-            seq: Default::default(),
+            bus: Bus::new(capacity),
         }
     }
 
     /// Publishes an event; never blocks, and is a no-op without subscribers.
     pub fn publish(&self, workspace: &str, event: Event) {
-        let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let _ = self.tx.send(Envelope {
+        self.bus.publish_with(|seq| Envelope {
             seq,
             at: SystemTime::now(),
             workspace: workspace.to_string(),
@@ -240,47 +237,16 @@ impl EventBus {
 
     /// A new subscriber that sees events published from now on.
     pub fn subscribe(&self) -> Subscriber {
-        Subscriber {
-            rx: self.tx.subscribe(),
-        }
+        self.bus.subscribe()
     }
 }
 
-/// What a subscriber receives.
-#[derive(Debug, Clone)]
-pub enum Received {
-    /// The next event (boxed: events are large, `Missed` is a number).
-    Event(Box<Envelope>),
-    /// The subscriber fell behind and this many events were dropped for it.
-    Missed(u64),
-}
+/// What a subscriber receives: [`Received::Event`] with the next event,
+/// or [`Received::Missed`] with how many were dropped for a lagging one.
+pub type Received = bus::Received<Envelope>;
 
-/// One subscription to a bus.
-#[derive(Debug)]
-pub struct Subscriber {
-    rx: broadcast::Receiver<Envelope>,
-}
-
-impl Subscriber {
-    /// Waits for the next event; `None` once every publisher is gone.
-    pub async fn recv(&mut self) -> Option<Received> {
-        match self.rx.recv().await {
-            Ok(e) => Some(Received::Event(Box::new(e))),
-            Err(broadcast::error::RecvError::Lagged(n)) => Some(Received::Missed(n)),
-            Err(broadcast::error::RecvError::Closed) => None,
-        }
-    }
-
-    /// Takes the next event if one is ready (for a render loop that drains
-    /// before drawing); `None` when nothing is pending or the bus closed.
-    pub fn try_recv(&mut self) -> Option<Received> {
-        match self.rx.try_recv() {
-            Ok(e) => Some(Received::Event(Box::new(e))),
-            Err(broadcast::error::TryRecvError::Lagged(n)) => Some(Received::Missed(n)),
-            Err(_) => None,
-        }
-    }
-}
+/// One subscription to an [`EventBus`] (`recv`, `try_recv`).
+pub type Subscriber = bus::Subscriber<Envelope>;
 
 #[cfg(test)]
 mod tests {

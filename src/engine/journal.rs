@@ -7,8 +7,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::tools::ToolState;
-use super::workspace::{Workspace, WsResult};
+use super::base::WorkspaceBase;
+use super::error::WsResult;
+use super::tools::{ToolResult, ToolState};
+
+/// Characters of an error's first line kept in [`JournalEntry::error`].
+const ERROR_CHARS: usize = 500;
 
 /// One tool call, as journalled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +65,57 @@ mod state_serde {
     }
 }
 
+/// Who made a call and with what, for [`JournalEntry::from_result`].
+#[derive(Debug, Clone, Default)]
+pub struct JournalCall {
+    /// Call id.
+    pub call_id: String,
+    /// Agent id (`""` for none).
+    pub agent: String,
+    /// Session id (names the journal file).
+    pub session: String,
+    /// Tool name as journalled (MCP tools qualified by server).
+    pub tool: String,
+    /// Arguments as given.
+    pub args: Value,
+}
+
 impl JournalEntry {
+    /// The journal line of one finished call: `started_at` is when it
+    /// began, `duration_ms` how long it ran. A failed call keeps the first
+    /// line of its text, at most 500 characters.
+    pub fn from_result(
+        call: JournalCall,
+        result: &ToolResult,
+        started_at: DateTime<Utc>,
+        duration_ms: u64,
+    ) -> Self {
+        JournalEntry {
+            started_at,
+            call_id: call.call_id,
+            agent: call.agent,
+            session: call.session,
+            tool: call.tool,
+            args: call.args,
+            state: result.state,
+            exit_code: result.exit_code,
+            timed_out: result.timed_out,
+            error: (result.state == ToolState::Error).then(|| {
+                result
+                    .text()
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(ERROR_CHARS)
+                    .collect()
+            }),
+            duration_ms,
+            output_bytes: result.output_bytes,
+            offload_path: result.offload_path.clone(),
+        }
+    }
+
     /// The command line of a Bash call, or a short summary of the args.
     pub fn summary(&self) -> String {
         if let Some(cmd) = self.args.get("command").and_then(Value::as_str) {
@@ -85,19 +139,31 @@ pub struct JournalRead {
     pub bad_lines: Vec<(usize, String)>,
 }
 
-impl Workspace {
+/// The journals of one workspace, reached through
+/// `Workspace::journal`.
+#[derive(Debug, Clone, Copy)]
+pub struct Journal<'a> {
+    base: &'a WorkspaceBase,
+}
+
+impl<'a> Journal<'a> {
+    /// The journals under `base`'s `sessions/`.
+    pub fn new(base: &'a WorkspaceBase) -> Self {
+        Journal { base }
+    }
+
     /// Appends one entry to its session's journal (in place, one write).
-    pub async fn append_journal(&self, entry: &JournalEntry) -> WsResult<()> {
-        let path = self.layout.journal_file(&entry.session)?;
+    pub async fn append(self, entry: &JournalEntry) -> WsResult<()> {
+        let path = self.base.layout().journal_file(&entry.session)?;
         let mut line = serde_json::to_vec(entry).expect("journal entry serialises");
         line.push(b'\n');
-        self.append_or_rewrite(&path, &line).await
+        self.base.append_or_rewrite(&path, &line).await
     }
 
     /// Reads a session's journal; a missing file is an empty journal.
-    pub async fn read_journal(&self, session: &str) -> WsResult<JournalRead> {
-        let path = self.layout.journal_file(session)?;
-        let bytes = match self.sandbox.read(&path, None).await {
+    pub async fn read(self, session: &str) -> WsResult<JournalRead> {
+        let path = self.base.layout().journal_file(session)?;
+        let bytes = match self.base.sandbox().read(&path, None).await {
             Ok(b) => b,
             Err(e) if e.is_not_found() => return Ok(JournalRead::default()),
             Err(e) => return Err(e.into()),
@@ -113,22 +179,5 @@ impl Workspace {
             }
         }
         Ok(out)
-    }
-
-    /// Appends in place where the backend can; otherwise read + atomic
-    /// rewrite under the workspace's lock (remote backends without append).
-    pub(crate) async fn append_or_rewrite(&self, path: &str, data: &[u8]) -> WsResult<()> {
-        if self.sandbox.capabilities().append {
-            return Ok(self.sandbox.append(path, data).await?);
-        }
-        static REWRITE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-        let _guard = REWRITE.lock().await;
-        let mut existing = match self.sandbox.read(path, None).await {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
-        existing.extend_from_slice(data);
-        Ok(self.sandbox.write(path, &existing).await?)
     }
 }

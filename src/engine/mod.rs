@@ -2,12 +2,16 @@
 //! skills, MCP declarations, offloading, the session journal and the typed
 //! event bus. Knows nothing of which backend it runs on, nor of any UI.
 
+pub mod base;
+pub mod bus;
+pub mod error;
 pub mod events;
 pub mod journal;
 pub mod layout;
 pub mod mcp;
 pub mod message;
 pub mod offload;
+pub mod serve;
 pub mod sessions;
 pub mod skills;
 pub mod tools;

@@ -13,10 +13,12 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncRead;
 
+use super::base::WorkspaceBase;
+use super::error::{WorkspaceError, WsResult};
 use super::events::{Event, OffloadKind};
 use super::layout::names;
 use super::message::{Block, DataBlock, DataSource, Msg, ToolOutput, ToolResultBlock};
-use super::workspace::{Workspace, WorkspaceError, WsResult};
+use super::tools::OffloadSink;
 
 /// Most `(n)` suffixes tried when claiming a tool-result file name.
 const MAX_NAME_CLAIMS: u32 = 10_000;
@@ -104,20 +106,40 @@ pub struct OffloadItem {
     pub modified: Option<f64>,
 }
 
-impl Workspace {
+/// The offloading of one workspace, reached through
+/// `Workspace::offload`: it owns the name-claim hints and a
+/// clone of the shared pieces.
+#[derive(Debug)]
+pub struct Offload {
+    base: WorkspaceBase,
+    /// Next `(n)` suffix to try per (session, result id): claims stay
+    /// race-free through exclusive creates, the hint only skips names
+    /// this process already took.
+    claim_hints: std::sync::Mutex<std::collections::HashMap<(String, String), u32>>,
+}
+
+impl Offload {
+    /// Offloading over `base`, with no names claimed yet.
+    pub fn new(base: WorkspaceBase) -> Self {
+        Offload {
+            base,
+            claim_hints: Default::default(),
+        }
+    }
+
     /// Stores a base64 data block in `data/<sha256(base64 text)><ext>`
     /// (written only if absent) and returns a copy whose source is the
     /// `workspace:///data/...` URL. Non-base64 blocks come back unchanged.
     ///
     /// Errors: invalid base64, backend failures.
-    pub async fn offload_data(&self, block: &DataBlock) -> WsResult<DataBlock> {
+    pub async fn data(&self, block: &DataBlock) -> WsResult<DataBlock> {
         let DataSource::Base64 { data, media_type } = &block.source else {
             return Ok(block.clone());
         };
         let digest = hex::encode(Sha256::digest(data.as_bytes()));
         let file = format!("{digest}{}", extension_for(media_type));
-        let path = format!("{}/{file}", self.layout.data_dir());
-        let exists = match self.sandbox.stat(&path).await {
+        let path = format!("{}/{file}", self.base.layout().data_dir());
+        let exists = match self.base.sandbox().stat(&path).await {
             Ok(_) => true,
             Err(e) if e.is_not_found() => false,
             Err(e) => return Err(e.into()),
@@ -128,8 +150,8 @@ impl Workspace {
                 .map_err(|e| {
                     WorkspaceError::Invalid(format!("data block {}: invalid base64: {e}", block.id))
                 })?;
-            self.sandbox.write(&path, &bytes).await?;
-            self.publish(Event::OffloadWritten {
+            self.base.sandbox().write(&path, &bytes).await?;
+            self.base.publish(Event::OffloadWritten {
                 session: String::new(),
                 kind: OffloadKind::Data,
                 path: path.clone(),
@@ -144,13 +166,13 @@ impl Workspace {
         Ok(out)
     }
 
-    async fn offload_blocks(&self, blocks: &mut [Block]) -> WsResult<()> {
+    async fn blocks(&self, blocks: &mut [Block]) -> WsResult<()> {
         for b in blocks.iter_mut() {
             match b {
-                Block::Data(d) => *d = self.offload_data(d).await?,
+                Block::Data(d) => *d = self.data(d).await?,
                 Block::ToolResult(tr) => {
                     if let ToolOutput::Blocks(inner) = &mut tr.output {
-                        Box::pin(self.offload_blocks(inner)).await?;
+                        Box::pin(self.blocks(inner)).await?;
                     }
                 }
                 Block::Hint(map) => {
@@ -161,7 +183,7 @@ impl Workspace {
                                     "hint block does not hold valid blocks: {e}"
                                 ))
                             })?;
-                        Box::pin(self.offload_blocks(&mut inner)).await?;
+                        Box::pin(self.blocks(&mut inner)).await?;
                         *list = serde_json::to_value(inner).expect("blocks serialise");
                     }
                 }
@@ -175,20 +197,20 @@ impl Workspace {
     /// JSON line each, after moving their base64 data blocks into `data/`.
     /// Returns the file's backend path. The append is in place and one
     /// call's lines land contiguously even with concurrent callers.
-    pub async fn offload_context(&self, session: &str, msgs: &[Msg]) -> WsResult<String> {
-        let path = self.layout.context_file(session)?;
+    pub async fn context(&self, session: &str, msgs: &[Msg]) -> WsResult<String> {
+        let path = self.base.layout().context_file(session)?;
         if msgs.is_empty() {
             return Ok(path);
         }
         let mut buf = Vec::new();
         for m in msgs {
             let mut m = m.clone();
-            self.offload_blocks(&mut m.content).await?;
+            self.blocks(&mut m.content).await?;
             serde_json::to_writer(&mut buf, &m).expect("message serialises");
             buf.push(b'\n');
         }
-        self.append_or_rewrite(&path, &buf).await?;
-        self.publish(Event::OffloadWritten {
+        self.base.append_or_rewrite(&path, &buf).await?;
+        self.base.publish(Event::OffloadWritten {
             session: session.to_string(),
             kind: OffloadKind::Context,
             path: path.clone(),
@@ -209,8 +231,8 @@ impl Workspace {
             .copied()
             .unwrap_or(0);
         for n in start..MAX_NAME_CLAIMS {
-            let path = self.layout.tool_result_file(session, result_id, n)?;
-            if self.sandbox.create_new(&path, b"").await? {
+            let path = self.base.layout().tool_result_file(session, result_id, n)?;
+            if self.base.sandbox().create_new(&path, b"").await? {
                 let mut hints = self.claim_hints.lock().expect("hints lock");
                 let next = hints.entry(key).or_insert(0);
                 *next = (*next).max(n + 1);
@@ -226,11 +248,7 @@ impl Workspace {
     /// returns its backend path. Text output is written as is; block lists
     /// are concatenated, data blocks (offloaded to `data/` first) becoming
     /// `<data url='...' name='...' media_type='...'/>`.
-    pub async fn offload_tool_result(
-        &self,
-        session: &str,
-        block: &ToolResultBlock,
-    ) -> WsResult<String> {
+    pub async fn tool_result(&self, session: &str, block: &ToolResultBlock) -> WsResult<String> {
         let text = match &block.output {
             ToolOutput::Text(t) => t.clone(),
             ToolOutput::Blocks(blocks) => {
@@ -239,7 +257,7 @@ impl Workspace {
                     match b {
                         Block::Text(t) => out.push_str(&t.text),
                         Block::Data(d) => {
-                            let d = self.offload_data(d).await?;
+                            let d = self.data(d).await?;
                             if let DataSource::Url { url, media_type } = &d.source {
                                 out.push_str(&format!(
                                     "<data url='{url}' name='{}' media_type='{media_type}'/>",
@@ -253,7 +271,7 @@ impl Workspace {
                 out
             }
         };
-        self.offload_tool_result_stream(
+        self.tool_result_stream(
             session,
             &block.id,
             Box::new(std::io::Cursor::new(text.into_bytes())),
@@ -263,15 +281,15 @@ impl Workspace {
 
     /// Streams a tool result's full text into a fresh tool-result file
     /// (used by Bash for outputs too large to hold in memory).
-    pub async fn offload_tool_result_stream(
+    pub async fn tool_result_stream(
         &self,
         session: &str,
         result_id: &str,
         reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> WsResult<String> {
         let path = self.claim_tool_result_path(session, result_id).await?;
-        let bytes = self.sandbox.write_stream(&path, reader).await?;
-        self.publish(Event::OffloadWritten {
+        let bytes = self.base.sandbox().write_stream(&path, reader).await?;
+        self.base.publish(Event::OffloadWritten {
             session: session.to_string(),
             kind: OffloadKind::ToolResult,
             path: path.clone(),
@@ -282,15 +300,15 @@ impl Workspace {
 
     /// Offloaded items: context files and tool results of `session` (all
     /// sessions when `None`), then data blobs; newest first.
-    pub async fn list_offloads(&self, session: Option<&str>) -> WsResult<Vec<OffloadItem>> {
+    pub async fn list(&self, session: Option<&str>) -> WsResult<Vec<OffloadItem>> {
         let sessions = match session {
             Some(s) => vec![s.to_string()],
-            None => self.session_ids().await?,
+            None => self.base.session_ids().await?,
         };
         let mut out = Vec::new();
         for s in sessions {
-            let dir = self.layout.session_dir(&s)?;
-            let entries = match self.sandbox.list(&dir).await {
+            let dir = self.base.layout().session_dir(&s)?;
+            let entries = match self.base.sandbox().list(&dir).await {
                 Ok(e) => e,
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => return Err(e.into()),
@@ -335,8 +353,8 @@ impl Workspace {
     }
 
     async fn list_data_blobs(&self) -> WsResult<Vec<OffloadItem>> {
-        let dir = self.layout.data_dir();
-        let entries = match self.sandbox.list(&dir).await {
+        let dir = self.base.layout().data_dir();
+        let entries = match self.base.sandbox().list(&dir).await {
             Ok(e) => e,
             Err(e) if e.is_not_found() => return Ok(Vec::new()),
             Err(e) => return Err(e.into()),
@@ -365,9 +383,9 @@ impl Workspace {
         &self,
         session: &str,
     ) -> WsResult<std::collections::HashSet<String>> {
-        let dir = self.layout.session_dir(session)?;
+        let dir = self.base.layout().session_dir(session)?;
         let mut refs = std::collections::HashSet::new();
-        let entries = match self.sandbox.list(&dir).await {
+        let entries = match self.base.sandbox().list(&dir).await {
             Ok(e) => e,
             Err(e) if e.is_not_found() => return Ok(refs),
             Err(e) => return Err(e.into()),
@@ -379,7 +397,7 @@ impl Workspace {
         {
             // Large files are scanned in ranges so memory stays bounded.
             let path = format!("{dir}/{}", e.name);
-            let text = self.read_text_prefix(&path, 64 * 1024 * 1024).await?;
+            let text = self.base.read_text_prefix(&path, 64 * 1024 * 1024).await?;
             let mut rest = text.as_str();
             while let Some(i) = rest.find(&needle) {
                 let tail = &rest[i..];
@@ -392,19 +410,17 @@ impl Workspace {
         }
         Ok(refs)
     }
+}
 
-    /// Up to `max` bytes of a file, decoded lossily.
-    pub(crate) async fn read_text_prefix(&self, path: &str, max: u64) -> WsResult<String> {
-        let range = self
-            .sandbox
-            .capabilities()
-            .read_range
-            .then_some(crate::backend::ByteRange {
-                offset: 0,
-                len: max,
-            });
-        let bytes = self.sandbox.read(path, range).await?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+#[async_trait::async_trait]
+impl OffloadSink for Offload {
+    async fn tool_result_stream(
+        &self,
+        session: &str,
+        result_id: &str,
+        reader: Box<dyn AsyncRead + Send + Unpin>,
+    ) -> WsResult<String> {
+        Offload::tool_result_stream(self, session, result_id, reader).await
     }
 }
 

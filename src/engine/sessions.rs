@@ -2,11 +2,12 @@
 
 use serde::Serialize;
 
-use super::journal::JournalRead;
+use super::base::WorkspaceBase;
+use super::error::WsResult;
+use super::journal::{Journal, JournalRead};
 use super::layout::names;
 use super::message::Msg;
-use super::offload::{OffloadItem, epoch_secs};
-use super::workspace::{Workspace, WsResult};
+use super::offload::{Offload, OffloadItem, epoch_secs};
 use crate::backend::FileKind;
 
 /// One session at a glance.
@@ -59,25 +60,29 @@ pub fn parse_context(bytes: &[u8]) -> ContextRead {
     out
 }
 
-impl Workspace {
+/// The sessions of one workspace, reached through
+/// `Workspace::sessions`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions<'a> {
+    base: &'a WorkspaceBase,
+    offload: &'a Offload,
+}
+
+impl<'a> Sessions<'a> {
+    /// The sessions under `base`'s `sessions/`; `offload` lists their files.
+    pub fn new(base: &'a WorkspaceBase, offload: &'a Offload) -> Self {
+        Sessions { base, offload }
+    }
+
     /// Ids of the session directories under `sessions/`, sorted.
-    pub async fn session_ids(&self) -> WsResult<Vec<String>> {
-        match self.sandbox.list(&self.layout.sessions_dir()).await {
-            Ok(entries) => Ok(entries
-                .into_iter()
-                .filter(|e| e.is_dir_like())
-                .map(|e| e.name)
-                .filter(|n| super::layout::check_session_id(n).is_ok())
-                .collect()),
-            Err(e) if e.is_not_found() => Ok(Vec::new()),
-            Err(e) => Err(e.into()),
-        }
+    pub async fn ids(self) -> WsResult<Vec<String>> {
+        self.base.session_ids().await
     }
 
     /// Summary of one session (a missing session gives an empty summary).
-    pub async fn session_summary(&self, id: &str) -> WsResult<SessionSummary> {
-        let dir = self.layout.session_dir(id)?;
-        let entries = match self.sandbox.list(&dir).await {
+    pub async fn summary(self, id: &str) -> WsResult<SessionSummary> {
+        let dir = self.base.layout().session_dir(id)?;
+        let entries = match self.base.sandbox().list(&dir).await {
             Ok(e) => e,
             Err(e) if e.is_not_found() => Vec::new(),
             Err(e) => return Err(e.into()),
@@ -102,16 +107,16 @@ impl Workspace {
             }
         }
         if entries.iter().any(|e| e.name == names::JOURNAL_FILE) {
-            s.tool_calls = self.read_journal(id).await?.entries.len();
+            s.tool_calls = Journal::new(self.base).read(id).await?.entries.len();
         }
         Ok(s)
     }
 
     /// Summaries of every session, most recently active first.
-    pub async fn list_sessions(&self) -> WsResult<Vec<SessionSummary>> {
+    pub async fn list(self) -> WsResult<Vec<SessionSummary>> {
         let mut out = Vec::new();
-        for id in self.session_ids().await? {
-            out.push(self.session_summary(&id).await?);
+        for id in self.ids().await? {
+            out.push(self.summary(&id).await?);
         }
         out.sort_by(|a, b| {
             b.last_activity
@@ -123,18 +128,18 @@ impl Workspace {
     }
 
     /// Journal and offloads of one session.
-    pub async fn session_detail(&self, id: &str) -> WsResult<SessionDetail> {
+    pub async fn detail(self, id: &str) -> WsResult<SessionDetail> {
         Ok(SessionDetail {
-            summary: self.session_summary(id).await?,
-            journal: self.read_journal(id).await?,
-            offloads: self.list_offloads(Some(id)).await?,
+            summary: self.summary(id).await?,
+            journal: Journal::new(self.base).read(id).await?,
+            offloads: self.offload.list(Some(id)).await?,
         })
     }
 
     /// Reads a session's `context.jsonl` back as messages.
-    pub async fn read_context(&self, session: &str) -> WsResult<ContextRead> {
-        let path = self.layout.context_file(session)?;
-        match self.sandbox.read(&path, None).await {
+    pub async fn read_context(self, session: &str) -> WsResult<ContextRead> {
+        let path = self.base.layout().context_file(session)?;
+        match self.base.sandbox().read(&path, None).await {
             Ok(b) => Ok(parse_context(&b)),
             Err(e) if e.is_not_found() => Ok(ContextRead::default()),
             Err(e) => Err(e.into()),

@@ -1,7 +1,6 @@
 //! The workspace: one backend sandbox plus the layout, tools, skills,
 //! offloading and journal on top of it (contract §1).
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,39 +10,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::base::WorkspaceBase;
 use super::events::{Event, EventBus, WorkspaceState};
-use super::journal::JournalEntry;
-use super::layout::{IdError, Layout};
-use super::tools::{Tool, ToolContext, ToolLimits, ToolResult, ToolSpec, ToolState, builtin_tools};
-use crate::backend::{BackendError, BackendKind, Sandbox};
+use super::journal::{Journal, JournalCall, JournalEntry};
+use super::layout::Layout;
+use super::mcp::{Mcp, McpDecl, McpRuntime};
+use super::offload::Offload;
+use super::sessions::Sessions;
+use super::skills::{SkillState, Skills};
+use super::tools::{
+    Tool, ToolContext, ToolEnv, ToolLimits, ToolResult, ToolSpec, ToolState, builtin_tools,
+};
+use crate::backend::{BackendKind, Sandbox};
 
-/// Errors of workspace operations (tools report theirs in a [`ToolResult`]).
-#[derive(Debug, thiserror::Error)]
-pub enum WorkspaceError {
-    /// The backend failed.
-    #[error(transparent)]
-    Backend(#[from] BackendError),
-    /// An id cannot be used in a path.
-    #[error(transparent)]
-    Id(#[from] IdError),
-    /// Bad input (a skill without SKILL.md, a bad archive, ...).
-    #[error("{0}")]
-    Invalid(String),
-    /// Something named does not exist.
-    #[error("{0}")]
-    NotFound(String),
-    /// A file's content could not be parsed.
-    #[error("{path}: {message}")]
-    Parse {
-        /// Backend path.
-        path: String,
-        /// What is wrong, with line and column where known.
-        message: String,
-    },
-}
-
-/// Result alias for workspace operations.
-pub type WsResult<T> = Result<T, WorkspaceError>;
+pub use super::error::{WorkspaceError, WsResult};
 
 /// How a workspace is set up.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -61,35 +41,30 @@ pub struct WorkspaceConfig {
     pub limits: ToolLimits,
     /// MCP servers of every (agent, session) that has not diverged
     /// (reference `default_mcps`, contract §5.2).
-    pub default_mcps: Vec<super::mcp::McpDecl>,
+    pub default_mcps: Vec<McpDecl>,
 }
 
-/// A workspace bound to a live sandbox.
+/// A workspace bound to a live sandbox. It owns the pieces; each
+/// subsystem is reached through a handle: [`Workspace::skills`],
+/// [`Workspace::mcp`], [`Workspace::offload`], [`Workspace::sessions`],
+/// [`Workspace::journal`].
 pub struct Workspace {
-    pub(crate) id: String,
-    pub(crate) sandbox: Arc<dyn Sandbox>,
-    pub(crate) layout: Layout,
-    pub(crate) bus: EventBus,
-    pub(crate) config: WorkspaceConfig,
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
-    #[allow(dead_code)] // taken by the skills module
-    pub(crate) skill_lock: tokio::sync::Mutex<()>,
-    pub(crate) equipped: std::sync::Mutex<HashSet<String>>,
-    pub(crate) alive: AtomicBool,
-    /// Next `(n)` suffix to try per (session, result id): claims stay
-    /// race-free through exclusive creates, the hint only skips names
-    /// this process already took.
-    pub(crate) claim_hints: std::sync::Mutex<std::collections::HashMap<(String, String), u32>>,
+    base: WorkspaceBase,
+    config: WorkspaceConfig,
+    tools: Vec<Arc<dyn Tool>>,
+    skills: SkillState,
+    alive: AtomicBool,
+    offload: Offload,
     /// Live MCP servers and the `.mcp` declarations.
-    pub(crate) mcp: super::mcp::McpRuntime,
+    mcp: McpRuntime,
 }
 
 impl std::fmt::Debug for Workspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workspace")
-            .field("id", &self.id)
-            .field("backend", &self.sandbox.kind())
-            .field("workdir", &self.layout.workdir())
+            .field("id", &self.base.id())
+            .field("backend", &self.base.sandbox().kind())
+            .field("workdir", &self.base.layout().workdir())
             .finish()
     }
 }
@@ -165,24 +140,20 @@ impl Workspace {
             .workspace_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-        let layout = Layout::new(sandbox.workdir());
-        let mcp = super::mcp::McpRuntime::new(
+        let mcp = McpRuntime::new(
             sandbox.clone(),
             bus.clone(),
             &id,
             config.default_mcps.clone(),
         );
+        let base = WorkspaceBase::new(id, sandbox, bus);
         let ws = Arc::new(Workspace {
-            id,
-            sandbox,
-            layout,
-            bus,
+            offload: Offload::new(base.clone()),
+            base,
             config,
             tools: builtin_tools(),
-            skill_lock: tokio::sync::Mutex::new(()),
-            equipped: Default::default(),
+            skills: SkillState::default(),
             alive: AtomicBool::new(false),
-            claim_hints: Default::default(),
             mcp,
         });
         if announce {
@@ -208,12 +179,13 @@ impl Workspace {
         if self.alive.load(Ordering::Acquire) {
             return Ok(());
         }
-        let sb = &self.sandbox;
-        sb.mkdir(self.layout.workdir(), true).await?;
-        sb.mkdir(&self.layout.skills_dir(), true).await?;
-        self.migrate_skills().await?;
-        sb.mkdir(&self.layout.seed_dir(), true).await?;
-        self.seed_skills().await?;
+        let sb = self.base.sandbox();
+        let layout = self.base.layout();
+        sb.mkdir(layout.workdir(), true).await?;
+        sb.mkdir(&layout.skills_dir(), true).await?;
+        self.skills().migrate().await?;
+        sb.mkdir(&layout.seed_dir(), true).await?;
+        self.skills().seed().await?;
         self.alive.store(true, Ordering::Release);
         self.publish(Event::Workspace {
             state: WorkspaceState::Ready,
@@ -224,7 +196,7 @@ impl Workspace {
     /// Marks the workspace closed. The sandbox stays usable (local
     /// semantics); the manager decides whether to suspend or destroy it.
     pub async fn close(&self) {
-        self.close_mcps().await;
+        self.mcp().close().await;
         if self.alive.swap(false, Ordering::AcqRel) {
             self.publish(Event::Workspace {
                 state: WorkspaceState::Closed,
@@ -235,20 +207,21 @@ impl Workspace {
     /// Deletes `sessions/`, `data/`, `skills/` and `.mcp`; the sandbox stays.
     /// Skills are not re-seeded until the next [`Workspace::initialize`].
     pub async fn reset(&self) -> WsResult<()> {
-        self.reset_mcps().await;
+        self.mcp().reset().await;
+        let layout = self.base.layout();
         for p in [
-            self.layout.sessions_dir(),
-            self.layout.data_dir(),
-            self.layout.skills_dir(),
-            self.layout.mcp_file(),
+            layout.sessions_dir(),
+            layout.data_dir(),
+            layout.skills_dir(),
+            layout.mcp_file(),
         ] {
-            match self.sandbox.remove(&p, true).await {
+            match self.base.sandbox().remove(&p, true).await {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        self.equipped.lock().expect("equipped lock").clear();
+        self.skills.forget_equipped();
         self.publish(Event::Workspace {
             state: WorkspaceState::Reset,
         });
@@ -257,7 +230,7 @@ impl Workspace {
 
     /// Workspace id.
     pub fn id(&self) -> &str {
-        &self.id
+        self.base.id()
     }
 
     /// True between initialise and close.
@@ -267,22 +240,64 @@ impl Workspace {
 
     /// The live sandbox.
     pub fn sandbox(&self) -> &Arc<dyn Sandbox> {
-        &self.sandbox
+        self.base.sandbox()
     }
 
     /// Backend kind.
     pub fn backend(&self) -> BackendKind {
-        self.sandbox.kind()
+        self.base.sandbox().kind()
     }
 
     /// The layout (backend paths).
     pub fn layout(&self) -> &Layout {
-        &self.layout
+        self.base.layout()
     }
 
     /// The event bus.
     pub fn events(&self) -> &EventBus {
-        &self.bus
+        self.base.bus()
+    }
+
+    /// The shared pieces (id, sandbox, layout, bus) the subsystems use.
+    pub fn base(&self) -> &WorkspaceBase {
+        &self.base
+    }
+
+    /// The skills (list, add, remove, seed).
+    pub fn skills(&self) -> Skills<'_> {
+        Skills::new(&self.base, &self.skills, &self.config.skill_paths)
+    }
+
+    /// The MCP servers (declarations, live instances, tool calls).
+    pub fn mcp(&self) -> Mcp<'_> {
+        Mcp::new(&self.mcp, &self.base, &self.offload)
+    }
+
+    /// Offloading of data blocks, messages and tool results.
+    pub fn offload(&self) -> &Offload {
+        &self.offload
+    }
+
+    /// The sessions under `sessions/` (summaries, details, contexts).
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions::new(&self.base, &self.offload)
+    }
+
+    /// The per-session tool-call journals.
+    pub fn journal(&self) -> Journal<'_> {
+        Journal::new(&self.base)
+    }
+
+    /// What a built-in tool call may touch, for running a tool directly.
+    pub fn tool_env(&self) -> ToolEnv<'_> {
+        ToolEnv {
+            workspace_id: self.base.id(),
+            sandbox: self.base.sandbox(),
+            layout: self.base.layout(),
+            limits: &self.config.limits,
+            bus: self.base.bus(),
+            offload: &self.offload,
+        }
     }
 
     /// The configuration.
@@ -297,7 +312,7 @@ impl Workspace {
 
     /// Publishes an event tagged with this workspace's id.
     pub fn publish(&self, event: Event) {
-        self.bus.publish(&self.id, event);
+        self.base.publish(event);
     }
 
     /// System-prompt fragment naming the backend and workdir. Pure.
@@ -309,7 +324,7 @@ impl Workspace {
             .unwrap_or(DEFAULT_INSTRUCTIONS);
         template
             .replace("{backend}", self.backend().instructions_label())
-            .replace("{workdir}", self.layout.workdir())
+            .replace("{workdir}", self.base.layout().workdir())
     }
 
     /// The built-in tools with their schemas.
@@ -352,7 +367,7 @@ impl Workspace {
             args: call.args.clone(),
         });
         let ctx = ToolContext {
-            workspace: self,
+            env: self.tool_env(),
             agent: &call.agent,
             session: &call.session,
             call_id: &call_id,
@@ -367,22 +382,22 @@ impl Workspace {
             state: result.state.as_str().to_string(),
             duration_ms,
         });
-        let entry = JournalEntry {
+        let mut entry = JournalEntry::from_result(
+            JournalCall {
+                call_id,
+                agent: call.agent,
+                session: call.session,
+                tool: call.tool,
+                args: call.args,
+            },
+            &result,
             started_at,
-            call_id,
-            agent: call.agent.clone(),
-            session: call.session.clone(),
-            tool: call.tool.clone(),
-            args: call.args,
-            state: result.state,
-            exit_code: result.exit_code,
-            timed_out: result.timed_out,
-            error: (result.state == ToolState::Error).then(|| first_line(&result.text(), 500)),
             duration_ms,
-            output_bytes: result.output_bytes,
-            offload_path: result.offload_path.clone(),
-        };
-        if let Err(e) = self.append_journal(&entry).await {
+        );
+        // Built-in tools have always journalled a byte-bounded first line
+        // with an ellipsis; kept so existing journals read the same.
+        entry.error = (result.state == ToolState::Error).then(|| first_line(&result.text(), 500));
+        if let Err(e) = self.journal().append(&entry).await {
             self.publish(Event::Log {
                 level: "warn".into(),
                 source: "journal".into(),

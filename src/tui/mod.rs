@@ -48,19 +48,15 @@ use self::app::{App, AppOptions, HostRequest};
 use self::config::TuiConfig;
 use self::theme::Theme;
 
-/// Options of a bare `wsbench` that only the TUI reads.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct TuiArgs {
-    /// Open the TUI without any destructive action (no commands, no
-    /// saving, deleting, renaming, uploading, adding or removing skills).
-    #[arg(long)]
+/// Options of a bare `wsbench` that only the TUI reads (the command
+/// line's `--read-only`, `--theme` and `--no-mouse`).
+#[derive(Debug, Clone, Default)]
+pub struct TuiOptions {
+    /// Open the TUI without any destructive action.
     pub read_only: bool,
-    /// Theme: dark, light, high-contrast, or a user theme in
-    /// `$XDG_CONFIG_HOME/wsbench/themes/<name>.toml`.
-    #[arg(long, value_name = "NAME")]
+    /// Theme name; wins over `[tui] theme`.
     pub theme: Option<String>,
-    /// Do not capture the mouse (the terminal keeps text selection).
-    #[arg(long)]
+    /// Do not capture the mouse.
     pub no_mouse: bool,
 }
 
@@ -346,11 +342,11 @@ fn run_shell(dir: &std::path::Path) -> String {
     )
 }
 
-/// Opens the TUI on the workspace of `ctx`. Returns the exit code.
+/// Opens the TUI on the workspace `ctx` selects. Returns the exit code.
 ///
 /// Errors: the workspace cannot be opened; the terminal cannot be set up;
 /// drawing fails. The terminal is restored before any error returns.
-pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
+pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     let mut cfg = ctx.config.tui.clone();
     if args.no_mouse {
@@ -390,17 +386,7 @@ pub async fn run(ctx: &crate::cli::Ctx, args: TuiArgs) -> anyhow::Result<i32> {
             .config_problems
             .push(format!("workspace manager unavailable: {e:#}")),
     }
-    let (config, paths) = (ctx.config.clone(), ctx.paths.clone());
-    opts.manager_factory = Some(Arc::new(move |name: &str| {
-        let (provisioner, mut mopts) = crate::manager::profile_options(&config, name, &paths)?;
-        mopts.prewarm.size = 0;
-        Ok(crate::manager::WorkspaceManager::new(
-            name,
-            provisioner,
-            mopts,
-            crate::engine::EventBus::default(),
-        ))
-    }));
+    opts.manager_factory = Some(ctx.manager_factory());
 
     install_panic_hook();
     let (tx, rx) = mpsc::channel(app::CHANNEL_CAPACITY);

@@ -30,9 +30,9 @@ use crate::tui::widgets::filter::Filter;
 use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::text;
 
-/// Builds the manager of a profile by name (`:profile <name>`); the CLI
-/// passes [`crate::cli::Ctx::manager_for`]. Errors are shown as they are.
-pub type ManagerFactory = Arc<dyn Fn(&str) -> anyhow::Result<WorkspaceManager> + Send + Sync>;
+/// Builds the manager of a profile by name (`:profile <name>`): the
+/// composition root's factory ([`crate::root::Context::manager_factory`]).
+pub type ManagerFactory = crate::root::ManagerFactory;
 
 /// A clock the panes read "now" from (fixed in snapshot tests).
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;

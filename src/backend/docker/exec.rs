@@ -30,7 +30,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
 use super::{DockerEvent, EventSink, api_error, emit};
-use crate::backend::process_tree::{MARKER_VAR, new_marker};
+use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
     ProcessControl, SpawnRequest, StreamKind,
@@ -50,43 +50,6 @@ const EXIT_CODE_WAIT: Duration = Duration::from_secs(5);
 /// Bytes buffered per pipe of a long-lived process before Docker's stream
 /// is back-pressured.
 const PIPE_BUFFER: usize = 1 << 20;
-
-/// Kills every live process of the container whose environment holds
-/// `WSBENCH_EXEC_ID=$1`: SIGTERM, a short grace, then SIGKILL until none is
-/// left. Needs only `sh`, `tr`, `grep` and `/proc` (Debian and BusyBox
-/// images alike); runs as the exec's user, who may read its own
-/// processes' environment without extra capabilities.
-const KILL_SCRIPT: &str = r#"m="WSBENCH_EXEC_ID=$1"
-sweep() {
-  f=
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    [ "$p" = "$$" ] && continue
-    read -r st 2>/dev/null < "$d/stat" || continue
-    case "$st" in *") Z "*|*") X "*) continue ;; esac
-    if tr '\0' '\n' 2>/dev/null < "$d/environ" | grep -qxF "$m"; then
-      kill -"$1" "$p" 2>/dev/null && f=1
-    fi
-  done
-}
-sweep TERM
-[ -z "$f" ] && exit 0
-i=0
-while [ $i -lt 10 ]; do
-  sleep 0.05 2>/dev/null || sleep 1
-  sweep 0
-  [ -z "$f" ] && exit 0
-  i=$((i + 1))
-done
-i=0
-while [ $i -lt 50 ]; do
-  sweep KILL
-  [ -z "$f" ] && exit 0
-  sleep 0.02 2>/dev/null || sleep 1
-  i=$((i + 1))
-done
-exit 1
-"#;
 
 /// Where and as whom execs run.
 #[derive(Clone)]
@@ -218,15 +181,10 @@ impl ExecTarget {
         }
     }
 
-    /// Kills every process carrying `marker`, from inside the container.
+    /// Kills every process carrying `marker`, from inside the container
+    /// (SIGTERM, a grace, SIGKILL: [`kill_argv`]).
     pub(crate) async fn kill_marked(&self, marker: &str) -> BackendResult<()> {
-        let argv = vec![
-            "/bin/sh".to_string(),
-            "-c".into(),
-            KILL_SCRIPT.into(),
-            "wsbench-kill".into(),
-            marker.to_string(),
-        ];
+        let argv = kill_argv(marker);
         // A fresh marker of its own: the killer must not match itself.
         let own = new_marker();
         let id = self

@@ -4,9 +4,8 @@
 //! reaches a real shell unchanged); the file operations that are done with
 //! small shell scripts run through [`Sandbox::exec`] (remove, rename,
 //! mkdir, exclusive create), so each service needs only exec + read +
-//! write + list + stat natively (`MINIMAL-SURFACE.md`, introduction); and
-//! the provisioner glue every service needs the same way (which sandbox
-//! holds which workspace, picking the newest, listing, deleting).
+//! write + list + stat natively (`MINIMAL-SURFACE.md`, introduction). The
+//! provisioning flow the services share is `backend::cloud`.
 //!
 //! **Links out of the workspace are refused** ([`BackendError::Escapes`])
 //! by every file operation, as bubblewrap, Docker and Kubernetes refuse
@@ -24,22 +23,17 @@
 //! that swaps a directory for a link in between could redirect one
 //! operation.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::io::AsyncRead;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::ServiceClient;
-use crate::backend::confine::{ESCAPES, Follow, LOOP, op_script};
+use crate::backend::shell::{Follow, marker, ops, runner, scripts};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, OutputSink, Process, ProvisionSpec, Sandbox, SandboxInfo, SpawnRequest,
-    StreamKind, Watch, labels, path as bpath,
+    FileKind, FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch, path as bpath,
 };
 
 /// Limit for one upload, whatever the unary request limit is.
@@ -142,12 +136,12 @@ impl<T: RemoteSandbox> Sandbox for T {
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
-        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE).await?;
+        let p = ops::resolve(self, &resolve(self, path), Follow::Yes, scripts::RESOLVE).await?;
         self.download(&p.path, range).await
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
-        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE).await?;
+        let p = ops::resolve(self, &resolve(self, path), Follow::Yes, scripts::RESOLVE).await?;
         self.upload(&p.path, Bytes::copy_from_slice(data)).await
     }
 
@@ -156,7 +150,7 @@ impl<T: RemoteSandbox> Sandbox for T {
         path: &str,
         reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> BackendResult<u64> {
-        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE).await?;
+        let p = ops::resolve(self, &resolve(self, path), Follow::Yes, scripts::RESOLVE).await?;
         self.upload_stream(&p.path, reader).await
     }
 
@@ -168,11 +162,17 @@ impl<T: RemoteSandbox> Sandbox for T {
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
-        shell_create_new(self, &resolve(self, path), data).await
+        ops::create_new_uploaded(self, &resolve(self, path), data).await
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
-        let p = confine(self, &resolve(self, path), Follow::Yes, RESOLVE_LIST).await?;
+        let p = ops::resolve(
+            self,
+            &resolve(self, path),
+            Follow::Yes,
+            scripts::RESOLVE_LIST,
+        )
+        .await?;
         let mut out = self.list_dir(&p.path).await?;
         for st in &mut out {
             if st.kind == FileKind::Symlink && p.links_out.contains(&st.name) {
@@ -185,7 +185,7 @@ impl<T: RemoteSandbox> Sandbox for T {
 
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
         let abs = resolve(self, path);
-        let p = confine(self, &abs, Follow::No, RESOLVE_STAT).await?;
+        let p = ops::resolve(self, &abs, Follow::No, scripts::RESOLVE_STAT).await?;
         let mut st = self.stat_path(&p.path).await?;
         if st.kind == FileKind::Symlink && !p.links_out.is_empty() {
             hide_target(&mut st);
@@ -197,15 +197,15 @@ impl<T: RemoteSandbox> Sandbox for T {
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
-        shell_remove(self, &resolve(self, path), recursive).await
+        ops::remove(self, &resolve(self, path), recursive).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
-        shell_rename(self, &resolve(self, from), &resolve(self, to)).await
+        ops::rename(self, &resolve(self, from), &resolve(self, to)).await
     }
 
     async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
-        shell_mkdir(self, &resolve(self, path), parents).await
+        ops::mkdir(self, &resolve(self, path), parents).await
     }
 
     async fn watch(&self, _path: &str) -> BackendResult<Watch> {
@@ -219,87 +219,6 @@ impl<T: RemoteSandbox> Sandbox for T {
 /// `path` against the sandbox's workdir.
 fn resolve<T: RemoteSandbox>(sb: &T, path: &str) -> String {
     bpath::join(RemoteSandbox::workdir(sb), path)
-}
-
-/// A path [`confine`] checked: where the service's file API must go (links
-/// resolved inside the sandbox), and the links whose targets lie outside
-/// the workspace (see [`RESOLVE_LIST`], [`RESOLVE_STAT`]).
-struct Confined {
-    path: String,
-    links_out: Vec<String>,
-}
-
-// Check bodies for `confine` (after `CONFINE` has resolved and checked the
-// path into `$P1`): each prints `$P1`, NUL-terminated, then the names of
-// links it reports, each NUL-terminated. Nothing goes to stderr, which
-// Daytona's execute mode merges into stdout.
-
-/// The path alone (read, write).
-const RESOLVE: &str = r#"printf '%s\0' "$P1""#;
-
-/// A directory (followed), then the names of its entries that are links
-/// leading out of the workspace: the service would describe their
-/// targets.
-const RESOLVE_LIST: &str = r#"exec 2>/dev/null
-printf '%s\0' "$P1"
-for l in "$P1"/* "$P1"/.*; do
-  [ -L "$l" ] || continue
-  confined "$l" f || printf '%s\0' "${l##*/}"
-done
-exit 0"#;
-
-/// An entry (not followed), then `out` when it is a link leading out of
-/// the workspace.
-const RESOLVE_STAT: &str = r#"exec 2>/dev/null
-printf '%s\0' "$P1"
-if [ -L "$P1" ] && ! confined "$P1" f; then printf 'out\0'; fi
-exit 0"#;
-
-/// Checks `abs` in the sandbox with the shared link check (module
-/// `confine`), in one exec, and returns it resolved for the service's file
-/// API, which follows links anywhere in the sandbox. Paths outside the
-/// workspace (lexically) come back as they are, without an exec: they are
-/// not the workspace's business.
-///
-/// Errors: [`BackendError::Escapes`] when a link leads `abs` out of the
-/// workspace; an `Io` error (`ELOOP`) for a link loop; those of the exec.
-async fn confine<T: RemoteSandbox>(
-    sb: &T,
-    abs: &str,
-    follow: Follow,
-    body: &str,
-) -> BackendResult<Confined> {
-    if !in_workspace(RemoteSandbox::workdir(sb), abs) {
-        return Ok(Confined {
-            path: abs.to_string(),
-            links_out: Vec::new(),
-        });
-    }
-    let (code, out, err) = run_op(sb, &[(abs, follow)], body, &[]).await?;
-    if code != 0 {
-        return Err(script_error(code, abs, err, "checking"));
-    }
-    let mut fields = out
-        .split(|b| *b == 0)
-        .map(|f| String::from_utf8_lossy(f).into_owned());
-    let path = fields.next().filter(|p| p.starts_with('/'));
-    let Some(path) = path else {
-        return Err(BackendError::Io {
-            context: format!("checking {abs}"),
-            source: std::io::Error::other("the link check printed no path"),
-        });
-    };
-    Ok(Confined {
-        path,
-        links_out: fields.filter(|f| !f.is_empty()).collect(),
-    })
-}
-
-/// Whether `abs` is the workdir or under it, as `CONFINE` judges it.
-fn in_workspace(workdir: &str, abs: &str) -> bool {
-    let w = bpath::normalize(workdir);
-    let w = w.trim_end_matches('/');
-    abs == w || w.is_empty() || abs.starts_with(&format!("{w}/"))
 }
 
 /// Forgets what a link's stat says of its target (size, directory or
@@ -336,208 +255,6 @@ pub async fn cancelled(token: Option<&CancellationToken>) {
     match token {
         Some(c) => c.cancelled().await,
         None => std::future::pending().await,
-    }
-}
-
-/// Which sandbox holds which workspace, as far as this process has seen:
-/// spares a listing for the calls that need only the sandbox id.
-#[derive(Debug, Default)]
-pub struct Known(Mutex<HashMap<String, String>>);
-
-impl Known {
-    /// The sandbox id remembered for `workspace_id`.
-    pub fn get(&self, workspace_id: &str) -> Option<String> {
-        self.lock().get(workspace_id).cloned()
-    }
-
-    /// Remembers `sandbox_id` for `workspace_id` (an empty workspace id,
-    /// a sandbox of no workspace, is not remembered).
-    pub fn remember(&self, workspace_id: &str, sandbox_id: &str) {
-        if !workspace_id.is_empty() {
-            self.lock()
-                .insert(workspace_id.to_string(), sandbox_id.to_string());
-        }
-    }
-
-    /// Forgets `workspace_id`; returns the sandbox id it had.
-    pub fn forget(&self, workspace_id: &str) -> Option<String> {
-        self.lock().remove(workspace_id)
-    }
-
-    /// Passes `r` through, forgetting `workspace_id` when it says the
-    /// sandbox is gone ([`BackendError::Unavailable`]).
-    pub fn forget_on_gone<T>(&self, workspace_id: &str, r: BackendResult<T>) -> BackendResult<T> {
-        if matches!(r, Err(BackendError::Unavailable(_))) {
-            self.forget(workspace_id);
-        }
-        r
-    }
-
-    /// The sandbox id of `workspace_id`: the remembered one, else the one
-    /// `find` reports (awaited only then).
-    ///
-    /// Errors: those of `find`; [`BackendError::Unavailable`] ("no
-    /// `<service>` sandbox for workspace ...") when there is none.
-    pub async fn sandbox_id(
-        &self,
-        service: &str,
-        workspace_id: &str,
-        find: impl Future<Output = BackendResult<Option<SandboxInfo>>>,
-    ) -> BackendResult<String> {
-        if let Some(id) = self.get(workspace_id) {
-            return Ok(id);
-        }
-        match find.await? {
-            Some(i) => Ok(i.backend_id),
-            None => Err(BackendError::Unavailable(format!(
-                "no {service} sandbox for workspace {workspace_id}"
-            ))),
-        }
-    }
-
-    /// The ids of every sandbox of `workspace_id`: those in `listed` that
-    /// carry its id, and the one remembered for it (forgotten now), each
-    /// once.
-    pub fn all_ids(
-        &self,
-        workspace_id: &str,
-        listed: impl IntoIterator<Item = SandboxInfo>,
-    ) -> Vec<String> {
-        let mut ids: Vec<String> = listed
-            .into_iter()
-            .filter(|i| i.workspace_id == workspace_id)
-            .map(|i| i.backend_id)
-            .collect();
-        if let Some(id) = self.forget(workspace_id)
-            && !ids.contains(&id)
-        {
-            ids.push(id);
-        }
-        ids
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.0.lock().expect("known sandboxes lock")
-    }
-}
-
-/// The labels (metadata) of a new sandbox: the profile's `extra`, then
-/// the spec's, then the workspace id, last, so nothing a user passes can
-/// retarget the reattach key (contract §11 point 27).
-pub fn labels_for(
-    extra: &BTreeMap<String, String>,
-    spec: &ProvisionSpec,
-) -> BTreeMap<String, String> {
-    let mut out = extra.clone();
-    out.extend(spec.labels.clone());
-    out.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
-    out
-}
-
-/// The sandboxes in `listed` that belong to a workspace (those without
-/// the workspace-id label are someone else's), sorted by workspace id.
-pub fn workspaces(listed: impl IntoIterator<Item = SandboxInfo>) -> Vec<SandboxInfo> {
-    let mut out: Vec<SandboxInfo> = listed
-        .into_iter()
-        .filter(|i| i.labels.contains_key(labels::WORKSPACE_ID))
-        .collect();
-    out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
-    out
-}
-
-/// The sandbox of `workspace_id` with the greatest `key` among `found`
-/// (the service filtered by label already; checked again, in case a
-/// server ignores the filter). Several are a leftover of a crash between
-/// create and record: logged, and the newest wins.
-pub fn newest<K: Ord>(
-    service: &str,
-    workspace_id: &str,
-    found: impl IntoIterator<Item = (K, SandboxInfo)>,
-) -> Option<SandboxInfo> {
-    let mut found: Vec<(K, SandboxInfo)> = found
-        .into_iter()
-        .filter(|(_, i)| i.workspace_id == workspace_id)
-        .collect();
-    if found.len() > 1 {
-        tracing::warn!(
-            workspace_id,
-            count = found.len(),
-            "several {service} sandboxes carry this workspace id; using the newest"
-        );
-    }
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    found.pop().map(|(_, i)| i)
-}
-
-/// Deletes each sandbox `url(id)` names; one already gone counts as
-/// deleted.
-///
-/// Errors: the first deletion the service refuses.
-pub async fn delete_each(
-    api: &ServiceClient,
-    ids: Vec<String>,
-    url: impl Fn(&str) -> String,
-) -> BackendResult<()> {
-    for id in ids {
-        api.delete(&url(&id)).await?;
-    }
-    Ok(())
-}
-
-/// Where a sandbox stands while [`wait_for_state`] polls it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateCheck {
-    /// The wanted state.
-    Reached,
-    /// A state it cannot leave for the wanted one; the text names it (and
-    /// the service's reason).
-    Failed(String),
-    /// Still on the way; the text names the state.
-    Waiting(String),
-}
-
-/// Polls `get` (back-off from 100 ms to 2 s) until `check` says the
-/// sandbox reached `want`; returns the last answer.
-///
-/// Errors: those of `get`; [`BackendError::Unavailable`] on a failed
-/// state; [`BackendError::Remote`] `state_timeout` after `limit`.
-pub async fn wait_for_state<T, F>(
-    service: &'static str,
-    id: &str,
-    want: &str,
-    limit: Duration,
-    get: impl Fn() -> F,
-    check: impl Fn(&T) -> StateCheck,
-) -> BackendResult<T>
-where
-    F: Future<Output = BackendResult<T>>,
-{
-    let deadline = Instant::now() + limit;
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let dto = get().await?;
-        let state = match check(&dto) {
-            StateCheck::Reached => return Ok(dto),
-            StateCheck::Failed(s) => {
-                return Err(BackendError::Unavailable(format!(
-                    "{service} sandbox {id} is {s} while waiting for {want}"
-                )));
-            }
-            StateCheck::Waiting(s) => s,
-        };
-        if Instant::now() >= deadline {
-            return Err(BackendError::Remote {
-                service,
-                status: None,
-                code: Some("state_timeout".into()),
-                message: format!(
-                    "sandbox {id} still {state} after {}s (waiting for {want})",
-                    limit.as_secs()
-                ),
-            });
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
     }
 }
 
@@ -628,44 +345,17 @@ pub async fn exec_request_capture(
     sb: &dyn Sandbox,
     req: ExecRequest,
 ) -> BackendResult<(ExecOutcome, Vec<u8>, Vec<u8>)> {
-    let (tx, mut rx) = mpsc::channel(64);
-    let run = sb.exec(req, Some(tx));
-    let collect = async {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        while let Some(c) = rx.recv().await {
-            match c.stream {
-                StreamKind::Stdout => out.extend_from_slice(&c.data),
-                StreamKind::Stderr => err.extend_from_slice(&c.data),
-            }
-        }
-        (out, err)
-    };
-    let (res, (out, err)) = tokio::join!(run, collect);
-    Ok((res?, out, err))
+    runner::capture(sb, req).await
 }
 
-pub use crate::backend::process_tree::MARKER_VAR;
+pub use crate::backend::shell::marker::{MARKER_VAR, kill_line as kill_marked_line, new_marker};
 
-/// A fresh marker value for [`MARKER_VAR`] (hex, safe in a shell word).
-pub fn new_marker() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// A shell line that SIGKILLs every process whose environment holds
-/// `MARKER_VAR=<marker>`: the whole tree of a command, including children
-/// that left its process group, which a service's own kill (one pid, one
-/// session) may miss. Portable to busybox (`tr`, `grep -x`).
-pub fn kill_marked_line(marker: &str) -> String {
-    format!(
-        "for p in /proc/[0-9]*; do if tr '\\000' '\\n' < \"$p/environ\" 2>/dev/null | grep -qx '{MARKER_VAR}={marker}'; then kill -9 \"${{p#/proc/}}\" 2>/dev/null; fi; done; true"
-    )
-}
-
-/// Runs [`kill_marked_line`] in the sandbox; failures are only logged (the
-/// service's own kill has already been sent).
+/// Runs [`kill_line`](crate::backend::shell::marker::kill_line) in the
+/// sandbox; failures are only logged (the service's own kill has already
+/// been sent).
 pub async fn kill_marked(sb: &dyn Sandbox, marker: &str) {
     let req = ExecRequest {
-        argv: vec!["/bin/sh".into(), "-c".into(), kill_marked_line(marker)],
+        argv: marker::kill_argv(marker),
         cwd: Some("/".into()),
         timeout: Some(Duration::from_secs(30)),
         ..Default::default()
@@ -675,200 +365,12 @@ pub async fn kill_marked(sb: &dyn Sandbox, marker: &str) {
     }
 }
 
-/// Limit for one helper script (they touch a single path).
-const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Exit codes the helper scripts use to say what went wrong (besides
-/// [`ESCAPES`] and [`LOOP`] from the link check).
-mod code {
-    pub const NOT_FOUND: i32 = 10;
-    pub const IS_DIR: i32 = 11;
-    pub const NOT_DIR: i32 = 12;
-    pub const EXISTS: i32 = 13;
-    pub const NOT_EMPTY: i32 = 14;
-}
-
-/// Runs [`op_script`]`(follows, body)` with the paths, then `args`, from
-/// `/` (the workdir itself may not exist yet: creating it is one of these
-/// scripts' jobs), the workdir in `WSBENCH_WORKDIR`; returns the exit code,
-/// stdout and stderr.
-async fn run_op(
-    sb: &dyn Sandbox,
-    paths: &[(&str, Follow)],
-    body: &str,
-    args: &[&str],
-) -> BackendResult<(i32, Vec<u8>, String)> {
-    let follows: Vec<Follow> = paths.iter().map(|(_, f)| *f).collect();
-    let mut argv = vec![
-        "/bin/sh".to_string(),
-        "-c".into(),
-        op_script(&follows, body),
-        "wsbench".into(),
-    ];
-    argv.extend(paths.iter().map(|(p, _)| p.to_string()));
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let mut req = ExecRequest {
-        argv,
-        cwd: Some("/".into()),
-        timeout: Some(SCRIPT_TIMEOUT),
-        ..Default::default()
-    };
-    req.env
-        .insert("WSBENCH_WORKDIR".into(), bpath::normalize(sb.workdir()));
-    let (outcome, out, err) = exec_request_capture(sb, req).await?;
-    if outcome.timed_out {
-        return Err(BackendError::Io {
-            context: format!("file operation on {}", paths.first().map_or("", |p| p.0)),
-            source: std::io::Error::new(std::io::ErrorKind::TimedOut, "helper script timed out"),
-        });
-    }
-    Ok((
-        outcome.exit_code.unwrap_or(-1),
-        out,
-        String::from_utf8_lossy(&err).trim().to_string(),
-    ))
-}
-
-fn script_error(code: i32, path: &str, stderr: String, what: &str) -> BackendError {
-    match code {
-        code::NOT_FOUND => BackendError::NotFound(path.to_string()),
-        code::IS_DIR => BackendError::IsADirectory(path.to_string()),
-        code::NOT_DIR => BackendError::NotADirectory(path.to_string()),
-        code::EXISTS => BackendError::AlreadyExists(path.to_string()),
-        code::NOT_EMPTY => BackendError::Io {
-            context: path.to_string(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::DirectoryNotEmpty,
-                "directory not empty",
-            ),
-        },
-        ESCAPES => BackendError::Escapes(path.to_string()),
-        LOOP => BackendError::Io {
-            context: format!("{what} {path}"),
-            source: std::io::Error::from_raw_os_error(libc::ELOOP),
-        },
-        _ if stderr.contains("ermission denied") => BackendError::PermissionDenied(path.into()),
-        _ => BackendError::Io {
-            context: format!("{what} {path}"),
-            source: std::io::Error::other(format!("exit {code}: {stderr}")),
-        },
-    }
-}
-
-/// Body of [`shell_remove`] for [`op_script`].
-const REMOVE: &str = r#"p=$P1
-if [ ! -e "$p" ] && [ ! -L "$p" ]; then exit 10; fi
-if [ -d "$p" ] && [ ! -L "$p" ]; then
-  if [ "$1" = r ]; then rm -rf -- "$p"; exit $?; fi
-  if [ -n "$(ls -A -- "$p")" ]; then exit 14; fi
-  rmdir -- "$p"; exit $?
-fi
-rm -f -- "$p""#;
-
-/// Removes a file, link (never what it points to) or directory with
-/// `rm`/`rmdir` in the sandbox.
+/// Creates a directory (and its parents when `parents`): the shared
+/// script ([`ops::mkdir`]), for the provisioners' workdir.
 ///
-/// Errors: [`BackendError::Escapes`] when a link on the way leads out of
-/// the workspace, `NotFound`, a non-empty directory without `recursive`,
-/// or the shell's message.
-pub async fn shell_remove(sb: &dyn Sandbox, path: &str, recursive: bool) -> BackendResult<()> {
-    let r = if recursive { "r" } else { "-" };
-    let (c, _, err) = run_op(sb, &[(path, Follow::No)], REMOVE, &[r]).await?;
-    match c {
-        0 => Ok(()),
-        c => Err(script_error(c, path, err, "removing")),
-    }
-}
-
-/// Body of [`shell_mkdir`] for [`op_script`].
-const MKDIR: &str = r#"p=$P1
-if [ -d "$p" ]; then if [ "$1" = p ]; then exit 0; fi; exit 13; fi
-if [ -e "$p" ] || [ -L "$p" ]; then exit 13; fi
-if [ "$1" = p ]; then mkdir -p -- "$p" || exit 12; exit 0; fi
-d=${p%/*}
-d=${d:-/}
-if [ ! -e "$d" ]; then exit 10; fi
-if [ ! -d "$d" ]; then exit 12; fi
-mkdir -- "$p""#;
-
-/// Creates a directory (and its parents when `parents`); through a link
-/// that stays in the workspace, where it points.
-///
-/// Errors: [`BackendError::Escapes`] when a link leads out of the
-/// workspace, `AlreadyExists` without `parents`, `NotFound` for a missing
-/// parent, `NotADirectory` when a file is in the way.
+/// Errors: those of [`ops::mkdir`].
 pub async fn shell_mkdir(sb: &dyn Sandbox, path: &str, parents: bool) -> BackendResult<()> {
-    let p = if parents { "p" } else { "-" };
-    let (c, _, err) = run_op(sb, &[(path, Follow::Yes)], MKDIR, &[p]).await?;
-    match c {
-        0 => Ok(()),
-        c => Err(script_error(c, path, err, "creating directory")),
-    }
-}
-
-/// Body of [`shell_rename`] for [`op_script`].
-const RENAME: &str = r#"a=$P1 b=$P2
-if [ ! -e "$a" ] && [ ! -L "$a" ]; then exit 10; fi
-[ "$a" = "$b" ] && exit 0
-if [ -d "$b" ] && [ ! -L "$b" ]; then
-  if [ ! -d "$a" ] || [ -L "$a" ]; then exit 11; fi
-  rmdir -- "$b" 2>/dev/null || exit 14
-fi
-if [ -L "$b" ]; then rm -f -- "$b" || exit 1; fi
-d=${b%/*}
-mkdir -p -- "${d:-/}" && mv -f -- "$a" "$b""#;
-
-/// Renames `from` to `to` as `rename(2)` does (neither followed when a
-/// link: a link at `to` is replaced, not moved into; an empty directory
-/// at `to` is replaced by a directory), creating the target's parent.
-///
-/// Errors: [`BackendError::Escapes`] when a link on the way to either
-/// leads out of the workspace, `NotFound` when `from` is missing,
-/// `IsADirectory` when a non-directory would replace a directory, a
-/// non-empty directory at `to`, or the shell's message.
-pub async fn shell_rename(sb: &dyn Sandbox, from: &str, to: &str) -> BackendResult<()> {
-    let (c, _, err) = run_op(sb, &[(from, Follow::No), (to, Follow::No)], RENAME, &[]).await?;
-    match c {
-        0 => Ok(()),
-        code::IS_DIR => Err(BackendError::IsADirectory(to.to_string())),
-        c => Err(script_error(c, from, err, "renaming")),
-    }
-}
-
-/// Body of [`shell_create_new`] for [`op_script`].
-const CREATE_NEW: &str = r#"if ln -- "$P1" "$P2" 2>/dev/null; then rm -f -- "$P1"; exit 0; fi
-rm -f -- "$P1"
-if [ -e "$P2" ] || [ -L "$P2" ]; then exit 13; fi
-exit 1"#;
-
-/// Creates `path` only if it does not exist: uploads to a temp name in
-/// the same directory, then hard-links it into place, which fails
-/// atomically when the name is taken (a link there, even dangling, takes
-/// it). `Ok(false)` when it already exists.
-///
-/// Errors: [`BackendError::Escapes`] when a link on the way leads out of
-/// the workspace, those of the upload, or the shell's message.
-pub async fn shell_create_new(sb: &dyn Sandbox, path: &str, data: &[u8]) -> BackendResult<bool> {
-    let parent = bpath::join(path, "..");
-    let tmp = bpath::join(
-        &parent,
-        &format!(".wsbench-new-{}", uuid::Uuid::new_v4().simple()),
-    );
-    // Checked like any write: the temp file lands where the parent's
-    // links lead, never outside.
-    sb.write(&tmp, data).await?;
-    let (c, _, err) = run_op(
-        sb,
-        &[(&tmp, Follow::No), (path, Follow::No)],
-        CREATE_NEW,
-        &[],
-    )
-    .await?;
-    match c {
-        0 => Ok(true),
-        code::EXISTS => Ok(false),
-        c => Err(script_error(c, path, err, "creating")),
-    }
+    ops::mkdir(sb, path, parents).await
 }
 
 /// Reads an async reader to the end (for services whose upload needs the
@@ -918,234 +420,12 @@ mod tests {
     }
 
     #[test]
-    fn marker_kill_finds_only_marked_processes() {
-        let line = kill_marked_line("abc123");
-        assert!(line.contains("grep -qx 'WSBENCH_EXEC_ID=abc123'"), "{line}");
-        // The line parses as shell.
-        let ok = std::process::Command::new("sh")
-            .args(["-n", "-c", &line])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(true);
-        assert!(ok);
-    }
-
-    #[tokio::test]
-    async fn marker_kill_kills_a_detached_child() {
-        // A child that left the process group, found by its marker.
-        let marker = new_marker();
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "setsid sleep 30 & wait"])
-            .env(MARKER_VAR, &marker)
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let st = std::process::Command::new("sh")
-            .args(["-c", &kill_marked_line(&marker)])
-            .status()
-            .unwrap();
-        assert!(st.success());
-        let t0 = std::time::Instant::now();
-        let _ = child.wait();
-        assert!(t0.elapsed() < std::time::Duration::from_secs(10));
-    }
-
-    fn info(ws: Option<&str>, id: &str) -> SandboxInfo {
-        let mut labels = std::collections::BTreeMap::new();
-        if let Some(w) = ws {
-            labels.insert(
-                crate::backend::labels::WORKSPACE_ID.to_string(),
-                w.to_string(),
-            );
-        }
-        SandboxInfo {
-            workspace_id: ws.unwrap_or_default().to_string(),
-            backend_id: id.to_string(),
-            state: crate::backend::SandboxState::Running,
-            labels,
-            created_at: None,
-            last_active: None,
-        }
-    }
-
-    #[test]
     fn ranges_of_whole_downloads() {
         let r = |offset, len| Some(ByteRange { offset, len });
         assert_eq!(slice_range(b"abcdef", None), b"abcdef");
         assert_eq!(slice_range(b"abcdef", r(1, 3)), b"bcd");
         assert_eq!(slice_range(b"abcdef", r(4, 10)), b"ef");
         assert_eq!(slice_range(b"abcdef", r(9, 1)), b"");
-    }
-
-    #[test]
-    fn known_sandboxes_and_listings() {
-        let k = Known::default();
-        k.remember("w1", "s1");
-        k.remember("", "s0");
-        assert_eq!(k.get("w1").as_deref(), Some("s1"));
-        assert_eq!(k.get(""), None);
-        let kept: BackendResult<()> = Err(BackendError::NotFound("p".into()));
-        assert!(k.forget_on_gone("w1", kept).is_err());
-        assert!(k.get("w1").is_some());
-        let gone: BackendResult<()> = Err(BackendError::Unavailable("gone".into()));
-        assert!(k.forget_on_gone("w1", gone).is_err());
-        assert_eq!(k.get("w1"), None);
-        // Listed ids of the workspace plus the remembered one, once each.
-        k.remember("w1", "s2");
-        let listed = vec![
-            info(Some("w1"), "s2"),
-            info(Some("w2"), "s3"),
-            info(Some("w1"), "s4"),
-        ];
-        assert_eq!(k.all_ids("w1", listed.clone()), ["s2", "s4"]);
-        assert_eq!(k.get("w1"), None);
-        // Someone else's sandbox is no workspace; the rest sorted by id.
-        let mut all = listed;
-        all.insert(0, info(None, "x"));
-        let ws: Vec<String> = workspaces(all.clone())
-            .into_iter()
-            .map(|i| i.backend_id)
-            .collect();
-        assert_eq!(ws, ["s2", "s4", "s3"]);
-        assert_eq!(
-            newest("X", "w1", all.into_iter().enumerate())
-                .unwrap()
-                .backend_id,
-            "s4"
-        );
-        assert!(newest("X", "w9", [(1, info(Some("w1"), "s"))]).is_none());
-    }
-
-    #[tokio::test]
-    async fn state_polls_until_reached_or_failed() {
-        let calls = std::sync::atomic::AtomicU32::new(0);
-        let get = || async {
-            Ok::<u32, BackendError>(calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
-        };
-        let check = |n: &u32| match n {
-            0 | 1 => StateCheck::Waiting(format!("step {n}")),
-            _ => StateCheck::Reached,
-        };
-        let n = wait_for_state("svc", "i", "done", Duration::from_secs(10), get, check)
-            .await
-            .unwrap();
-        assert_eq!(n, 2);
-        let e = wait_for_state(
-            "svc",
-            "i",
-            "done",
-            Duration::from_secs(10),
-            || async { Ok::<u32, BackendError>(0) },
-            |_| StateCheck::Failed("error (disk)".into()),
-        )
-        .await
-        .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "sandbox unavailable: svc sandbox i is error (disk) while waiting for done"
-        );
-        let e = wait_for_state(
-            "svc",
-            "i",
-            "done",
-            Duration::ZERO,
-            || async { Ok::<u32, BackendError>(0) },
-            |_| StateCheck::Waiting("starting".into()),
-        )
-        .await
-        .unwrap_err();
-        assert!(e.to_string().contains("still starting after 0s"), "{e}");
-    }
-
-    #[test]
-    fn file_scripts_refuse_links_out_in_sh_and_busybox() {
-        use crate::backend::confine::test_shells::shells;
-        use std::os::unix::fs::symlink;
-        for sh in shells() {
-            let n = sh.name;
-            let d = tempfile::tempdir().unwrap();
-            let (w, out) = (d.path().join("ws"), d.path().join("out"));
-            std::fs::create_dir_all(w.join("sub")).unwrap();
-            std::fs::create_dir_all(&out).unwrap();
-            std::fs::write(out.join("secret"), "s").unwrap();
-            symlink(&out, w.join("out")).unwrap();
-            symlink("/etc", w.join(".hid")).unwrap();
-            symlink("sub", w.join("in")).unwrap();
-            symlink("sub/new", w.join("dang")).unwrap();
-            let real = w.canonicalize().unwrap().display().to_string();
-            let ws = w.display().to_string();
-            let run = |follows: &[Follow], body: &str, args: &[&str]| {
-                let (c, o) = sh.run(&w, &op_script(follows, body), args, b"");
-                let fields: Vec<String> = o
-                    .split(|b| *b == 0)
-                    .filter(|f| !f.is_empty())
-                    .map(|f| String::from_utf8_lossy(f).into_owned())
-                    .collect();
-                (c, fields)
-            };
-            let at = |p: &str| format!("{ws}/{p}");
-            // The check: the resolved path, then the links out.
-            let (c, f) = run(&[Follow::Yes], RESOLVE_LIST, &[&ws]);
-            assert_eq!(c, 0, "{n}");
-            assert_eq!(f[0], real, "{n}");
-            let mut links_out = f[1..].to_vec();
-            links_out.sort();
-            assert_eq!(links_out, [".hid", "out"], "{n}");
-            let (c, f) = run(&[Follow::Yes], RESOLVE, &[&at("in/x")]);
-            assert_eq!((c, f), (0, vec![format!("{real}/sub/x")]), "{n}");
-            assert_eq!(run(&[Follow::Yes], RESOLVE, &[&at("out")]).0, ESCAPES);
-            assert_eq!(run(&[Follow::Yes], RESOLVE_LIST, &[&at("out")]).0, ESCAPES);
-            let (c, f) = run(&[Follow::No], RESOLVE_STAT, &[&at("out")]);
-            assert_eq!(
-                (c, f),
-                (0, vec![format!("{real}/out"), "out".into()]),
-                "{n}"
-            );
-            let (c, f) = run(&[Follow::No], RESOLVE_STAT, &[&at("in")]);
-            assert_eq!((c, f), (0, vec![format!("{real}/in")]), "{n}");
-            assert_eq!(
-                run(&[Follow::No], RESOLVE_STAT, &[&at("out/secret")]).0,
-                ESCAPES
-            );
-            // mkdir follows links that stay inside, never those out.
-            for p in ["p", "-"] {
-                let r = run(&[Follow::Yes], MKDIR, &[&at("out/made"), p]);
-                assert_eq!(r.0, ESCAPES, "{n}: mkdir {p}");
-            }
-            assert_eq!(
-                run(&[Follow::Yes], MKDIR, &[&at("dang/a"), "p"]).0,
-                0,
-                "{n}"
-            );
-            assert!(w.join("sub/new/a").is_dir(), "{n}");
-            // remove acts on the link, refuses what lies behind it.
-            let r = run(&[Follow::No], REMOVE, &[&at("out/secret"), "-"]);
-            assert_eq!(r.0, ESCAPES, "{n}");
-            // rename: a link out at the target is replaced, not entered.
-            std::fs::write(w.join("f"), "f").unwrap();
-            let both = [Follow::No, Follow::No];
-            assert_eq!(run(&both, RENAME, &[&at("f"), &at("out")]).0, 0, "{n}");
-            assert_eq!(std::fs::read_to_string(w.join("out")).unwrap(), "f");
-            assert!(!out.join("f").exists(), "{n}");
-            let r = run(&both, RENAME, &[&at("out"), &at(".hid/x")]);
-            assert_eq!(r.0, ESCAPES, "{n}");
-            // A directory replaces an empty one, not a full one.
-            std::fs::create_dir_all(w.join("full/x")).unwrap();
-            std::fs::create_dir_all(w.join("empty")).unwrap();
-            let r = run(&both, RENAME, &[&at("sub"), &at("full")]);
-            assert_eq!(r.0, code::NOT_EMPTY, "{n}");
-            assert_eq!(run(&both, RENAME, &[&at("sub"), &at("empty")]).0, 0, "{n}");
-            assert!(w.join("empty/new/a").is_dir(), "{n}");
-            let r = run(&both, RENAME, &[&at("out"), &at("empty")]);
-            assert_eq!(r.0, code::IS_DIR, "{n}");
-            assert_eq!(run(&[Follow::No], REMOVE, &[&at(".hid"), "-"]).0, 0, "{n}");
-            assert!(!w.join(".hid").is_symlink() && out.join("secret").exists());
-            // An exclusive create finds a dangling link's name taken.
-            std::fs::write(w.join("tmp"), "t").unwrap();
-            let r = run(&both, CREATE_NEW, &[&at("tmp"), &at("dang")]);
-            assert_eq!(r.0, code::EXISTS, "{n}");
-            assert!(!w.join("tmp").exists(), "{n}");
-        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! kube's `AttachedProcess` is not used: its stdout/stderr readers never
 //! see EOF when the connection drops (its loop only closes them on a
 //! clean exit), and its stdin needs `shutdown()` rather than a drop
-//! (`../shared/notes/k8s-testing.md` §5). This module runs its own loop
+//! (`docs/k8s-testing.md` §5). This module runs its own loop
 //! over the websocket kube's [`Client::connect`] opens, so:
 //!
 //! * stdout (channel 1) and stderr (channel 2) are streamed as they
@@ -17,8 +17,9 @@
 //! * a reset connection ends the call with [`BackendError::Unavailable`];
 //! * every command runs under a small `sh` wrapper that sets the working
 //!   directory, the environment and a `WSBENCH_EXEC_ID` marker; a timeout
-//!   or cancel opens a second exec that SIGKILLs every process carrying
-//!   the marker, so the whole tree dies in the Pod (contract §11 point 17).
+//!   or cancel opens a second exec that kills every process carrying
+//!   the marker (SIGTERM, a grace, SIGKILL: `shell::marker`), so the
+//!   whole tree dies in the Pod (contract §11 point 17).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -39,8 +40,7 @@ use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::{K8sEvent, emit, kube_error};
-use crate::backend::http::remote::{kill_marked_line, new_marker};
-use crate::backend::process_tree::MARKER_VAR;
+use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
     ProcessControl, SpawnRequest, StreamKind,
@@ -442,10 +442,11 @@ impl ExecTarget {
         })
     }
 
-    /// SIGKILLs every process in the Pod carrying `marker`.
+    /// Kills every process in the Pod carrying `marker` (SIGTERM, a
+    /// grace, SIGKILL: [`kill_argv`]).
     pub(crate) async fn kill_marked(&self, marker: &str) {
         let own = new_marker();
-        let argv = vec!["/bin/sh".to_string(), "-c".into(), kill_marked_line(marker)];
+        let argv = kill_argv(marker);
         let command = match self.wrapped(&argv, Some("/"), &BTreeMap::new(), &own, None, false) {
             Ok(c) => c,
             Err(_) => return,

@@ -14,13 +14,17 @@
 //!   process and rmcp (C03, C04) and exit/stderr watching (C01).
 //! * [`sse`] — the legacy HTTP+SSE transport (streamable HTTP is rmcp's).
 //! * [`health`] — states, per-server log, stderr tail.
-//! * [`runtime`] — [`McpRuntime`], held by the [`Workspace`]: lazy
-//!   per-pair instances, the live cap with LRU eviction, add / remove /
-//!   purge (persisted through [`McpStore::save`]), tool calls with
-//!   journal and offloading.
-//! * [`serve`] — `wsbench mcp serve`: the workspace as an MCP server.
+//! * [`runtime`] — [`McpRuntime`], held by the workspace: lazy per-pair
+//!   instances and the live cap with LRU eviction.
+//! * [`handle`] — [`Mcp`], the handle `Workspace::mcp` gives: listings,
+//!   start / stop, add / remove / purge (persisted through
+//!   [`McpStore::save`]).
+//! * [`call`] — [`McpToolCall`]: tool calls with journal and offloading.
 //!
-//! The runtime keeps its own [`McpStore`]; [`Workspace::load_mcp_store`]
+//! `wsbench mcp serve` (the workspace as an MCP server) is
+//! `crate::engine::serve`: it sits above the workspace, this module below.
+//!
+//! The runtime keeps its own [`McpStore`]; [`Mcp::load_store`]
 //! still gives a fresh, independent one (for inspection).
 //!
 //! **Secrets.** The reference writes `env` / `headers` values into `.mcp`
@@ -31,18 +35,21 @@
 //! A reference-written value that happens to contain `${...}` or `$$` is
 //! therefore read differently by wsbench than by the reference.
 
+pub mod call;
 pub mod client;
 pub mod decl;
+pub mod handle;
 pub mod health;
 pub mod runtime;
-pub mod serve;
 pub mod sse;
 pub mod stdio;
 pub mod store;
 
+pub use call::McpToolCall;
 pub use client::{McpError, McpInstance, McpOptions, McpStatus, McpToolInfo, qualified_name};
+pub use handle::{Mcp, McpListing};
 pub use health::{LogLine, McpState};
-pub use runtime::{McpListing, McpRuntime, McpToolCall};
+pub use runtime::McpRuntime;
 
 pub use decl::{
     DEFAULT_HTTP_TIMEOUT, DeclError, EncodingErrorHandler, HttpConfig, McpConfig, McpDecl,
@@ -50,11 +57,11 @@ pub use decl::{
 };
 pub use store::{MCP_FILE_VERSION, McpIssue, McpStore, McpStoreError, Severity};
 
+use super::error::{WorkspaceError, WsResult};
 use super::events::Event;
-use super::workspace::{Workspace, WorkspaceError, WsResult};
 use crate::backend::BackendError;
 
-impl Workspace {
+impl Mcp<'_> {
     /// Reads this workspace's `.mcp` into an [`McpStore`] (contract §2.1
     /// `_restore_mcp_specs`). Never writes the file. Each issue of the
     /// report is also published as an [`Event::Log`] (source `mcp`), so a
@@ -63,9 +70,9 @@ impl Workspace {
     /// Errors: only [`BackendError::Unavailable`] — the sandbox is gone,
     /// so an empty store would be a lie; every other read problem is in
     /// the store's report and the workspace carries on with its defaults.
-    pub async fn load_mcp_store(&self) -> WsResult<McpStore> {
-        let path = self.layout.mcp_file();
-        let store = match self.sandbox.read(&path, None).await {
+    pub async fn load_store(self) -> WsResult<McpStore> {
+        let path = self.base.layout().mcp_file();
+        let store = match self.base.sandbox().read(&path, None).await {
             Ok(bytes) => McpStore::parse(path, Some(&bytes)),
             Err(e) if e.is_not_found() => McpStore::parse(path, None),
             Err(e @ BackendError::Unavailable(_)) => return Err(WorkspaceError::Backend(e)),
@@ -76,7 +83,7 @@ impl Workspace {
 
     fn publish_issues(&self, store: McpStore) -> McpStore {
         for issue in store.issues() {
-            self.publish(Event::Log {
+            self.base.publish(Event::Log {
                 level: issue.severity.as_str().to_string(),
                 source: "mcp".to_string(),
                 message: issue.to_string(),

@@ -27,6 +27,9 @@
 mod archive;
 mod frontmatter;
 mod index;
+mod install;
+mod scan;
+mod seed;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -40,9 +43,10 @@ pub use archive::{ArchiveFormat, DEFAULT_MAX_EXTRACTED_BYTES, MAX_ARCHIVE_MEMBER
 use self::archive::ArchiveSource;
 use self::frontmatter::FrontMatter;
 use self::index::{IndexEntry, SkillIndex};
+use super::base::WorkspaceBase;
+use super::error::{WorkspaceError, WsResult};
 use super::events::Event;
 use super::layout::{names, partition_name};
-use super::workspace::{Workspace, WorkspaceError, WsResult};
 use crate::backend::{BackendError, ByteRange, ExecRequest, FileKind, path as bpath};
 
 /// Partition label used in events for skills seeded into `.seed`.
@@ -231,7 +235,46 @@ fn invalid(msg: impl Into<String>) -> WorkspaceError {
     WorkspaceError::Invalid(msg.into())
 }
 
-impl Workspace {
+/// What the skills of a workspace keep between calls; owned by the
+/// workspace, used through [`Skills`].
+#[derive(Debug, Default)]
+pub struct SkillState {
+    /// Serialises changes to `skills/` (equip, add, remove, seed).
+    lock: tokio::sync::Mutex<()>,
+    /// Partition labels equipped by this process.
+    equipped: std::sync::Mutex<HashSet<String>>,
+}
+
+impl SkillState {
+    /// Forgets which partitions were equipped (after a reset).
+    pub fn forget_equipped(&self) {
+        self.equipped.lock().expect("equipped lock").clear();
+    }
+}
+
+/// The skills of one workspace, reached through
+/// `Workspace::skills`.
+#[derive(Debug, Clone, Copy)]
+pub struct Skills<'a> {
+    base: &'a WorkspaceBase,
+    state: &'a SkillState,
+    /// Host directories seeded into `.seed` on initialise.
+    seed_paths: &'a [PathBuf],
+}
+
+impl<'a> Skills<'a> {
+    /// Skills over `base`, with `state` kept across calls and `seed_paths`
+    /// copied into `.seed` by [`Skills::seed`].
+    pub fn new(base: &'a WorkspaceBase, state: &'a SkillState, seed_paths: &'a [PathBuf]) -> Self {
+        Skills {
+            base,
+            state,
+            seed_paths,
+        }
+    }
+}
+
+impl Skills<'_> {
     // ----------------------------------------------------------------- API
 
     /// Lists the skills of `agent`'s partition (`""` = `default`), equipping
@@ -243,7 +286,7 @@ impl Workspace {
     ///
     /// Errors: [`WorkspaceError::Id`] for an agent id that starts with `.`
     /// or holds `/`, `\` or NUL; backend errors.
-    pub async fn list_skills(&self, agent: &str) -> WsResult<SkillListing> {
+    pub async fn list(self, agent: &str) -> WsResult<SkillListing> {
         let (_guard, mut scan) = self.locked_scan(agent).await?;
         self.persist_quietly(&mut scan).await;
         Ok(SkillListing {
@@ -258,8 +301,8 @@ impl Workspace {
     /// Errors: [`WorkspaceError::NotFound`] naming the available skills;
     /// [`WorkspaceError::Invalid`] with the reason when `name` is the
     /// directory of an invalid skill.
-    pub async fn skill(&self, name: &str, agent: &str) -> WsResult<Skill> {
-        let listing = self.list_skills(agent).await?;
+    pub async fn get(self, name: &str, agent: &str) -> WsResult<Skill> {
+        let listing = self.list(agent).await?;
         if let Some(s) = listing.get(name) {
             return Ok(s.clone());
         }
@@ -286,121 +329,9 @@ impl Workspace {
     }
 
     /// The markdown body of a skill, for the skill viewer (contract §4.5).
-    /// Errors as [`Workspace::skill`].
-    pub async fn skill_markdown(&self, name: &str, agent: &str) -> WsResult<String> {
-        Ok(self.skill(name, agent).await?.markdown)
-    }
-
-    /// Installs the skill in host directory `host_dir` into `agent`'s
-    /// partition with the reference Local rules (contract §4.3): the front
-    /// matter must be valid; a skill whose `SKILL.md` is byte-identical to
-    /// an installed one is skipped (`already_installed`); the agent-facing
-    /// name gets ` (1)`, ` (2)`... on conflict; the directory is the
-    /// sanitised name, with `_1`, `_2`... on conflict. Files are copied
-    /// into a staging directory of the workdir, then renamed into place, so
-    /// a failed copy leaves nothing in the partition. Executable bits are
-    /// kept.
-    ///
-    /// Errors: [`WorkspaceError::Invalid`] when `host_dir` is not a
-    /// directory, has no `SKILL.md`, or its front matter is invalid (the
-    /// message has the line, the parser's reason and a hint);
-    /// [`WorkspaceError::Id`] for a bad agent id; backend errors.
-    pub async fn add_skill(&self, host_dir: &Path, agent: &str) -> WsResult<InstalledSkill> {
-        let label = partition_name(agent)?;
-        let origin = host_dir.display().to_string();
-        let bytes = read_host_skill_md(host_dir).await?;
-        frontmatter::parse(&bytes).map_err(|e| {
-            invalid(format!(
-                "invalid skill at {origin}: SKILL.md {}",
-                e.describe()
-            ))
-        })?;
-        let hash = index::sha256_hex(&bytes);
-
-        let (_guard, mut scan) = self.locked_scan(agent).await?;
-        if let Some((d, e)) = scan.index.find_hash(&hash) {
-            let done = InstalledSkill {
-                name: e.skill_name.clone(),
-                dir: format!("{}/{d}", scan.dir),
-                already_installed: true,
-            };
-            self.persist_quietly(&mut scan).await;
-            return Ok(done);
-        }
-        let staging = self.staging_path();
-        let res = self
-            .stage_host_and_install(&mut scan, host_dir, &staging, &origin)
-            .await;
-        self.remove_quietly(&staging).await;
-        self.persist_quietly(&mut scan).await;
-        let installed = res?;
-        if !installed.already_installed {
-            self.publish(Event::SkillAdded {
-                agent: label,
-                name: installed.name.clone(),
-            });
-        }
-        Ok(installed)
-    }
-
-    /// Installs a skill from an archive read from `reader` into `agent`'s
-    /// partition; see [`Workspace::add_skill_archive_file`] for the rules.
-    /// A zip is spooled to a host temp file first (it needs to seek); a tar
-    /// is streamed.
-    pub async fn add_skill_archive<R>(
-        &self,
-        reader: R,
-        fmt: ArchiveFormat,
-        agent: &str,
-        max_extracted_bytes: Option<u64>,
-    ) -> WsResult<InstalledSkill>
-    where
-        R: std::io::Read + Send + 'static,
-    {
-        let origin = format!("upload.{fmt}");
-        self.install_archive(
-            ArchiveSource::Reader(Box::new(reader)),
-            fmt,
-            agent,
-            max_extracted_bytes,
-            &origin,
-        )
-        .await
-    }
-
-    /// Installs a skill from the archive at host path `path`.
-    ///
-    /// The archive is expanded into `<workdir>/.skill-staging-<id>` (always
-    /// deleted afterwards) under the safety rules of [`ArchiveFormat`]:
-    /// members may not leave the staging directory (absolute paths, `..`),
-    /// links become copies only when they resolve to a file inside the
-    /// archive, and the expanded size (declared and actually read) may not
-    /// pass `max_extracted_bytes` (default
-    /// [`DEFAULT_MAX_EXTRACTED_BYTES`]). The skill root is the staging
-    /// directory if it holds `SKILL.md`, else its first subdirectory (by
-    /// name) that does; it is then installed like [`Workspace::add_skill`]
-    /// (the name comes from the front matter).
-    ///
-    /// Errors: [`WorkspaceError::Invalid`] for a refused or unreadable
-    /// archive (the reason says which member and why), an archive without a
-    /// skill root, or an invalid front matter; [`WorkspaceError::Id`];
-    /// backend errors.
-    pub async fn add_skill_archive_file(
-        &self,
-        path: &Path,
-        fmt: ArchiveFormat,
-        agent: &str,
-        max_extracted_bytes: Option<u64>,
-    ) -> WsResult<InstalledSkill> {
-        let origin = path.display().to_string();
-        self.install_archive(
-            ArchiveSource::Path(path.to_path_buf()),
-            fmt,
-            agent,
-            max_extracted_bytes,
-            &origin,
-        )
-        .await
+    /// Errors as [`Skills::get`].
+    pub async fn markdown(self, name: &str, agent: &str) -> WsResult<String> {
+        Ok(self.get(name, agent).await?.markdown)
     }
 
     /// Removes the skill with agent-facing `name` from `agent`'s partition
@@ -410,7 +341,7 @@ impl Workspace {
     /// Errors: [`WorkspaceError::NotFound`] listing the available names
     /// (the reference Local only logs a warning); [`WorkspaceError::Id`];
     /// backend errors.
-    pub async fn remove_skill(&self, name: &str, agent: &str) -> WsResult<()> {
+    pub async fn remove(self, name: &str, agent: &str) -> WsResult<()> {
         let label = partition_name(agent)?;
         let (_guard, mut scan) = self.locked_scan(agent).await?;
         let target = if let Some((d, _)) = scan.index.find_name(name) {
@@ -430,7 +361,8 @@ impl Workspace {
             )));
         };
         match self
-            .sandbox
+            .base
+            .sandbox()
             .remove(&format!("{}/{target}", scan.dir), true)
             .await
         {
@@ -442,116 +374,10 @@ impl Workspace {
             scan.changed = true;
         }
         self.persist_quietly(&mut scan).await;
-        self.publish(Event::SkillRemoved {
+        self.base.publish(Event::SkillRemoved {
             agent: label,
             name: name.to_string(),
         });
-        Ok(())
-    }
-
-    // --------------------------------------------------- initialise hooks
-
-    /// Moves skills left directly under `skills/` into `skills/.seed/`, and
-    /// a stray `skills/.skills` index to `.seed/.index` (contract §2.3,
-    /// `_MIGRATE_SKILLS_SHIM`). Idempotent; a name already taken in `.seed`
-    /// gets `_1`, `_2`...
-    pub(crate) async fn migrate_skills(&self) -> WsResult<()> {
-        let skills = self.layout.skills_dir();
-        let seed = self.layout.seed_dir();
-        let _guard = self.skill_lock.lock().await;
-        let entries = match self.sandbox.list(&skills).await {
-            Ok(e) => e,
-            Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut moved = 0usize;
-        let mut seed_children: Option<HashSet<String>> = None;
-        for entry in &entries {
-            if entry.name == names::SEED_DIR {
-                continue;
-            }
-            let from = format!("{skills}/{}", entry.name);
-            if entry.name == ".skills" && entry.kind == FileKind::File {
-                let to = format!("{seed}/{}", names::SKILL_INDEX);
-                match self.sandbox.stat(&to).await {
-                    Err(e) if e.is_not_found() => {
-                        self.sandbox.mkdir(&seed, true).await?;
-                        self.sandbox.rename(&from, &to).await?;
-                    }
-                    _ => {
-                        self.skill_log("warn", format!("{from} left in place: {to} already exists"))
-                    }
-                }
-                continue;
-            }
-            if !entry.is_dir_like() {
-                continue;
-            }
-            match self
-                .sandbox
-                .stat(&format!("{from}/{}", names::SKILL_MD))
-                .await
-            {
-                Ok(st) if st.kind == FileKind::File => {}
-                _ => continue,
-            }
-            if seed_children.is_none() {
-                self.sandbox.mkdir(&seed, true).await?;
-                seed_children = Some(
-                    self.sandbox
-                        .list(&seed)
-                        .await?
-                        .into_iter()
-                        .map(|e| e.name)
-                        .collect(),
-                );
-            }
-            let taken = seed_children.as_mut().expect("filled above");
-            let dir = index::unique_dir_name(&entry.name, taken);
-            self.sandbox.rename(&from, &format!("{seed}/{dir}")).await?;
-            taken.insert(dir);
-            moved += 1;
-        }
-        if moved > 0 {
-            self.skill_log(
-                "info",
-                format!("migrated {moved} skill(s) from {skills} into {seed}"),
-            );
-        }
-        Ok(())
-    }
-
-    /// Copies `config.skill_paths` (host directories) into `skills/.seed`
-    /// while it holds no skill directory, with the reference Local rules
-    /// (contract §4.3): SHA-256 dedup, ` (n)` name suffixes, sanitised
-    /// directory names with `_n` suffixes, `.index` updated.
-    ///
-    /// Nothing here is fatal: a path without `SKILL.md` or that cannot be
-    /// copied is skipped with a warning event. A path whose front matter is
-    /// invalid is not indexed (never offered to an agent) but is copied
-    /// under its folder name, with a warning, so that every listing shows
-    /// it as invalid instead of it silently missing.
-    pub(crate) async fn seed_skills(&self) -> WsResult<()> {
-        if self.config.skill_paths.is_empty() {
-            return Ok(());
-        }
-        let seed = self.layout.seed_dir();
-        let _guard = self.skill_lock.lock().await;
-        self.sandbox.mkdir(&seed, true).await?;
-        let entries = self.sandbox.list(&seed).await?;
-        if entries.iter().any(|e| e.is_dir_like()) {
-            return Ok(());
-        }
-        let mut scan = self.scan_dir(&seed).await?;
-        for path in &self.config.skill_paths {
-            if let Err(e) = self.seed_one(&mut scan, path).await {
-                self.skill_log(
-                    "warn",
-                    format!("skill path {} not seeded: {e}", path.display()),
-                );
-            }
-        }
-        self.persist_quietly(&mut scan).await;
         Ok(())
     }
 
@@ -562,7 +388,7 @@ impl Workspace {
             "warn" => tracing::warn!(target: "wsbench::skills", "{message}"),
             _ => tracing::info!(target: "wsbench::skills", "{message}"),
         }
-        self.publish(Event::Log {
+        self.base.publish(Event::Log {
             level: level.to_string(),
             source: "skills".into(),
             message,
@@ -570,712 +396,16 @@ impl Workspace {
     }
 
     fn staging_path(&self) -> String {
-        self.layout
+        self.base
+            .layout()
             .join(&format!(".skill-staging-{}", uuid::Uuid::new_v4().simple()))
     }
 
     async fn remove_quietly(&self, path: &str) {
-        match self.sandbox.remove(path, true).await {
+        match self.base.sandbox().remove(path, true).await {
             Ok(()) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => self.skill_log("warn", format!("cannot remove {path}: {e}")),
         }
     }
-
-    /// Makes sure `agent`'s partition exists, copying `.seed` into it on
-    /// first access (contract §4.2). The copy goes to
-    /// `<partition>.equipping-<id>` and is renamed into place; if another
-    /// writer got there first the copy is discarded. The partition's
-    /// existence is the "equipped" marker, so a seed skill the agent deleted
-    /// stays deleted. Returns the partition path.
-    async fn equip(&self, agent: &str) -> WsResult<String> {
-        let partition = self.layout.partition_dir(agent)?;
-        let label = partition_name(agent)?;
-        if self
-            .equipped
-            .lock()
-            .expect("equipped lock")
-            .contains(&label)
-        {
-            return Ok(partition);
-        }
-        match self.sandbox.stat(&partition).await {
-            Ok(st) if st.is_dir_like() => {}
-            Ok(_) => {
-                return Err(invalid(format!(
-                    "{partition} exists but is not a directory, so it cannot hold skills"
-                )));
-            }
-            Err(e) if e.is_not_found() => self.materialise_partition(&partition).await?,
-            Err(e) => return Err(e.into()),
-        }
-        self.equipped.lock().expect("equipped lock").insert(label);
-        Ok(partition)
-    }
-
-    async fn materialise_partition(&self, partition: &str) -> WsResult<()> {
-        let seed = self.layout.seed_dir();
-        let tmp = format!("{partition}.equipping-{}", uuid::Uuid::new_v4().simple());
-        let copied = async {
-            self.sandbox.mkdir(&self.layout.skills_dir(), true).await?;
-            self.sandbox.mkdir(&tmp, false).await?;
-            match self.sandbox.stat(&seed).await {
-                Ok(st) if st.kind == FileKind::Dir => self.copy_sandbox_dir(&seed, &tmp).await,
-                Ok(_) => Ok(()),
-                Err(e) if e.is_not_found() => Ok(()),
-                Err(e) => Err(e.into()),
-            }
-        }
-        .await;
-        if let Err(e) = copied {
-            self.remove_quietly(&tmp).await;
-            return Err(e);
-        }
-        if let Err(e) = self.sandbox.rename(&tmp, partition).await {
-            self.remove_quietly(&tmp).await;
-            // Losing the race to another equip is fine: the partition is there.
-            return match self.sandbox.stat(partition).await {
-                Ok(st) if st.is_dir_like() => Ok(()),
-                _ => Err(e.into()),
-            };
-        }
-        self.skill_log("info", format!("equipped {partition} from {seed}"));
-        Ok(())
-    }
-
-    /// Equips, takes the skill lock and scans the partition. If the
-    /// partition vanished since it was cached as equipped, equips again.
-    async fn locked_scan(&self, agent: &str) -> WsResult<(tokio::sync::MutexGuard<'_, ()>, Scan)> {
-        let label = partition_name(agent)?;
-        let partition = self.equip(agent).await?;
-        let guard = self.skill_lock.lock().await;
-        match self.scan_dir(&partition).await {
-            Err(WorkspaceError::Backend(BackendError::NotFound(p))) if p == partition => {
-                drop(guard);
-                self.equipped.lock().expect("equipped lock").remove(&label);
-                let partition = self.equip(agent).await?;
-                let guard = self.skill_lock.lock().await;
-                let scan = self.scan_dir(&partition).await?;
-                Ok((guard, scan))
-            }
-            other => Ok((guard, other?)),
-        }
-    }
-
-    /// Reads one `<dir>/<child>/SKILL.md`.
-    async fn probe(&self, dir: &str, child: &str) -> Probe {
-        let skill_dir = format!("{dir}/{child}");
-        let path = format!("{skill_dir}/{}", names::SKILL_MD);
-        let (stat, bytes) = tokio::join!(
-            self.sandbox.stat(&path),
-            self.sandbox.read(&path, Some(SKILL_MD_RANGE))
-        );
-        let bad = |line, reason: String, hint| {
-            Probe::Invalid(InvalidSkill {
-                dir: skill_dir.clone(),
-                path: path.clone(),
-                line,
-                reason,
-                hint,
-            })
-        };
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => return Probe::NotASkill,
-            Err(BackendError::IsADirectory(_)) => {
-                return bad(None, "SKILL.md is a directory, not a file".into(), None);
-            }
-            Err(e) => return bad(None, format!("cannot read SKILL.md: {e}"), None),
-        };
-        if let Some(reason) = too_large(bytes.len()) {
-            return bad(None, reason, None);
-        }
-        match frontmatter::parse(&bytes) {
-            Ok(fm) => Probe::Valid {
-                fm,
-                hash: index::sha256_hex(&bytes),
-                updated_at: secs(stat.ok().and_then(|s| s.modified)),
-            },
-            Err(e) => bad(e.line, e.reason, e.hint),
-        }
-    }
-
-    /// Reads a directory's `.index` and skill folders and reconciles them:
-    /// entries of vanished or now-invalid folders are dropped; an entry
-    /// whose `SKILL.md` changed gets the new hash and, if the front-matter
-    /// name changed, a new name; new valid folders are added (by name) with
-    /// ` (n)` suffixes on name conflicts. Names of unchanged entries are
-    /// kept as stored.
-    async fn scan_dir(&self, dir: &str) -> WsResult<Scan> {
-        let index_path = format!("{dir}/{}", names::SKILL_INDEX);
-        // `None` = no usable index on disk; `Some(true)` = the file exists
-        // but cannot be parsed.
-        let (old, corrupt) = match self.sandbox.read(&index_path, None).await {
-            Ok(bytes) => match SkillIndex::parse(&bytes) {
-                Ok(idx) => (Some(idx), false),
-                Err(e) => {
-                    self.skill_log(
-                        "warn",
-                        format!("{index_path} is not a valid index ({e}); rebuilding it"),
-                    );
-                    (None, true)
-                }
-            },
-            Err(e) if e.is_not_found() => (None, false),
-            Err(e) => return Err(e.into()),
-        };
-        let entries = self.sandbox.list(dir).await?;
-        let children: HashSet<String> = entries.iter().map(|e| e.name.clone()).collect();
-        let candidates: Vec<String> = entries
-            .iter()
-            .filter(|e| e.is_dir_like())
-            .map(|e| e.name.clone())
-            .collect();
-        let probes: Vec<(String, Probe)> = futures::stream::iter(candidates)
-            .map(|name| async move {
-                let p = self.probe(dir, &name).await;
-                (name, p)
-            })
-            .buffered(PROBE_CONCURRENCY)
-            .collect()
-            .await;
-
-        let mut valid: HashMap<String, (FrontMatter, f64)> = HashMap::new();
-        let mut hashes: HashMap<String, String> = HashMap::new();
-        let mut invalid_skills = Vec::new();
-        for (name, probe) in probes {
-            match probe {
-                Probe::NotASkill => {}
-                Probe::Invalid(bad) => invalid_skills.push(bad),
-                Probe::Valid {
-                    fm,
-                    hash,
-                    updated_at,
-                } => {
-                    hashes.insert(name.clone(), hash);
-                    valid.insert(name, (fm, updated_at));
-                }
-            }
-        }
-
-        let old_index = old.clone().unwrap_or_default();
-        let mut taken: HashSet<String> = old_index
-            .entries
-            .iter()
-            .filter(|(d, e)| hashes.get(d) == Some(&e.hash))
-            .map(|(_, e)| e.skill_name.clone())
-            .collect();
-        let mut new_entries: Vec<(String, IndexEntry)> = Vec::new();
-        for (d, e) in &old_index.entries {
-            let Some(hash) = hashes.get(d) else { continue };
-            if *hash == e.hash {
-                new_entries.push((d.clone(), e.clone()));
-                continue;
-            }
-            let raw = &valid[d].0.name;
-            let name =
-                if index::name_derives_from(&e.skill_name, raw) && !taken.contains(&e.skill_name) {
-                    e.skill_name.clone()
-                } else {
-                    index::unique_agent_name(raw, &taken)
-                };
-            taken.insert(name.clone());
-            new_entries.push((
-                d.clone(),
-                IndexEntry {
-                    hash: hash.clone(),
-                    skill_name: name,
-                    extra: e.extra.clone(),
-                },
-            ));
-        }
-        let indexed: HashSet<String> = new_entries.iter().map(|(d, _)| d.clone()).collect();
-        let mut fresh: Vec<&String> = valid.keys().filter(|d| !indexed.contains(*d)).collect();
-        fresh.sort();
-        for d in fresh {
-            let name = index::unique_agent_name(&valid[d].0.name, &taken);
-            taken.insert(name.clone());
-            new_entries.push((
-                d.clone(),
-                IndexEntry {
-                    hash: hashes[d].clone(),
-                    skill_name: name,
-                    extra: Default::default(),
-                },
-            ));
-        }
-        let index = SkillIndex {
-            skills_dir_mtime: old_index.skills_dir_mtime,
-            entries: new_entries,
-            extra: old_index.extra.clone(),
-        };
-        let changed = match &old {
-            Some(o) => !o.same_entries(&index),
-            None => corrupt || !index.entries.is_empty(),
-        };
-        invalid_skills.sort_by(|a, b| a.dir.cmp(&b.dir));
-        Ok(Scan {
-            dir: dir.to_string(),
-            index,
-            changed,
-            valid,
-            invalid: invalid_skills,
-            children,
-        })
-    }
-
-    /// Writes `.index` if it changed, with the directory's current mtime.
-    async fn persist(&self, scan: &mut Scan) -> WsResult<()> {
-        if !scan.changed {
-            return Ok(());
-        }
-        let mtime = self
-            .sandbox
-            .stat(&scan.dir)
-            .await
-            .ok()
-            .and_then(|s| s.modified);
-        scan.index.skills_dir_mtime = secs(mtime);
-        let path = format!("{}/{}", scan.dir, names::SKILL_INDEX);
-        self.sandbox.write(&path, &scan.index.to_json()).await?;
-        scan.changed = false;
-        Ok(())
-    }
-
-    /// [`Self::persist`], logging a failure: the index is a cache that the
-    /// next listing rebuilds.
-    async fn persist_quietly(&self, scan: &mut Scan) {
-        if let Err(e) = self.persist(scan).await {
-            self.skill_log(
-                "warn",
-                format!("cannot write {}/{}: {e}", scan.dir, names::SKILL_INDEX),
-            );
-        }
-    }
-
-    /// Installs the skill folder `src` (a sandbox path outside the
-    /// partition, normally under a staging directory) into `scan.dir` by
-    /// renaming it. Caller holds the skill lock and persists `scan`.
-    async fn install_staged(
-        &self,
-        scan: &mut Scan,
-        src: &str,
-        origin: &str,
-    ) -> WsResult<InstalledSkill> {
-        let md = format!("{src}/{}", names::SKILL_MD);
-        let bytes = match self.sandbox.read(&md, Some(SKILL_MD_RANGE)).await {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => {
-                return Err(invalid(format!("{origin} holds no SKILL.md")));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if let Some(reason) = too_large(bytes.len()) {
-            return Err(invalid(format!("invalid skill at {origin}: {reason}")));
-        }
-        let fm = frontmatter::parse(&bytes).map_err(|e| {
-            invalid(format!(
-                "invalid skill at {origin}: SKILL.md {}",
-                e.describe()
-            ))
-        })?;
-        let hash = index::sha256_hex(&bytes);
-        if let Some((d, e)) = scan.index.find_hash(&hash) {
-            return Ok(InstalledSkill {
-                name: e.skill_name.clone(),
-                dir: format!("{}/{d}", scan.dir),
-                already_installed: true,
-            });
-        }
-        let name = index::unique_agent_name(&fm.name, &scan.index.names());
-        let mut taken_dirs = scan.children.clone();
-        taken_dirs.extend(scan.index.entries.iter().map(|(d, _)| d.clone()));
-        taken_dirs.insert(names::SKILL_INDEX.to_string());
-        let dir_name = index::unique_dir_name(&index::sanitize_dir_name(&fm.name), &taken_dirs);
-        let dest = format!("{}/{dir_name}", scan.dir);
-        self.sandbox.rename(src, &dest).await?;
-        let updated_at = secs(
-            self.sandbox
-                .stat(&format!("{dest}/{}", names::SKILL_MD))
-                .await
-                .ok()
-                .and_then(|s| s.modified),
-        );
-        scan.children.insert(dir_name.clone());
-        scan.index.entries.push((
-            dir_name.clone(),
-            IndexEntry {
-                hash,
-                skill_name: name.clone(),
-                extra: Default::default(),
-            },
-        ));
-        scan.valid.insert(dir_name, (fm, updated_at));
-        scan.changed = true;
-        Ok(InstalledSkill {
-            name,
-            dir: dest,
-            already_installed: false,
-        })
-    }
-
-    async fn stage_host_and_install(
-        &self,
-        scan: &mut Scan,
-        host_dir: &Path,
-        staging: &str,
-        origin: &str,
-    ) -> WsResult<InstalledSkill> {
-        self.sandbox.mkdir(staging, false).await?;
-        self.copy_host_dir(host_dir, staging).await?;
-        self.install_staged(scan, staging, origin).await
-    }
-
-    async fn install_archive(
-        &self,
-        source: ArchiveSource,
-        fmt: ArchiveFormat,
-        agent: &str,
-        max_extracted_bytes: Option<u64>,
-        origin: &str,
-    ) -> WsResult<InstalledSkill> {
-        let label = partition_name(agent)?;
-        self.equip(agent).await?;
-        let staging = self.staging_path();
-        let res = self
-            .extract_and_install(&staging, source, fmt, agent, max_extracted_bytes, origin)
-            .await;
-        self.remove_quietly(&staging).await;
-        let installed = res?;
-        if !installed.already_installed {
-            self.publish(Event::SkillAdded {
-                agent: label,
-                name: installed.name.clone(),
-            });
-        }
-        Ok(installed)
-    }
-
-    async fn extract_and_install(
-        &self,
-        staging: &str,
-        source: ArchiveSource,
-        fmt: ArchiveFormat,
-        agent: &str,
-        max_extracted_bytes: Option<u64>,
-        origin: &str,
-    ) -> WsResult<InstalledSkill> {
-        let max = max_extracted_bytes.unwrap_or(DEFAULT_MAX_EXTRACTED_BYTES);
-        self.sandbox.mkdir(staging, false).await?;
-        let extracted = archive::extract(&self.sandbox, source, fmt, staging, max)
-            .await
-            .map_err(|reason| invalid(format!("refused the {fmt} archive {origin}: {reason}")))?;
-        self.mark_executable(staging, &extracted.executables).await;
-        let root = self.find_skill_root(staging, origin).await?;
-        let (_guard, mut scan) = self.locked_scan(agent).await?;
-        let res = self.install_staged(&mut scan, &root, origin).await;
-        self.persist_quietly(&mut scan).await;
-        res
-    }
-
-    /// The staging directory if it holds `SKILL.md`, else its first
-    /// subdirectory (by name) that does.
-    async fn find_skill_root(&self, staging: &str, origin: &str) -> WsResult<String> {
-        let entries = self.sandbox.list(staging).await?;
-        if entries
-            .iter()
-            .any(|e| e.name == names::SKILL_MD && e.kind == FileKind::File)
-        {
-            return Ok(staging.to_string());
-        }
-        for e in entries.iter().filter(|e| e.kind == FileKind::Dir) {
-            let dir = format!("{staging}/{}", e.name);
-            if let Ok(st) = self
-                .sandbox
-                .stat(&format!("{dir}/{}", names::SKILL_MD))
-                .await
-                && st.kind == FileKind::File
-            {
-                return Ok(dir);
-            }
-        }
-        Err(invalid(format!(
-            "the archive {origin} holds no SKILL.md, neither at its top level nor in a top-level folder"
-        )))
-    }
-
-    async fn seed_one(&self, scan: &mut Scan, path: &Path) -> WsResult<()> {
-        let origin = path.display().to_string();
-        let bytes = read_host_skill_md(path).await?;
-        let parsed = frontmatter::parse(&bytes);
-        if parsed.is_ok() {
-            let hash = index::sha256_hex(&bytes);
-            if let Some((d, _)) = scan.index.find_hash(&hash) {
-                self.skill_log(
-                    "info",
-                    format!("skill at {origin} is already seeded as {}/{d}", scan.dir),
-                );
-                return Ok(());
-            }
-        }
-        let staging = self.staging_path();
-        let res = async {
-            self.sandbox.mkdir(&staging, false).await?;
-            self.copy_host_dir(path, &staging).await?;
-            match &parsed {
-                Ok(_) => {
-                    let done = self.install_staged(scan, &staging, &origin).await?;
-                    if !done.already_installed {
-                        self.publish(Event::SkillAdded {
-                            agent: SEED_LABEL.into(),
-                            name: done.name,
-                        });
-                    }
-                }
-                Err(e) => {
-                    let base = path
-                        .file_name()
-                        .map(|n| index::sanitize_dir_name(&n.to_string_lossy()))
-                        .filter(|n| !n.is_empty())
-                        .unwrap_or_else(|| "skill".into());
-                    let mut taken = scan.children.clone();
-                    taken.insert(names::SKILL_INDEX.to_string());
-                    let dir = index::unique_dir_name(&base, &taken);
-                    self.sandbox.rename(&staging, &format!("{}/{dir}", scan.dir)).await?;
-                    scan.children.insert(dir.clone());
-                    self.skill_log(
-                        "warn",
-                        format!(
-                            "skill at {origin} is invalid and will be listed as such (copied to {}/{dir}, not offered to agents): SKILL.md {}",
-                            scan.dir,
-                            e.describe()
-                        ),
-                    );
-                }
-            }
-            Ok::<(), WorkspaceError>(())
-        }
-        .await;
-        self.remove_quietly(&staging).await;
-        res
-    }
-
-    /// Copies host directory `host` into the existing sandbox directory
-    /// `dest`, following symlinks like the reference's `copytree`, keeping
-    /// executable bits.
-    async fn copy_host_dir(&self, host: &Path, dest: &str) -> WsResult<()> {
-        let root = host.to_path_buf();
-        let items = tokio::task::spawn_blocking(move || walk_host(&root))
-            .await
-            .map_err(|e| invalid(format!("copy task failed: {e}")))??;
-        let mut executables = Vec::new();
-        for item in items {
-            let target = format!("{dest}/{}", item.rel);
-            if item.is_dir {
-                self.sandbox.mkdir(&target, true).await?;
-                continue;
-            }
-            let file = tokio::fs::File::open(&item.abs)
-                .await
-                .map_err(|e| invalid(format!("cannot read {}: {e}", item.abs.display())))?;
-            self.sandbox.write_stream(&target, Box::new(file)).await?;
-            if item.mode & 0o111 != 0 {
-                executables.push((item.rel, item.mode));
-            }
-        }
-        self.mark_executable(dest, &executables).await;
-        Ok(())
-    }
-
-    /// Copies sandbox directory `src` into the existing directory `dest`,
-    /// level by level. Symlinks and special files are skipped with a
-    /// warning: following them could copy files from outside the workspace.
-    async fn copy_sandbox_dir(&self, src: &str, dest: &str) -> WsResult<()> {
-        let mut pending = vec![String::new()];
-        let mut executables = Vec::new();
-        while let Some(rel) = pending.pop() {
-            let join = |name: &str| {
-                if rel.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{rel}/{name}")
-                }
-            };
-            let from_dir = if rel.is_empty() {
-                src.to_string()
-            } else {
-                format!("{src}/{rel}")
-            };
-            for entry in self.sandbox.list(&from_dir).await? {
-                let r = join(&entry.name);
-                match entry.kind {
-                    FileKind::Dir => {
-                        self.sandbox.mkdir(&format!("{dest}/{r}"), true).await?;
-                        pending.push(r);
-                    }
-                    FileKind::File => {
-                        let data = self.sandbox.read(&format!("{src}/{r}"), None).await?;
-                        self.sandbox.write(&format!("{dest}/{r}"), &data).await?;
-                        if let Some(mode) = entry.mode.filter(|m| m & 0o111 != 0) {
-                            executables.push((r, mode));
-                        }
-                    }
-                    FileKind::Symlink | FileKind::Other => {
-                        self.skill_log(
-                            "warn",
-                            format!("{src}/{r} is not a regular file or directory; not copied"),
-                        );
-                    }
-                }
-            }
-        }
-        self.mark_executable(dest, &executables).await;
-        Ok(())
-    }
-
-    /// Gives files under `base` their original permission bits (only files
-    /// with an executable bit are passed in; others keep the default).
-    /// Directly on the host where the backend shares it, else with one
-    /// `chmod` per mode. Failures are logged: a skill without `+x` still
-    /// reads fine.
-    async fn mark_executable(&self, base: &str, files: &[(String, u32)]) {
-        if files.is_empty() {
-            return;
-        }
-        if self.sandbox.host_root().is_some() {
-            for (rel, mode) in files {
-                let path = format!("{base}/{rel}");
-                let Some(host) = self.sandbox.host_path(&path) else {
-                    continue;
-                };
-                let perms = std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777);
-                if let Err(e) = tokio::fs::set_permissions(&host, perms).await {
-                    self.skill_log("warn", format!("cannot set the mode of {path}: {e}"));
-                }
-            }
-            return;
-        }
-        let mut by_mode: HashMap<u32, Vec<String>> = HashMap::new();
-        for (rel, mode) in files {
-            by_mode
-                .entry(mode & 0o777)
-                .or_default()
-                .push(format!("{base}/{rel}"));
-        }
-        for (mode, paths) in by_mode {
-            for chunk in paths.chunks(200) {
-                let mut argv = vec!["chmod".to_string(), format!("{mode:o}"), "--".to_string()];
-                argv.extend(chunk.iter().cloned());
-                match self.sandbox.exec(ExecRequest::new(argv), None).await {
-                    Ok(out) if out.exit_code == Some(0) => {}
-                    Ok(out) => self.skill_log(
-                        "warn",
-                        format!(
-                            "chmod {mode:o} under {base} exited with {:?}",
-                            out.exit_code
-                        ),
-                    ),
-                    Err(e) => {
-                        self.skill_log("warn", format!("chmod {mode:o} under {base} failed: {e}"))
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Reads `<dir>/SKILL.md` on the host, with a clear error when the folder or
-/// the file is missing.
-async fn read_host_skill_md(dir: &Path) -> WsResult<Vec<u8>> {
-    use tokio::io::AsyncReadExt;
-    let md = dir.join(names::SKILL_MD);
-    match tokio::fs::File::open(&md).await {
-        Ok(f) => {
-            let mut bytes = Vec::new();
-            f.take(SKILL_MD_RANGE.len)
-                .read_to_end(&mut bytes)
-                .await
-                .map_err(|e| invalid(format!("cannot read {}: {e}", md.display())))?;
-            match too_large(bytes.len()) {
-                Some(reason) => Err(invalid(format!(
-                    "invalid skill at {}: {reason}",
-                    dir.display()
-                ))),
-                None => Ok(bytes),
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
-                Err(invalid(format!(
-                    "{} holds no SKILL.md, so it is not a skill",
-                    dir.display()
-                )))
-            } else {
-                Err(invalid(format!("{} is not a directory", dir.display())))
-            }
-        }
-        Err(e) => Err(invalid(format!("cannot read {}: {e}", md.display()))),
-    }
-}
-
-/// Lists a host directory recursively (parents before children, by name),
-/// following symlinks like `shutil.copytree(symlinks=False)`; refuses
-/// dangling links, symlink loops and absurd depth. Special files are
-/// skipped.
-fn walk_host(root: &Path) -> WsResult<Vec<HostItem>> {
-    use std::os::unix::fs::PermissionsExt;
-    fn visit(
-        dir: &Path,
-        rel: &str,
-        depth: usize,
-        ancestors: &mut Vec<PathBuf>,
-        out: &mut Vec<HostItem>,
-    ) -> WsResult<()> {
-        if depth > MAX_HOST_DEPTH {
-            return Err(invalid(format!("{} is nested too deeply", dir.display())));
-        }
-        let canon = std::fs::canonicalize(dir)
-            .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
-        if ancestors.contains(&canon) {
-            return Err(invalid(format!("{} is a symlink loop", dir.display())));
-        }
-        ancestors.push(canon);
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let abs = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let r = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            let meta = std::fs::metadata(&abs)
-                .map_err(|e| invalid(format!("cannot copy {}: {e}", abs.display())))?;
-            if meta.is_dir() {
-                out.push(HostItem {
-                    rel: r.clone(),
-                    abs: abs.clone(),
-                    is_dir: true,
-                    mode: meta.permissions().mode(),
-                });
-                visit(&abs, &r, depth + 1, ancestors, out)?;
-            } else if meta.is_file() {
-                out.push(HostItem {
-                    rel: r,
-                    abs,
-                    is_dir: false,
-                    mode: meta.permissions().mode(),
-                });
-            }
-        }
-        ancestors.pop();
-        Ok(())
-    }
-    let mut out = Vec::new();
-    visit(root, "", 0, &mut Vec::new(), &mut out)?;
-    Ok(out)
 }

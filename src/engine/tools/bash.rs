@@ -146,7 +146,7 @@ impl Tool for Bash {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let limits = ctx.workspace.limits();
+        let limits = ctx.env.limits;
         let timeout_ms = match args.timeout {
             None => limits.bash_default_timeout_ms,
             Some(t) if t < 0 => {
@@ -160,10 +160,10 @@ impl Tool for Bash {
 
 /// Runs `command` like the Bash tool does, with an explicit timeout.
 pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> ToolResult {
-    let ws = ctx.workspace;
-    let max_chars = ws.limits().bash_max_output_chars;
+    let ws = ctx.env;
+    let max_chars = ws.limits.bash_max_output_chars;
     let mut req = ExecRequest::shell(command);
-    req.cwd = Some(ws.layout().workdir().to_string());
+    req.cwd = Some(ws.layout.workdir().to_string());
     req.timeout = Some(timeout);
     req.cancel = Some(ctx.cancel.clone());
 
@@ -174,7 +174,7 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     });
 
     let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
-    let sandbox = ws.sandbox().clone();
+    let sandbox = ws.sandbox.clone();
     let exec = tokio::spawn(async move { sandbox.exec(req, Some(tx)).await });
 
     // A char is at most 4 bytes: this head always holds the model's share.
@@ -304,8 +304,9 @@ async fn offload_full_output(
     if err.total > 0 {
         reader = Box::new(reader.chain(err.reader().map_err(|e| e.to_string())?));
     }
-    ctx.workspace
-        .offload_tool_result_stream(ctx.session, ctx.call_id, reader)
+    ctx.env
+        .offload
+        .tool_result_stream(ctx.session, ctx.call_id, reader)
         .await
         .map_err(|e| e.to_string())
 }

@@ -115,7 +115,7 @@ impl Tool for Edit {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
-        let sb = ctx.workspace.sandbox.as_ref();
+        let sb = ctx.env.sandbox.as_ref();
         let stat = match sb.stat(&path).await {
             Ok(s) => s,
             Err(e) => return io_error(&path, e),
@@ -128,7 +128,7 @@ impl Tool for Edit {
                 "Error: old_string and new_string are identical. No changes to make.",
             );
         }
-        let max = ctx.workspace.limits().read_max_bytes;
+        let max = ctx.env.limits.read_max_bytes;
         if stat.size > max {
             return ToolResult::error(format!(
                 "Error: {path} is too large to edit ({}; Edit holds the whole file in memory and stops at {}). \

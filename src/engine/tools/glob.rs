@@ -270,7 +270,7 @@ async fn search_exec(
     keep: Option<usize>,
     deadline: Instant,
 ) -> Result<Found, ToolResult> {
-    let sb = ctx.workspace.sandbox.as_ref();
+    let sb = ctx.env.sandbox.as_ref();
     match sb.stat(&plan.base).await {
         Ok(st) if st.is_dir_like() => {}
         _ => return Ok(Found::NotADir),
@@ -360,7 +360,7 @@ async fn stat_mtimes(
         ..Default::default()
     };
     let mut times: Vec<SystemTime> = Vec::with_capacity(paths.len());
-    let (outcome, _) = walk::exec_lines(ctx.workspace.sandbox.as_ref(), req, b'\n', |line| {
+    let (outcome, _) = walk::exec_lines(ctx.env.sandbox.as_ref(), req, b'\n', |line| {
         times.push(parse_stat_mtime(&String::from_utf8_lossy(line)));
     })
     .await
@@ -394,7 +394,7 @@ fn parse_stat_mtime(line: &str) -> SystemTime {
 fn timeout_error(ctx: &ToolContext<'_>) -> ToolResult {
     ToolResult::error(format!(
         "Glob timed out after {} seconds. Try a more specific pattern or path.",
-        walk::format_secs(ctx.workspace.limits().search_timeout_ms)
+        walk::format_secs(ctx.env.limits.search_timeout_ms)
     ))
 }
 
@@ -456,13 +456,13 @@ impl Tool for Glob {
         if ctx.cancel.is_cancelled() {
             return interrupted();
         }
-        let limits = ctx.workspace.limits();
+        let limits = ctx.env.limits;
         let page = match Page::from_args(args.head_limit, args.offset, limits.search_default_limit)
         {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
-        let workdir = ctx.workspace.layout.workdir();
+        let workdir = ctx.env.layout.workdir();
         let plan = match plan(workdir, args.path.as_deref(), &args.pattern) {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
@@ -470,7 +470,7 @@ impl Tool for Glob {
         let base = plan.base.clone();
         let budget = Duration::from_millis(limits.search_timeout_ms);
         let deadline = Instant::now() + budget;
-        let sb = &ctx.workspace.sandbox;
+        let sb = &ctx.env.sandbox;
         let keep = page.keep();
         let found = match (sb.host_path(&plan.base), sb.host_path(&plan.walk_dir)) {
             (Some(host_base), Some(host_walk)) => {

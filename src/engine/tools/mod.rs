@@ -7,6 +7,7 @@
 
 pub mod bash;
 pub mod edit;
+pub mod env;
 pub mod glob;
 pub mod grep;
 pub mod read;
@@ -22,7 +23,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::message::{Block, TextBlock, ToolOutput, ToolResultBlock};
-use super::workspace::Workspace;
+
+pub use env::{OffloadSink, ToolEnv};
 
 /// Limits of the built-in tools; defaults are the reference's (contract §10).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -205,8 +207,8 @@ impl ToolResult {
 
 /// Everything a tool call may use.
 pub struct ToolContext<'a> {
-    /// The workspace (sandbox, layout, limits, event bus, offloading).
-    pub workspace: &'a Workspace,
+    /// What the call may touch (sandbox, layout, limits, events, offload).
+    pub env: ToolEnv<'a>,
     /// Agent id (`""` for none).
     pub agent: &'a str,
     /// Session id.

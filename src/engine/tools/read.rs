@@ -148,7 +148,7 @@ impl Tool for Read {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
-        let limits = ctx.workspace.limits();
+        let limits = ctx.env.limits;
         let offset = args.offset.unwrap_or(1);
         if offset < 1 {
             return ToolResult::error(format!(
@@ -163,7 +163,7 @@ impl Tool for Read {
         // Above the maximum the call still makes sense: return the most allowed.
         let limit = limit.min(max_lines);
 
-        let sb = ctx.workspace.sandbox.as_ref();
+        let sb = ctx.env.sandbox.as_ref();
         let stat = match sb.stat(&path).await {
             Ok(s) => s,
             Err(e) => return read_error(&path, e),
@@ -365,8 +365,8 @@ async fn read_text(
     offset: u64,
     limit: u64,
 ) -> ToolResult {
-    let sb = ctx.workspace.sandbox.as_ref();
-    let limits = ctx.workspace.limits();
+    let sb = ctx.env.sandbox.as_ref();
+    let limits = ctx.env.limits;
     let ranged = sb.capabilities().read_range;
     if !ranged && size > limits.read_max_bytes {
         return too_large(sb, path, size, limits.read_max_bytes);
@@ -498,14 +498,14 @@ async fn read_head(
     size: u64,
     n: u64,
 ) -> Result<Option<Vec<u8>>, BackendError> {
-    let sb = ctx.workspace.sandbox.as_ref();
+    let sb = ctx.env.sandbox.as_ref();
     if sb.capabilities().read_range {
         return sb
             .read(path, Some(ByteRange { offset: 0, len: n }))
             .await
             .map(Some);
     }
-    if size > ctx.workspace.limits().read_max_bytes {
+    if size > ctx.env.limits.read_max_bytes {
         return Ok(None);
     }
     let mut data = sb.read(path, None).await?;

@@ -83,7 +83,7 @@ impl Tool for Write {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
-        let sb = ctx.workspace.sandbox.as_ref();
+        let sb = ctx.env.sandbox.as_ref();
 
         let stat = match sb.stat(&path).await {
             Ok(s) => Some(s),

@@ -926,7 +926,7 @@ async fn run_job(
             }
         }
     };
-    let summary = match ws.session_detail(&session).await {
+    let summary = match ws.sessions().detail(&session).await {
         Ok(d) => Some(format!(
             "session {session}: {} tool call(s) journalled · {} offload(s) · context.jsonl {}",
             d.journal.entries.len(),

@@ -285,7 +285,8 @@ impl CommandPane {
         let s = cx.session.clone();
         cx.spawn::<CommandPane>(async move {
             let r = ws
-                .read_journal(&s)
+                .journal()
+                .read(&s)
                 .await
                 .map(|j| j.entries.into_iter().filter(|e| e.tool == "Bash").collect())
                 .map_err(|e| e.to_string());

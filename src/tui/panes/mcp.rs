@@ -229,12 +229,12 @@ impl McpPane {
         self.pair = (agent.clone(), session.clone());
         cx.spawn::<McpPane>(async move {
             let r = async {
-                let listing = ws.mcp_status(&agent, &session).await?;
+                let listing = ws.mcp().status(&agent, &session).await?;
                 let mut tools = HashMap::new();
                 // Only ready servers: their instance exists, so asking for
                 // it creates nothing and starts nothing.
                 for s in listing.servers.iter().filter(|s| s.state.is_ready()) {
-                    let inst = ws.mcp_instance(&agent, &session, &s.name).await?;
+                    let inst = ws.mcp().instance(&agent, &session, &s.name).await?;
                     tools.insert(s.name.clone(), inst.tools());
                 }
                 Ok::<_, crate::engine::WorkspaceError>((listing, tools))
@@ -287,19 +287,23 @@ impl McpPane {
         cx.spawn::<McpPane>(async move {
             let r = match verb {
                 "start" => ws
-                    .start_mcp(&agent, &session, &name)
+                    .mcp()
+                    .start(&agent, &session, &name)
                     .await
                     .map(|s| format!("`{name}` {}", state_text(&s.state))),
                 "stop" => ws
-                    .stop_mcp(&agent, &session, &name)
+                    .mcp()
+                    .stop(&agent, &session, &name)
                     .await
                     .map(|_| format!("stopped `{name}`")),
                 "restart" => ws
-                    .restart_mcp(&agent, &session, &name)
+                    .mcp()
+                    .restart(&agent, &session, &name)
                     .await
                     .map(|s| format!("`{name}` {}", state_text(&s.state))),
                 _ => ws
-                    .remove_mcp(&name, &agent, &session)
+                    .mcp()
+                    .remove(&name, &agent, &session)
                     .await
                     .map(|_| format!("removed `{name}`")),
             };
@@ -526,7 +530,7 @@ impl Pane for McpPane {
                         self.busy.insert(name.clone());
                         let typed = input.clone();
                         cx.spawn::<McpPane>(async move {
-                            match ws.add_mcp(decl, &agent, &session, false).await {
+                            match ws.mcp().add(decl, &agent, &session, false).await {
                                 Ok(_) => {
                                     let m = format!("added `{name}`: press s to start it");
                                     Msg::Acted(name, "add", Ok(m))
@@ -569,7 +573,7 @@ impl Pane for McpPane {
                 };
                 self.busy.insert(server.clone());
                 cx.spawn::<McpPane>(async move {
-                    let r = ws.call_mcp_tool(call).await;
+                    let r = ws.mcp().call_tool(call).await;
                     let mut lines = vec![
                         StyledLine::plain(&format!("call    {name}"), Default::default()),
                         StyledLine::plain(&format!("args    {args}"), Default::default()),

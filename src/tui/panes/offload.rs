@@ -92,7 +92,7 @@ impl OffloadPane {
         let ws = cx.ws.clone();
         let s = cx.session.clone();
         cx.spawn::<OffloadPane>(async move {
-            let r = ws.list_offloads(Some(&s)).await.map_err(|e| e.to_string());
+            let r = ws.offload().list(Some(&s)).await.map_err(|e| e.to_string());
             Listed(s, r)
         });
     }

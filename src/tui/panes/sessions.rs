@@ -72,7 +72,7 @@ impl SessionsPane {
         self.dirty = false;
         let ws = cx.ws.clone();
         cx.spawn::<SessionsPane>(async move {
-            Loaded(ws.list_sessions().await.map_err(|e| e.to_string()))
+            Loaded(ws.sessions().list().await.map_err(|e| e.to_string()))
         });
     }
 

@@ -143,7 +143,7 @@ impl SkillsPane {
         let ws = cx.ws.clone();
         let agent = cx.agent.clone();
         cx.spawn::<SkillsPane>(async move {
-            Msg::Listed(ws.list_skills(&agent).await.map_err(|e| e.to_string()))
+            Msg::Listed(ws.skills().list(&agent).await.map_err(|e| e.to_string()))
         });
     }
 
@@ -297,7 +297,8 @@ impl Pane for SkillsPane {
                 let name = name.clone();
                 cx.spawn::<SkillsPane>(async move {
                     Msg::Done(
-                        ws.remove_skill(&name, &agent)
+                        ws.skills()
+                            .remove(&name, &agent)
                             .await
                             .map(|_| format!("removed skill {name}"))
                             .map_err(|e| e.to_string()),
@@ -320,10 +321,12 @@ impl Pane for SkillsPane {
                 let agent = cx.agent.clone();
                 cx.spawn::<SkillsPane>(async move {
                     let r = if path.is_dir() {
-                        ws.add_skill(&path, &agent).await
+                        ws.skills().add(&path, &agent).await
                     } else {
                         match ArchiveFormat::from_file_name(&path.to_string_lossy()) {
-                            Some(fmt) => ws.add_skill_archive_file(&path, fmt, &agent, None).await,
+                            Some(fmt) => {
+                                ws.skills().add_archive_file(&path, fmt, &agent, None).await
+                            }
                             None => {
                                 return Msg::Done(Err(format!(
                                     "{}: not a directory or a .zip/.tar/.tar.gz archive",

@@ -1,0 +1,257 @@
+//! The composition root: what both front ends (the CLI and the TUI) need
+//! before they can do anything, built in one place.
+//!
+//! * [`Context::load`] resolves the paths and loads the config file;
+//! * [`Context::profile_name`] is the selected profile;
+//! * [`Context::manager_for`] and [`Context::manager_factory`] are the one
+//!   way to build a profile's [`WorkspaceManager`] (wired by [`profile`]);
+//! * [`Context::open_workspace`] opens the workspace a command or the TUI
+//!   works in: `--workdir` as an exact local directory, else the one the
+//!   selected profile's manager assigns (the embedded default workspace
+//!   for the built-in `local` profile);
+//! * [`sandbox_record`] keeps the records of cloud sandboxes, so one that
+//!   vanished on the service is reported;
+//! * [`JournalWatch`] collects journal failures to print at exit.
+//!
+//! Layering: `cli` and `tui` use this module and never each other; it
+//! uses `config`, `manager`, `engine` and `backend`, and nothing here
+//! knows about argument parsing or terminals.
+
+mod journal_watch;
+pub mod profile;
+pub mod sandbox_record;
+mod workdir;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+pub use journal_watch::JournalWatch;
+pub use profile::{ProfileError, make_provisioner, open_profile, profile_options};
+pub use workdir::{check_workdir, workdir_workspace_id};
+
+use crate::backend::local::LocalSandbox;
+use crate::config::{Config, Paths};
+use crate::engine::{EventBus, Workspace, WorkspaceConfig};
+use crate::manager::WorkspaceManager;
+
+/// Builds the manager of a profile by name (the TUI's `:profile <name>`
+/// and the Workspaces pane). Errors are shown as they are.
+pub type ManagerFactory = Arc<dyn Fn(&str) -> anyhow::Result<WorkspaceManager> + Send + Sync>;
+
+/// Which workspace to work in and where the config is: the options every
+/// front end takes (the CLI's global flags and their environment
+/// variables fill it).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// An exact directory to use as a local workspace, bypassing profiles.
+    pub workdir: Option<PathBuf>,
+    /// Profile name (default: the config's `default_profile`, else `local`).
+    pub profile: Option<String>,
+    /// User id the manager assigns workspaces for (`""` is the default user).
+    pub user: String,
+    /// Agent id (selects the skills partition; `""` = `default`).
+    pub agent: String,
+    /// Session id (default from config, else `default`).
+    pub session: Option<String>,
+    /// Config file given explicitly (must exist); `None` = the XDG default.
+    pub config: Option<PathBuf>,
+}
+
+/// What every command and the TUI work with: the selection, the resolved
+/// paths and config, and the selected profile's manager (made on first
+/// use and shared).
+pub struct Context {
+    /// What was asked for on the command line.
+    pub global: Selection,
+    /// Resolved paths.
+    pub paths: Paths,
+    /// Loaded config.
+    pub config: Config,
+    /// Config file actually used.
+    pub config_file: PathBuf,
+    /// The selected profile's manager, made on first use.
+    manager: tokio::sync::OnceCell<WorkspaceManager>,
+    /// Records of that manager's cloud sandboxes (cloud profiles only).
+    records: std::sync::OnceLock<sandbox_record::SandboxRecords>,
+    /// Journal failures of the opened workspaces.
+    journal: JournalWatch,
+}
+
+impl Context {
+    /// Resolves paths and loads the config; prints a warning for each
+    /// `workspace.skill_paths` entry that seeds nothing.
+    ///
+    /// Errors: no home directory, a `--config` file that does not exist,
+    /// a config file that cannot be read or parsed.
+    pub fn load(global: Selection) -> anyhow::Result<Self> {
+        let paths = Paths::from_env()?;
+        let config_file = global
+            .config
+            .clone()
+            .unwrap_or_else(|| paths.config_file.clone());
+        if global.config.is_some() && !config_file.is_file() {
+            anyhow::bail!(
+                "config file {} (given with --config) does not exist",
+                config_file.display()
+            );
+        }
+        let config = Config::load(&config_file)?;
+        for w in config.skill_path_warnings() {
+            eprintln!("warning: {}: {w}", config_file.display());
+        }
+        Ok(Context {
+            global,
+            paths,
+            config,
+            config_file,
+            manager: tokio::sync::OnceCell::new(),
+            records: std::sync::OnceLock::new(),
+            journal: JournalWatch::default(),
+        })
+    }
+
+    /// The profile in use: `--profile`, else the config's default.
+    pub fn profile_name(&self) -> String {
+        self.global
+            .profile
+            .clone()
+            .unwrap_or_else(|| self.config.default_profile_name().to_string())
+    }
+
+    /// The manager of profile `name` (not cached; see [`Context::manager`]).
+    /// Its pre-warm pool is off: a one-shot command would exit before
+    /// claiming, and leave the pool's workspaces behind.
+    pub fn manager_for(&self, name: &str) -> anyhow::Result<WorkspaceManager> {
+        one_shot_manager(&self.config, &self.paths, name)
+    }
+
+    /// [`Context::manager_for`] as a value the TUI keeps (it outlives no
+    /// borrow of the context).
+    pub fn manager_factory(&self) -> ManagerFactory {
+        let (config, paths) = (self.config.clone(), self.paths.clone());
+        Arc::new(move |name: &str| one_shot_manager(&config, &paths, name))
+    }
+
+    /// The manager of the selected profile, shared by the whole run.
+    /// On a cloud profile its workspaces are recorded, so that one whose
+    /// sandbox vanished on the service is reported when it is made anew
+    /// (see [`Context::report_lost_sandboxes`]).
+    pub async fn manager(&self) -> anyhow::Result<&WorkspaceManager> {
+        self.manager
+            .get_or_try_init(|| async {
+                let name = self.profile_name();
+                let m = self.manager_for(&name)?;
+                if sandbox_record::tracked(m.backend()) {
+                    let _ = self.records.set(sandbox_record::SandboxRecords::new(
+                        &self.paths.data_dir,
+                        &name,
+                        m.backend(),
+                        m.events().subscribe(),
+                    ));
+                }
+                Ok(m)
+            })
+            .await
+    }
+
+    /// Prints a notice for each workspace of the selected cloud profile
+    /// that got a new, empty sandbox because its recorded one is gone from
+    /// the service, and updates the records (made, destroyed). Called
+    /// after opening a workspace and when a run ends.
+    pub fn report_lost_sandboxes(&self) {
+        if let Some(r) = self.records.get() {
+            for n in r.drain() {
+                eprintln!("{n}");
+            }
+        }
+    }
+
+    /// What a run leaves on stderr when it ends: the lost-sandbox notices
+    /// (see [`Context::report_lost_sandboxes`]), then each journal failure
+    /// once (see [`Context::journal_warnings`]).
+    pub fn report_at_exit(&self) {
+        self.report_lost_sandboxes();
+        for w in self.journal_warnings() {
+            eprintln!("{w}");
+        }
+    }
+
+    /// The workspace directory to open.
+    pub fn workdir(&self) -> PathBuf {
+        self.global
+            .workdir
+            .clone()
+            .unwrap_or_else(|| self.paths.default_workdir.clone())
+    }
+
+    /// The session id in use.
+    pub fn session(&self) -> String {
+        self.global
+            .session
+            .clone()
+            .or_else(|| self.config.workspace.default_session.clone())
+            .unwrap_or_else(|| "default".to_string())
+    }
+
+    /// Opens the workspace: `--workdir` as an exact local directory, else
+    /// the one the selected profile's manager assigns to
+    /// `(--user, --agent, session)` (created, or reattached when an earlier
+    /// run made it).
+    pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
+        if self.global.workdir.is_none() {
+            let manager = self.manager().await?;
+            let ws = manager
+                .get_workspace(&self.global.user, &self.global.agent, &self.session(), None)
+                .await
+                .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
+            self.report_lost_sandboxes();
+            if let Ok(ws) = &ws {
+                self.journal.watch(ws);
+            }
+            return ws;
+        }
+        let dir = self.workdir();
+        check_workdir(&dir)?;
+        let sandbox = LocalSandbox::open(&dir)
+            .with_context(|| format!("opening workspace {}", dir.display()))?;
+        // Stable across launches: the Workspaces pane, the header and
+        // `:ws` name the same directory by the same id every time.
+        let id = crate::backend::Sandbox::host_root(&sandbox)
+            .map(workdir_workspace_id)
+            .unwrap_or_else(|| workdir_workspace_id(&dir));
+        let config = WorkspaceConfig {
+            workspace_id: Some(id),
+            skill_paths: self.config.workspace.skill_paths.clone(),
+            instructions: self.config.workspace.instructions.clone(),
+            limits: self.config.limits.clone(),
+            default_mcps: Vec::new(),
+        };
+        let ws = Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?;
+        self.journal.watch(&ws);
+        Ok(ws)
+    }
+
+    /// The journal failures the opened workspaces reported during the
+    /// run, each distinct message once, as `warning: ...` lines.
+    pub fn journal_warnings(&self) -> Vec<String> {
+        self.journal.warnings()
+    }
+}
+
+/// The manager of profile `name`, pre-warm pool off, on its own bus.
+fn one_shot_manager(
+    config: &Config,
+    paths: &Paths,
+    name: &str,
+) -> anyhow::Result<WorkspaceManager> {
+    let (provisioner, mut opts) = profile_options(config, name, paths)?;
+    opts.prewarm.size = 0;
+    Ok(WorkspaceManager::new(
+        name,
+        provisioner,
+        opts,
+        EventBus::default(),
+    ))
+}
