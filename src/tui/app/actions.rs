@@ -74,3 +74,71 @@ pub fn all_actions() -> Vec<ActionSpec> {
     v.extend(panes::pane_actions());
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::backend::local::LocalSandbox;
+    use crate::engine::{EventBus, Workspace, WorkspaceConfig};
+    use crate::tui::app::{App, AppOptions};
+    use crate::tui::config::TuiConfig;
+    use crate::tui::keymap::GLOBAL;
+    use crate::tui::panes;
+
+    /// Every action of every table reaches a handler: the app's own run
+    /// in `run_global`, a pane's in the `on_action` of the pane whose id
+    /// starts its context (`command.prompt` → `command`, `mcp_tools` →
+    /// `mcp`). A new table entry without a handler fails here.
+    #[tokio::test]
+    async fn every_action_of_every_table_has_a_handler() {
+        let dir = tempfile::tempdir().unwrap();
+        let sb = LocalSandbox::open(dir.path()).unwrap();
+        let ws = Workspace::open(
+            Arc::new(sb),
+            WorkspaceConfig::default(),
+            EventBus::default(),
+        )
+        .await
+        .unwrap();
+        let mut opts = AppOptions::new(TuiConfig::default());
+        opts.watch = false;
+        let mut app = App::new(ws, opts);
+        let mut unhandled = Vec::new();
+        for spec in super::all_actions() {
+            if matches!(spec.name, "app.quit" | "app.shell" | "app.suspend") {
+                // Handled, but they end the test's app or leave the terminal.
+                assert!(super::ACTIONS.iter().any(|a| a.name == spec.name));
+                continue;
+            }
+            let handled = if spec.context == GLOBAL {
+                app.run_global(spec.name)
+            } else if spec.context == panes::help::ID || spec.context == panes::palette::ID {
+                // Overlays: checked by their own tests.
+                continue;
+            } else {
+                let owner = app.panes.iter().position(|p| {
+                    let id = p.id();
+                    spec.context == id
+                        || spec
+                            .context
+                            .strip_prefix(id)
+                            .is_some_and(|r| r.starts_with('.') || r.starts_with('_'))
+                });
+                match owner {
+                    Some(i) => app.panes[i].on_action(spec.name, &mut app.cx),
+                    None => false,
+                }
+            };
+            app.overlay = None;
+            app.cx.effects.clear();
+            if !handled {
+                unhandled.push(spec.name);
+            }
+        }
+        assert!(
+            unhandled.is_empty(),
+            "actions without a handler: {unhandled:?}"
+        );
+    }
+}

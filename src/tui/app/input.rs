@@ -123,7 +123,14 @@ impl App {
             }
             return;
         }
-        match spec.name {
+        self.run_global(spec.name);
+    }
+
+    /// Runs one of the app's own actions ([`super::ACTIONS`]); false when
+    /// `name` is not one (a test checks every entry of the table has a
+    /// handler here).
+    pub(super) fn run_global(&mut self, name: &str) -> bool {
+        match name {
             "app.quit" => self.request_quit(),
             "app.help" => {
                 self.overlay = Some(Overlay::Help(HelpOverlay::new(
@@ -177,8 +184,9 @@ impl App {
             "app.shell" => self.apply(Effect::Shell),
             "app.suspend" => self.requests.push(HostRequest::Suspend),
             "app.redraw" => self.requests.push(HostRequest::Redraw),
-            _ => {}
+            _ => return false,
         }
+        true
     }
 
     /// The global action a key runs in a text field (help, quit): only
