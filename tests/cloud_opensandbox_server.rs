@@ -1,6 +1,6 @@
 //! The OpenSandbox backend against the *real* lifecycle server
 //! (`opensandbox-server` from PyPI) on the local Docker daemon, with a
-//! stand-in execd (MINIMAL-SURFACE.md §3.6): the real execd image cannot be
+//! stand-in execd (`docs/MINIMAL-SURFACE.md` §3.6): the real execd image cannot be
 //! pulled here, so this test binary doubles as execd. Run as
 //! `/opt/opensandbox/execd` (or with `WSBENCH_EXECD_STANDIN=1`) it serves
 //! the execd subset of `opensandbox/execd-api.yaml` on 127.0.0.1:44772;
@@ -383,7 +383,7 @@ mode = "direct"
 }
 
 /// The stand-in execd: the subset of `opensandbox/execd-api.yaml` a
-/// workspace uses, with execd's wire habits (MINIMAL-SURFACE.md §3.3–3.4).
+/// workspace uses, with execd's wire habits (`docs/MINIMAL-SURFACE.md` §3.3–3.4).
 mod standin {
     use std::collections::{BTreeMap, HashMap};
     use std::os::unix::fs::{MetadataExt, PermissionsExt};

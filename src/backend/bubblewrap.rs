@@ -8,7 +8,7 @@
 //!   the host network back on with [`BubblewrapOptions::share_net`] (the
 //!   TUI should warn when it is on).
 //! * File operations do not go through `bwrap` at all: they run on the host
-//!   directory after [`hostdir::HostDir`] has checked that the path,
+//!   directory after [`HostDir`] has checked that the path,
 //!   resolved as the sandbox sees it, stays inside `/workspace` or `/tmp`.
 //! * A timeout kills the whole tree (the `bwrap` process group, every
 //!   descendant and every process carrying the exec's marker), and since
@@ -24,8 +24,6 @@
 //! `bwrap` exits without it, whatever it wrote on stderr is bwrap's own
 //! setup error, diagnosed by [`diagnose_setup_failure`].
 
-pub mod hostdir;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -38,8 +36,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use self::hostdir::HostDir;
 use super::child::{ChildStatus, exit_code_of, pump};
+use super::host::HostDir;
 use super::local::LocalProvisioner;
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};

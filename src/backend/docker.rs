@@ -57,8 +57,7 @@ use tokio::sync::OnceCell;
 
 use self::exec::ExecTarget;
 use self::files::ContainerFiles;
-use super::bubblewrap::hostdir::HostDir;
-use super::local::sanitize_segment;
+use super::host::{HostDir, sanitize_segment};
 use super::{
     BackendError, BackendKind, BackendNotice, BackendResult, ByteRange, Capabilities, ExecOutcome,
     ExecRequest, FileStat, NoticeLevel, NoticeSink, OutputSink, Process, ProvisionSpec,

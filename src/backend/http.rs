@@ -4,7 +4,7 @@
 //! applies timeouts, retries with back-off on 429 (honouring `Retry-After`)
 //! and, for idempotent calls, on 5xx and connection failures, and maps error
 //! answers onto [`BackendError`] with the service's own error code and
-//! message (see `../shared/specs/MINIMAL-SURFACE.md` for each service's error
+//! message (see `docs/MINIMAL-SURFACE.md` for each service's error
 //! body). Keys live only in header values marked sensitive and are never
 //! logged or shown by `Debug`.
 //!

@@ -5,25 +5,26 @@
 
 use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
 
 use super::child::{ChildStatus, exit_code_of, pump};
+use super::host::fs::{finish_atomic, resolve_link_target};
+pub use super::host::sanitize_segment;
+use super::host::{append_host, atomic_write_host, stat_host, watch_host};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
-    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ChangeKind, ExecOutcome,
-    ExecRequest, FileChange, FileKind, FileStat, OutputSink, Process, ProcessControl,
-    ProvisionSpec, Provisioner, ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState,
-    SpawnRequest, StreamKind, Watch, labels, path as bpath,
+    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
+    FileStat, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
+    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest, StreamKind, Watch,
+    labels, path as bpath,
 };
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
@@ -111,100 +112,6 @@ fn spawn_error(program: &str, err: std::io::Error) -> BackendError {
 async fn kill_tree_async(pid: i32, marker: String) {
     let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, KILL_GRACE))
         .await;
-}
-
-fn system_time(meta: &std::fs::Metadata) -> Option<SystemTime> {
-    meta.modified().ok()
-}
-
-/// [`FileStat`] of a host path, symlinks not followed.
-pub fn stat_host(p: &Path) -> std::io::Result<FileStat> {
-    let meta = std::fs::symlink_metadata(p)?;
-    let name = p
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "/".into());
-    let ft = meta.file_type();
-    let (kind, size, target, target_is_dir) = if ft.is_symlink() {
-        let target = std::fs::read_link(p)
-            .ok()
-            .map(|t| t.to_string_lossy().into_owned());
-        let followed = std::fs::metadata(p).ok();
-        (
-            FileKind::Symlink,
-            followed.as_ref().map(|m| m.len()).unwrap_or(0),
-            target,
-            followed.is_some_and(|m| m.is_dir()),
-        )
-    } else if ft.is_dir() {
-        (FileKind::Dir, 0, None, false)
-    } else if ft.is_file() {
-        (FileKind::File, meta.len(), None, false)
-    } else {
-        (FileKind::Other, 0, None, false)
-    };
-    Ok(FileStat {
-        name,
-        kind,
-        size,
-        modified: system_time(&meta),
-        link_target: target,
-        target_is_dir,
-        mode: Some(meta.mode() & 0o7777),
-    })
-}
-
-/// Writes `data` to `target` atomically: a temp file in the same directory,
-/// then rename. Keeps the permissions of an existing file, and writes
-/// through a symlink to its target instead of replacing the link.
-pub fn atomic_write_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
-    let target = resolve_link_target(target);
-    let dir = target.parent().unwrap_or(Path::new("/"));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".wsbench-tmp-")
-        .tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, data)?;
-    finish_atomic(tmp, &target)
-}
-
-fn resolve_link_target(target: &Path) -> PathBuf {
-    match std::fs::symlink_metadata(target) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(target)
-            .or_else(|_| {
-                std::fs::read_link(target)
-                    .map(|t| target.parent().unwrap_or(Path::new("/")).join(t))
-            })
-            .unwrap_or_else(|_| target.to_path_buf()),
-        _ => target.to_path_buf(),
-    }
-}
-
-fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Result<()> {
-    let mode = std::fs::metadata(target)
-        .map(|m| m.permissions().mode())
-        .unwrap_or(0o644);
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.persist(target).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Appends `data` under an exclusive `flock`, so concurrent appenders in
-/// this or another process never interleave. Creates the file and parents.
-pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(target)?;
-    let locked = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| std::io::Error::from(e))?;
-    std::io::Write::write_all(&mut &*locked, data)?;
-    drop(locked);
-    Ok(())
 }
 
 #[async_trait]
@@ -511,105 +418,6 @@ impl Sandbox for LocalSandbox {
     }
 }
 
-/// Maps a host path to the backend path reported in watch events.
-pub type PathMapper = Arc<dyn Fn(&Path) -> String + Send + Sync>;
-
-/// Watches a host directory recursively with `notify`.
-///
-/// `map` turns host paths into backend paths (identity when `None`). A
-/// directory created under the watch is walked at once and every entry
-/// already inside is reported as created: inotify cannot report what was
-/// made before the watch on its parent existed (`mkdir -p`, C20).
-pub fn watch_host(root: &Path, map: Option<PathMapper>) -> BackendResult<Watch> {
-    use notify::{EventKind, RecursiveMode, Watcher};
-    let (tx, rx) = mpsc::channel(4096);
-    let to_backend = map.unwrap_or_else(|| Arc::new(|p: &Path| p.to_string_lossy().into_owned()));
-    let handler = move |res: notify::Result<notify::Event>| {
-        let Ok(ev) = res else {
-            return;
-        };
-        if ev.need_rescan() {
-            for p in &ev.paths {
-                let _ = tx.try_send(FileChange {
-                    path: to_backend(p),
-                    kind: ChangeKind::Rescan,
-                });
-            }
-            return;
-        }
-        let kind = match ev.kind {
-            EventKind::Create(_) => ChangeKind::Created,
-            EventKind::Remove(_) => ChangeKind::Removed,
-            EventKind::Modify(notify::event::ModifyKind::Name(_)) => {
-                // A rename: report each side by whether it exists now.
-                for p in &ev.paths {
-                    let kind = if p.exists() {
-                        ChangeKind::Created
-                    } else {
-                        ChangeKind::Removed
-                    };
-                    let _ = tx.try_send(FileChange {
-                        path: to_backend(p),
-                        kind,
-                    });
-                }
-                return;
-            }
-            EventKind::Modify(_) => ChangeKind::Modified,
-            _ => return,
-        };
-        for p in &ev.paths {
-            let _ = tx.try_send(FileChange {
-                path: to_backend(p),
-                kind,
-            });
-            if kind == ChangeKind::Created && p.is_dir() {
-                for entry in walk_dir_entries(p) {
-                    let _ = tx.try_send(FileChange {
-                        path: to_backend(&entry),
-                        kind: ChangeKind::Created,
-                    });
-                }
-            }
-        }
-    };
-    let mut watcher = notify::recommended_watcher(handler).map_err(|e| BackendError::Io {
-        context: "creating a file watcher".into(),
-        source: std::io::Error::other(e.to_string()),
-    })?;
-    watcher
-        .watch(root, RecursiveMode::Recursive)
-        .map_err(|e| BackendError::Io {
-            context: format!("watching {}", root.display()),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-    Ok(Watch {
-        events: rx,
-        guard: Box::new(Mutex::new(watcher)),
-    })
-}
-
-fn walk_dir_entries(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(p.clone());
-            }
-            out.push(p);
-            if out.len() > 100_000 {
-                return out;
-            }
-        }
-    }
-    out
-}
-
 /// Control of a local long-lived process.
 struct LocalProcess {
     pid: i32,
@@ -714,33 +522,6 @@ impl std::fmt::Debug for LocalProvisioner {
         f.debug_struct("LocalProvisioner")
             .field("base", &self.base)
             .finish()
-    }
-}
-
-/// Makes an id safe as one file-name segment: `[A-Za-z0-9._-]` kept,
-/// everything else `_`, plus a short hash suffix when anything changed so
-/// distinct ids never collide.
-pub fn sanitize_segment(id: &str) -> String {
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let clean = clean.trim_start_matches('.').to_string();
-    if clean == id && !clean.is_empty() {
-        return clean;
-    }
-    use sha2::Digest;
-    let h = hex::encode(&sha2::Sha256::digest(id.as_bytes())[..4]);
-    if clean.is_empty() {
-        h
-    } else {
-        format!("{clean}-{h}")
     }
 }
 
@@ -911,6 +692,9 @@ impl Provisioner for LocalProvisioner {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::sync::mpsc;
+
     use super::*;
     use bytes::Bytes;
 

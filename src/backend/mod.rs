@@ -16,7 +16,7 @@
 //! output into lines (`byte_exact_output = false`) and takes no stdin
 //! (`exec_stdin = false`, `processes = false`); E2B's envd and Daytona's
 //! toolbox have no byte-range download (`read_range = false`); only local
-//! file systems can be watched natively (see `../shared/specs/MINIMAL-SURFACE.md`).
+//! file systems can be watched natively (see `docs/MINIMAL-SURFACE.md`).
 //!
 //! Paths given to a sandbox are POSIX paths in the *backend's* namespace
 //! (a host path for local, `/workspace/...` inside containers); see
@@ -28,6 +28,7 @@ pub mod cloud;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;
+pub mod host;
 pub mod http;
 pub mod kubernetes;
 pub mod local;

@@ -56,7 +56,7 @@ impl ProfileConfig {
     /// The built-in `local` profile: local backend, per_user (one
     /// workspace per user, agents as skill partitions in it, like the
     /// embedded default workspace), reference TTLs. Its base dir is set by
-    /// [`crate::root::open_profile`] from [`Paths`](super::Paths).
+    /// the composition root's `open_profile` from [`Paths`](super::Paths).
     pub fn builtin_local() -> Self {
         Self::builtin(BackendKind::Local)
     }

@@ -140,8 +140,8 @@ mod tests {
 
     #[test]
     fn reference_vectors_hold() {
-        // Two cases copied from ../shared/fixtures/workspace-ids.json; the
-        // integration test `tests/manager.rs` checks the whole file.
+        // Two cases copied from tests/fixtures/workspace-ids.json; the
+        // integration test `tests/it/manager.rs` checks the whole file.
         assert_eq!(per_agent_id("alice", "coder"), "6ecd6692afe6f0d3");
         assert_eq!(per_user_id("用户"), "701a04fabac23755");
         assert_eq!(

@@ -79,12 +79,7 @@ pub enum AppMsg {
     /// A terminal event (key, mouse, paste, resize).
     Input(TermEvent),
     /// The result of a task a pane spawned, for that pane only.
-    Task {
-        /// Pane id.
-        pane: &'static str,
-        /// The pane's own message type, boxed.
-        payload: Box<dyn Any + Send>,
-    },
+    Task(TaskResult),
     /// A change seen by the workspace watch.
     File {
         /// The watch that saw it (the generation of the Files pane's `WatchHandle`):
@@ -105,12 +100,45 @@ impl std::fmt::Debug for AppMsg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AppMsg::Input(e) => write!(f, "Input({e:?})"),
-            AppMsg::Task { pane, .. } => write!(f, "Task({pane})"),
+            AppMsg::Task(t) => write!(f, "Task({}, generation {})", t.pane, t.generation),
             AppMsg::File { generation, change } => write!(f, "File({generation}, {change:?})"),
             AppMsg::Stderr(l) => write!(f, "Stderr({l:?})"),
             AppMsg::Osc52(_) => f.write_str("Osc52"),
             AppMsg::Toast(l, m) => write!(f, "Toast({l:?}, {m:?})"),
         }
+    }
+}
+
+/// The result of a task a pane spawned (`Ctx::spawn`, a `TaskSender`),
+/// on its way back to that pane.
+///
+/// It carries the workspace generation it was started under: the app
+/// drops results of an older generation (a slow listing of the workspace
+/// `:ws` just left must not land in the new one's panes). The payload is
+/// the pane's own message type (`TaskPane::Msg`); the spawn side checks
+/// the type at compile time, so the one downcast in
+/// [`TaskResult::take`] cannot miss, and it moves the payload out.
+pub struct TaskResult {
+    /// The pane it goes to.
+    pub pane: &'static str,
+    /// The workspace generation the task was started under.
+    pub generation: u64,
+    payload: Box<dyn Any + Send>,
+}
+
+impl TaskResult {
+    /// A result for `pane` from generation `generation`.
+    pub fn new<M: Send + 'static>(pane: &'static str, generation: u64, msg: M) -> Self {
+        TaskResult {
+            pane,
+            generation,
+            payload: Box::new(msg),
+        }
+    }
+
+    /// The payload, moved out, if it is an `M`.
+    pub fn take<M: 'static>(self) -> Option<M> {
+        self.payload.downcast::<M>().ok().map(|b| *b)
     }
 }
 
@@ -122,14 +150,12 @@ pub enum PaneEvent<'a> {
     Missed(u64),
     /// A file change from the watch.
     File(&'a FileChange),
-    /// The result of a task this pane spawned.
-    Task(Box<dyn Any + Send>),
     /// The user confirmed the dialog this pane opened with `tag`.
-    Confirmed(String),
+    Confirmed(DialogTag),
     /// The user submitted the input dialog this pane opened with `tag`.
     Input {
         /// The tag given with [`Effect::Prompt`].
-        tag: String,
+        tag: DialogTag,
         /// What was typed (one line).
         text: String,
     },
@@ -143,6 +169,76 @@ pub enum PaneEvent<'a> {
     Show(&'a Doc),
     /// About once a second, for time-based refreshes.
     Tick,
+}
+
+/// What a dialog was opened for: given with [`Effect::Confirm`] or
+/// [`Effect::Prompt`] and handed back with the answer
+/// ([`PaneEvent::Confirmed`], [`PaneEvent::Input`]) to the pane that
+/// asked. One variant per question, carrying what the answer acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialogTag {
+    /// The app's "kill it and quit?".
+    Quit,
+    /// Agent: the `URL MODEL` setting (also `:agent URL MODEL`).
+    AgentModel,
+    /// Command: run this earlier command again.
+    Rerun(String),
+    /// Command: kill the running command.
+    KillCommand,
+    /// Editor: close without saving.
+    DiscardEdits,
+    /// Editor: the file changed on disk; what to do (`o`/`r`/…).
+    SaveConflict,
+    /// Files: upload a host file into this backend directory.
+    Upload {
+        /// Backend directory to upload into.
+        dir: String,
+    },
+    /// Files: download this backend file to a host path.
+    Download {
+        /// Backend path.
+        path: String,
+    },
+    /// Files: rename this backend path.
+    Rename {
+        /// Backend path.
+        path: String,
+    },
+    /// Files: delete this backend path.
+    Delete {
+        /// Backend path.
+        path: String,
+    },
+    /// Logs: filter by source.
+    LogSource,
+    /// Logs: save the shown lines to a host file.
+    LogSave,
+    /// MCP: add a server (a declaration line).
+    McpAdd,
+    /// MCP: call a tool with JSON arguments.
+    McpCall {
+        /// Qualified tool name (`server.tool`).
+        tool: String,
+    },
+    /// MCP: remove a server.
+    McpRemove {
+        /// Server name.
+        name: String,
+    },
+    /// Skills: add a skill from a host path.
+    SkillAdd,
+    /// Skills: remove a skill.
+    SkillRemove {
+        /// Skill name.
+        name: String,
+    },
+    /// Workspaces: create a workspace.
+    WorkspaceNew,
+    /// Workspaces: destroy a workspace.
+    WorkspaceDestroy {
+        /// Workspace id.
+        id: String,
+    },
 }
 
 /// A document for the full-screen viewer.
@@ -180,7 +276,7 @@ pub enum Effect {
         /// The question.
         message: String,
         /// Returned on yes.
-        tag: String,
+        tag: DialogTag,
     },
     /// Ask for a line of text; the pane gets [`PaneEvent::Input`].
     Prompt {
@@ -191,7 +287,7 @@ pub enum Effect {
         /// Initial text.
         initial: String,
         /// Returned with the text.
-        tag: String,
+        tag: DialogTag,
     },
     /// Copy text to the clipboard.
     Copy(String),

@@ -7,6 +7,7 @@
 
 use std::any::Any;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
@@ -21,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::engine::Workspace;
 use crate::manager::WorkspaceManager;
-use crate::tui::action::{AppMsg, Effect, Level, PaneEvent};
+use crate::tui::action::{AppMsg, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::{ActionSpec, KeyMap};
 use crate::tui::theme::Theme;
@@ -105,6 +106,10 @@ pub struct Ctx {
     pub(crate) replaced_managers: Vec<WorkspaceManager>,
     pub(crate) effects: Vec<Effect>,
     pub(crate) inflight: Arc<AtomicUsize>,
+    /// The workspace generation: bumped by every workspace switch, stamped
+    /// on every task result, which the app drops when it no longer
+    /// matches.
+    pub(crate) generation: u64,
 }
 
 impl Ctx {
@@ -148,26 +153,30 @@ impl Ctx {
         self.keymap.has_action(action)
     }
 
-    /// Runs `fut` on the runtime; its output comes back to `pane` as
-    /// [`PaneEvent::Task`]. Never blocks the caller.
-    pub fn spawn<F, T>(&self, pane: &'static str, fut: F)
-    where
-        F: Future<Output = T> + Send + 'static,
-        T: Any + Send,
-    {
-        let tx = self.tx.clone();
+    /// Runs `fut` on the runtime; its output comes back to the pane `P`
+    /// as a [`TaskPane::on_msg`] (unless the workspace was switched
+    /// meanwhile). Never blocks the caller.
+    pub(crate) fn spawn<P: TaskPane>(&self, fut: impl Future<Output = P::Msg> + Send + 'static) {
+        let tx = self.tasks::<P>();
         let inflight = self.inflight.clone();
         inflight.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             let v = fut.await;
-            let _ = tx
-                .send(AppMsg::Task {
-                    pane,
-                    payload: Box::new(v),
-                })
-                .await;
+            tx.send(v).await;
             inflight.fetch_sub(1, Ordering::SeqCst);
         });
+    }
+
+    /// A sender of results to the pane `P` for a task that reports more
+    /// than once (command output, agent events), stamped with the current
+    /// workspace generation.
+    pub(crate) fn tasks<P: TaskPane>(&self) -> TaskSender<P::Msg> {
+        TaskSender {
+            tx: self.tx.clone(),
+            pane: P::ID,
+            generation: self.generation,
+            _msg: PhantomData,
+        }
     }
 
     /// Tasks spawned and not yet reported.
@@ -223,6 +232,55 @@ impl Ctx {
             b = b.title_top(Line::from(Span::styled(format!(" {note} "), t.muted)).right_aligned());
         }
         b
+    }
+}
+
+/// Where the tasks of one pane report: typed by the pane's message, and
+/// stamped with the workspace generation it was made under.
+pub struct TaskSender<M> {
+    tx: mpsc::Sender<AppMsg>,
+    pane: &'static str,
+    generation: u64,
+    _msg: PhantomData<fn(M)>,
+}
+
+impl<M> Clone for TaskSender<M> {
+    fn clone(&self) -> Self {
+        TaskSender {
+            tx: self.tx.clone(),
+            pane: self.pane,
+            generation: self.generation,
+            _msg: PhantomData,
+        }
+    }
+}
+
+impl<M: Send + 'static> TaskSender<M> {
+    /// Sends `msg` to the pane (waits while the channel is full); false
+    /// when the app has gone.
+    pub async fn send(&self, msg: M) -> bool {
+        let r = TaskResult::new(self.pane, self.generation, msg);
+        self.tx.send(AppMsg::Task(r)).await.is_ok()
+    }
+}
+
+/// A pane that runs tasks: the type its tasks report, and where a result
+/// goes. [`Ctx::spawn`] takes only futures of [`TaskPane::Msg`], so the
+/// pane gets back exactly what it spawned, moved.
+pub(crate) trait TaskPane: Pane + Sized + 'static {
+    /// The pane id results are routed to.
+    const ID: &'static str;
+    /// What its tasks report.
+    type Msg: Send + 'static;
+    /// One result of its tasks (of the current workspace).
+    fn on_msg(&mut self, msg: Self::Msg, cx: &mut Ctx);
+}
+
+/// Hands a task result to the pane it was spawned for (what a
+/// [`TaskPane`]'s [`Pane::on_task`] does).
+pub(crate) fn deliver<P: TaskPane>(pane: &mut P, task: TaskResult, cx: &mut Ctx) {
+    if let Some(msg) = task.take::<P::Msg>() {
+        pane.on_msg(msg, cx);
     }
 }
 
@@ -290,6 +348,10 @@ pub trait Pane: Send {
 
     /// Something happened.
     fn on_event(&mut self, _ev: &PaneEvent<'_>, _cx: &mut Ctx) {}
+
+    /// The result of a task this pane spawned, from the current workspace
+    /// (a [`TaskPane`] passes it to [`deliver`]).
+    fn on_task(&mut self, _task: TaskResult, _cx: &mut Ctx) {}
 
     /// A mouse event inside `area` (the pane's last drawn area); true if
     /// handled.

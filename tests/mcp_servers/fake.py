@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A small stdio MCP server (stdlib only) that misbehaves on request.
 
-Used by tests/mcp_*.rs for the cases in ../shared/cases/public-cases.md.
+Used by tests/mcp_*.rs for the cases in docs/public-cases.md.
 Flags (any combination):
   --banner         C03: banner and log lines on stdout before and between
                    messages (plain text, emoji, and JSON that is not JSON-RPC)

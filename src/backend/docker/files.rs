@@ -31,7 +31,7 @@ use tokio_util::io::{ReaderStream, StreamReader};
 
 use super::api_error;
 use super::exec::ExecTarget;
-use crate::backend::bubblewrap::hostdir::MAX_LINK_HOPS;
+use crate::backend::host::MAX_LINK_HOPS;
 use crate::backend::shell::codes::failed;
 use crate::backend::shell::{Follow, ScriptHost, ops, runner, scripts};
 use crate::backend::{

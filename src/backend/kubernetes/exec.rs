@@ -4,7 +4,7 @@
 //! kube's `AttachedProcess` is not used: its stdout/stderr readers never
 //! see EOF when the connection drops (its loop only closes them on a
 //! clean exit), and its stdin needs `shutdown()` rather than a drop
-//! (`../shared/notes/k8s-testing.md` §5). This module runs its own loop
+//! (`docs/k8s-testing.md` §5). This module runs its own loop
 //! over the websocket kube's [`Client::connect`] opens, so:
 //!
 //! * stdout (channel 1) and stderr (channel 2) are streamed as they

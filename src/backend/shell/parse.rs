@@ -52,12 +52,14 @@ pub(crate) fn records(out: &[u8]) -> Vec<FileStat> {
         stats.push(FileStat {
             name: String::from_utf8_lossy(rec[1]).into_owned(),
             kind,
-            // A link's size is its target's; 0 when the target is missing
-            // or out of the workspace (as the host backends report).
-            size: if kind == FileKind::Symlink {
-                target_size.unwrap_or(0)
-            } else {
-                own_size
+            // As the host backends report: a file's own size, a link's
+            // target's (0 when the target is missing or out of the
+            // workspace), 0 for anything else (a directory's block size
+            // tells nothing).
+            size: match kind {
+                FileKind::File => own_size,
+                FileKind::Symlink => target_size.unwrap_or(0),
+                _ => 0,
             },
             modified: modified
                 .or(Some(SystemTime::UNIX_EPOCH))

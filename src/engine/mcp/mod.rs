@@ -14,11 +14,12 @@
 //!   process and rmcp (C03, C04) and exit/stderr watching (C01).
 //! * [`sse`] — the legacy HTTP+SSE transport (streamable HTTP is rmcp's).
 //! * [`health`] — states, per-server log, stderr tail.
-//! * [`runtime`] — [`McpRuntime`], held by the workspace, and [`Mcp`],
-//!   the handle `Workspace::mcp` gives: lazy
-//!   per-pair instances, the live cap with LRU eviction, add / remove /
-//!   purge (persisted through [`McpStore::save`]), tool calls with
-//!   journal and offloading.
+//! * [`runtime`] — [`McpRuntime`], held by the workspace: lazy per-pair
+//!   instances and the live cap with LRU eviction.
+//! * [`handle`] — [`Mcp`], the handle `Workspace::mcp` gives: listings,
+//!   start / stop, add / remove / purge (persisted through
+//!   [`McpStore::save`]).
+//! * [`call`] — [`McpToolCall`]: tool calls with journal and offloading.
 //!
 //! `wsbench mcp serve` (the workspace as an MCP server) is
 //! `crate::engine::serve`: it sits above the workspace, this module below.
@@ -34,17 +35,21 @@
 //! A reference-written value that happens to contain `${...}` or `$$` is
 //! therefore read differently by wsbench than by the reference.
 
+pub mod call;
 pub mod client;
 pub mod decl;
+pub mod handle;
 pub mod health;
 pub mod runtime;
 pub mod sse;
 pub mod stdio;
 pub mod store;
 
+pub use call::McpToolCall;
 pub use client::{McpError, McpInstance, McpOptions, McpStatus, McpToolInfo, qualified_name};
+pub use handle::{Mcp, McpListing};
 pub use health::{LogLine, McpState};
-pub use runtime::{Mcp, McpListing, McpRuntime, McpToolCall};
+pub use runtime::McpRuntime;
 
 pub use decl::{
     DEFAULT_HTTP_TIMEOUT, DeclError, EncodingErrorHandler, HttpConfig, McpConfig, McpDecl,

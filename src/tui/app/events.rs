@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use super::overlay::Overlay;
-use super::{APP_DIALOG, App, QUIT_TAG, TOAST_TTL};
+use super::{APP_DIALOG, App, TOAST_TTL};
 use crate::engine::events::{Envelope, Event, Received, WorkspaceState};
-use crate::tui::action::{AppMsg, Effect, Level, LogLine, PaneEvent};
+use crate::tui::action::{AppMsg, DialogTag, Effect, Level, LogLine, PaneEvent};
 use crate::tui::panes;
 
 impl App {
@@ -15,8 +15,12 @@ impl App {
     pub fn on_msg(&mut self, msg: AppMsg) {
         match msg {
             AppMsg::Input(ev) => self.on_input(ev),
-            AppMsg::Task { pane, payload } => {
-                self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Task(payload), cx));
+            AppMsg::Task(task) => {
+                // A task of a workspace the app has left (started before
+                // `:ws` switched) must not land in the new one's panes.
+                if task.generation == self.cx.generation {
+                    self.with_pane(task.pane, |p, cx| p.on_task(task, cx));
+                }
             }
             AppMsg::File { generation, change } => {
                 // A change of a workspace the app has left (queued before
@@ -112,7 +116,7 @@ impl App {
         self.overlay = Some(Overlay::Confirm {
             pane: APP_DIALOG,
             message: format!("{} — kill it and quit? y/n", busy.join(", ")),
-            tag: QUIT_TAG.into(),
+            tag: DialogTag::Quit,
         });
     }
 
@@ -203,4 +207,69 @@ fn stderr_level(line: &str) -> Level {
         }
     }
     Level::Warn
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::backend::local::LocalSandbox;
+    use crate::engine::sessions::SessionSummary;
+    use crate::engine::{EventBus, Workspace, WorkspaceConfig};
+    use crate::tui::action::{AppMsg, TaskResult};
+    use crate::tui::app::{App, AppOptions};
+    use crate::tui::config::TuiConfig;
+    use crate::tui::panes::sessions::{self, Loaded, SessionsPane};
+
+    async fn open(dir: &std::path::Path) -> Arc<Workspace> {
+        let sb = LocalSandbox::open(dir).unwrap();
+        Workspace::open(
+            Arc::new(sb),
+            WorkspaceConfig::default(),
+            EventBus::default(),
+        )
+        .await
+        .unwrap()
+    }
+
+    fn listing(id: &str) -> Loaded {
+        Loaded(Ok(vec![SessionSummary {
+            id: id.into(),
+            last_activity: None,
+            tool_calls: 0,
+            offloads: 0,
+            context_bytes: 0,
+        }]))
+    }
+
+    fn listed(app: &mut App) -> Vec<String> {
+        app.pane_call::<SessionsPane, _>(sessions::ID, |p, _| {
+            p.items().iter().map(|s| s.id.clone()).collect()
+        })
+        .unwrap()
+    }
+
+    /// A slow listing of the workspace `:ws` left must not land in the
+    /// new workspace's Sessions pane; one of the current workspace does.
+    #[tokio::test]
+    async fn a_task_result_from_before_a_workspace_switch_is_dropped() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut opts = AppOptions::new(TuiConfig::default());
+        opts.watch = false;
+        let mut app = App::new(open(a.path()).await, opts);
+        app.settle(Duration::from_secs(5)).await;
+        let before = app.cx.generation;
+        app.switch_workspace(open(b.path()).await);
+        app.settle(Duration::from_secs(5)).await;
+        assert_ne!(app.cx.generation, before);
+
+        let stale = TaskResult::new(sessions::ID, before, listing("from-the-old-workspace"));
+        app.on_msg(AppMsg::Task(stale));
+        assert!(!listed(&mut app).contains(&"from-the-old-workspace".to_string()));
+
+        let current = TaskResult::new(sessions::ID, app.cx.generation, listing("s-now"));
+        app.on_msg(AppMsg::Task(current));
+        assert!(listed(&mut app).contains(&"s-now".to_string()));
+    }
 }

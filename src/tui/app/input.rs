@@ -5,8 +5,8 @@ use ratatui::crossterm::event::{Event as TermEvent, KeyEvent, KeyEventKind};
 use ratatui::layout::Direction;
 
 use super::overlay::Overlay;
-use super::{APP_DIALOG, App, HostRequest, QUIT_TAG};
-use crate::tui::action::{Effect, Level, PaneEvent};
+use super::{APP_DIALOG, App, HostRequest};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
 use crate::tui::keymap::{GLOBAL, KeyChord};
 use crate::tui::panes;
 use crate::tui::panes::help::HelpOverlay;
@@ -256,7 +256,7 @@ impl App {
             }
             Overlay::Confirm { pane, message, tag } => match key.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
-                    if pane == APP_DIALOG && tag == QUIT_TAG =>
+                    if pane == APP_DIALOG && tag == DialogTag::Quit =>
                 {
                     self.quit = true;
                 }

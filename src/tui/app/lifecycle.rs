@@ -90,6 +90,8 @@ impl App {
             "closed".into()
         };
         self.cx.ws = ws;
+        // Results of tasks started on the previous workspace are dropped.
+        self.cx.generation += 1;
         // Workspaces are opened through the current manager.
         self.cx.header.ws_profile = self.cx.header.profile.clone();
         // Leave the previous workspace to its manager: release the lease

@@ -187,9 +187,6 @@ pub struct App {
 /// The pseudo pane id of dialogs the app itself answers.
 const APP_DIALOG: &str = "app";
 
-/// Tag of the "kill it and quit?" dialog.
-const QUIT_TAG: &str = "quit";
-
 /// How long quitting waits for running commands and agents to end.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -249,6 +246,7 @@ impl App {
             manager_factory: opts.manager_factory.clone(),
             pending_ws: None,
             replaced_managers: Vec::new(),
+            generation: 0,
         };
         let panes = panes::registry(&cx);
         let layout = default_layout(&opts.config);

@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
+use crate::tui::action::DialogTag;
 use crate::tui::pane::Ctx;
 use crate::tui::panes::help::HelpOverlay;
 use crate::tui::panes::palette::PaletteOverlay;
@@ -20,13 +21,13 @@ pub(super) enum Overlay {
     Confirm {
         pane: &'static str,
         message: String,
-        tag: String,
+        tag: DialogTag,
     },
     Prompt {
         pane: &'static str,
         title: String,
         input: LineEdit,
-        tag: String,
+        tag: DialogTag,
     },
 }
 

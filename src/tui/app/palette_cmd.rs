@@ -2,7 +2,7 @@
 //! `:agent`, actions by name).
 
 use super::App;
-use crate::tui::action::{Effect, Level, PaneEvent};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
 use crate::tui::panes;
 use crate::tui::panes::palette::{Completions, PaletteCommand};
 use crate::tui::theme::Theme;
@@ -94,40 +94,43 @@ impl App {
                 self.with_pane(panes::agent::ID, |p, cx| {
                     p.on_event(
                         &PaneEvent::Input {
-                            tag: "model".into(),
+                            tag: DialogTag::AgentModel,
                             text: setting,
                         },
                         cx,
                     )
                 });
             }
-            PaletteCommand::NeedsManager(what) => {
-                let mut words = what.split_whitespace();
-                let (cmd, arg) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-                if arg.is_empty() {
-                    let msg = format!("`:{cmd}` needs an argument (`:{cmd} <name>`)");
-                    self.apply(Effect::Toast(Level::Warn, msg));
-                    return;
-                }
-                let id = panes::workspaces::ID;
-                let done = self.pane_call::<panes::workspaces::WorkspacesPane, _>(id, |p, cx| {
-                    if cmd == "ws" {
-                        p.open_id(arg, cx)
-                    } else {
-                        p.switch_profile(arg, cx)
-                    }
-                });
-                if done.is_none() {
-                    self.apply(Effect::Toast(
-                        Level::Warn,
-                        format!("`:{what}`: no Workspaces pane"),
-                    ));
-                }
-            }
+            PaletteCommand::OpenWorkspace(arg) => self.palette_manager("ws", &arg),
+            PaletteCommand::SwitchProfile(arg) => self.palette_manager("profile", &arg),
             PaletteCommand::Unknown(text) => self.apply(Effect::Toast(
                 Level::Warn,
                 format!("unknown command `{text}` (Tab completes)"),
             )),
+        }
+    }
+
+    /// `:ws <id>` and `:profile <name>` (`cmd`): done by the Workspaces
+    /// pane, which has the manager.
+    fn palette_manager(&mut self, cmd: &str, arg: &str) {
+        if arg.is_empty() {
+            let msg = format!("`:{cmd}` needs an argument (`:{cmd} <name>`)");
+            self.apply(Effect::Toast(Level::Warn, msg));
+            return;
+        }
+        let id = panes::workspaces::ID;
+        let done = self.pane_call::<panes::workspaces::WorkspacesPane, _>(id, |p, cx| {
+            if cmd == "ws" {
+                p.open_id(arg, cx)
+            } else {
+                p.switch_profile(arg, cx)
+            }
+        });
+        if done.is_none() {
+            self.apply(Effect::Toast(
+                Level::Warn,
+                format!("`:{cmd} {arg}`: no Workspaces pane"),
+            ));
         }
     }
 }

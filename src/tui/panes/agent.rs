@@ -32,7 +32,6 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui_textarea::TextArea;
-use tokio::sync::mpsc;
 
 use crate::agent::openai::{OpenAiConfig, OpenAiModel};
 use crate::agent::script::{self, ScriptedModel, Transcript};
@@ -41,10 +40,12 @@ use crate::agent::{
     Model, Toolset,
 };
 use crate::engine::Workspace;
-use crate::tui::action::{AppMsg, Effect, Level, PaneEvent};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, TaskSender, act, deliver, list_mouse, placeholder,
+};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::ring::Ring;
@@ -178,13 +179,13 @@ pub struct ConvLine {
 
 /// How a run ended, as the task reports it.
 #[derive(Debug)]
-struct Finished {
+pub(crate) struct Finished {
     reason: Option<FinishReason>,
     error: Option<String>,
     summary: Option<String>,
 }
 
-enum Msg {
+pub(crate) enum Msg {
     Setup(u64, Vec<String>),
     Started(u64, AgentHandle),
     Events(u64, Vec<AgentReceived>),
@@ -485,17 +486,12 @@ impl AgentPane {
             stop_requested: false,
         });
         let ws = cx.ws.clone();
-        let tx = cx.tx.clone();
+        let tx = cx.tasks::<AgentPane>();
         let agent_id = cx.agent.clone();
         let stepping = self.stepping;
         tokio::spawn(async move {
             let fin = run_job(id, ws, agent_id, session, job, stepping, &tx).await;
-            let _ = tx
-                .send(AppMsg::Task {
-                    pane: ID,
-                    payload: Box::new(Msg::Done(id, fin)),
-                })
-                .await;
+            tx.send(Msg::Done(id, fin)).await;
         });
     }
 
@@ -870,17 +866,12 @@ async fn run_job(
     session: String,
     job: Job,
     stepping: bool,
-    tx: &mpsc::Sender<AppMsg>,
+    tx: &TaskSender<Msg>,
 ) -> Finished {
     let send = |m: Msg| {
         let tx = tx.clone();
         async move {
-            let _ = tx
-                .send(AppMsg::Task {
-                    pane: ID,
-                    payload: Box::new(m),
-                })
-                .await;
+            tx.send(m).await;
         }
     };
     let fail = |e: String| Finished {
@@ -957,21 +948,11 @@ async fn run_job(
 
 /// Subscribes before the agent does anything, sets step mode, and hands
 /// the pane the handle.
-async fn started(
-    id: u64,
-    agent: &Agent,
-    stepping: bool,
-    tx: &mpsc::Sender<AppMsg>,
-) -> AgentSubscriber {
+async fn started(id: u64, agent: &Agent, stepping: bool, tx: &TaskSender<Msg>) -> AgentSubscriber {
     let handle = agent.handle();
     let sub = handle.subscribe();
     handle.step_control().set_stepping(stepping);
-    let _ = tx
-        .send(AppMsg::Task {
-            pane: ID,
-            payload: Box::new(Msg::Started(id, handle)),
-        })
-        .await;
+    tx.send(Msg::Started(id, handle)).await;
     sub
 }
 
@@ -982,15 +963,10 @@ async fn pump<T>(
     id: u64,
     sub: &mut AgentSubscriber,
     work: impl Future<Output = T>,
-    tx: &mpsc::Sender<AppMsg>,
+    tx: &TaskSender<Msg>,
 ) -> T {
     let forward = |batch: Vec<AgentReceived>| async move {
-        let _ = tx
-            .send(AppMsg::Task {
-                pane: ID,
-                payload: Box::new(Msg::Events(id, batch)),
-            })
-            .await;
+        tx.send(Msg::Events(id, batch)).await;
     };
     tokio::pin!(work);
     let mut closed = false;
@@ -1030,6 +1006,10 @@ async fn pump<T>(
 impl Pane for AgentPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -1166,73 +1146,36 @@ impl Pane for AgentPane {
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
-        match ev {
-            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
-                Some(Msg::Setup(id, lines)) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
-                    for l in lines {
-                        self.push(LineKind::Info, &format!("setup: {l}"));
-                    }
-                }
-                Some(Msg::Started(id, handle)) => {
-                    let Some(run) = self.run.as_mut().filter(|r| r.id == *id) else {
-                        handle.stop();
-                        return;
+        if let PaneEvent::Input {
+            tag: DialogTag::AgentModel,
+            text: t,
+        } = ev
+        {
+            if t.trim().is_empty() {
+                self.model = None;
+                cx.toast(Level::Info, "model cleared");
+                return;
+            }
+            match ModelSetting::parse(t) {
+                Ok(m) => {
+                    let then = if self.type_after_model {
+                        "type a message"
+                    } else {
+                        "i types a message"
                     };
-                    if run.stop_requested {
-                        handle.stop();
-                    }
-                    // Step mode may have been switched while it opened.
-                    handle.step_control().set_stepping(self.stepping);
-                    run.handle = Some(handle.clone());
-                    let s = run.session.clone();
-                    if s != cx.session {
-                        cx.effect(Effect::SelectSession(s));
-                    }
+                    cx.toast(
+                        Level::Info,
+                        format!("model {} at {} · {then}", m.model, m.url),
+                    );
+                    self.model = Some(m);
+                    self.typing = std::mem::take(&mut self.type_after_model);
                 }
-                Some(Msg::Events(id, batch)) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
-                    for r in batch {
-                        match r {
-                            AgentReceived::Event(env) => self.on_agent_event(&env.event),
-                            AgentReceived::Missed(n) => self.push(
-                                LineKind::Info,
-                                &format!("({n} agent events were dropped: the pane fell behind)"),
-                            ),
-                        }
-                    }
-                }
-                Some(Msg::Done(id, fin)) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
-                    self.finish(fin, cx);
-                }
-                _ => {}
-            },
-            PaneEvent::Input { tag, text: t } if tag == "model" => {
-                if t.trim().is_empty() {
-                    self.model = None;
-                    cx.toast(Level::Info, "model cleared");
-                    return;
-                }
-                match ModelSetting::parse(t) {
-                    Ok(m) => {
-                        let then = if self.type_after_model {
-                            "type a message"
-                        } else {
-                            "i types a message"
-                        };
-                        cx.toast(
-                            Level::Info,
-                            format!("model {} at {} · {then}", m.model, m.url),
-                        );
-                        self.model = Some(m);
-                        self.typing = std::mem::take(&mut self.type_after_model);
-                    }
-                    Err(e) => {
-                        cx.toast(Level::Error, e);
-                        // Back to the dialog with the text, to fix it.
-                        self.ask_model_with(cx, t.trim().to_string());
-                    }
+                Err(e) => {
+                    cx.toast(Level::Error, e);
+                    // Back to the dialog with the text, to fix it.
+                    self.ask_model_with(cx, t.trim().to_string());
                 }
             }
-            _ => {}
         }
     }
 
@@ -1374,6 +1317,52 @@ impl Pane for AgentPane {
     }
 }
 
+impl TaskPane for AgentPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Setup(id, lines) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
+                for l in lines {
+                    self.push(LineKind::Info, &format!("setup: {l}"));
+                }
+            }
+            Msg::Started(id, handle) => {
+                let Some(run) = self.run.as_mut().filter(|r| r.id == *id) else {
+                    handle.stop();
+                    return;
+                };
+                if run.stop_requested {
+                    handle.stop();
+                }
+                // Step mode may have been switched while it opened.
+                handle.step_control().set_stepping(self.stepping);
+                run.handle = Some(handle.clone());
+                let s = run.session.clone();
+                if s != cx.session {
+                    cx.effect(Effect::SelectSession(s));
+                }
+            }
+            Msg::Events(id, batch) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
+                for r in batch {
+                    match r {
+                        AgentReceived::Event(env) => self.on_agent_event(&env.event),
+                        AgentReceived::Missed(n) => self.push(
+                            LineKind::Info,
+                            &format!("({n} agent events were dropped: the pane fell behind)"),
+                        ),
+                    }
+                }
+            }
+            Msg::Done(id, fin) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
+                self.finish(fin, cx);
+            }
+            _ => {}
+        }
+    }
+}
+
 impl AgentPane {
     fn ask_model(&mut self, cx: &mut Ctx) {
         // No half value to accept by mistake: the current setting, else
@@ -1391,7 +1380,7 @@ impl AgentPane {
             pane: ID,
             title: MODEL_TITLE.into(),
             initial,
-            tag: "model".into(),
+            tag: DialogTag::AgentModel,
         });
     }
 }

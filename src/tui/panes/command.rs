@@ -32,10 +32,10 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::journal::JournalEntry;
 use crate::engine::workspace::ToolCall;
-use crate::tui::action::{AppMsg, Effect, Level, PaneEvent};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, list_mouse, placeholder};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, act, deliver, list_mouse, placeholder};
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::paste::clean_paste as editor_paste;
@@ -62,11 +62,6 @@ pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("command";
     act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
 );
 
-/// Tag of the "kill the running command?" dialog.
-const KILL_TAG: &str = "kill";
-/// Tag prefix of the "run it again?" dialog (the command follows).
-const RERUN_TAG: &str = "rerun:";
-
 /// One line of the output buffer.
 #[derive(Debug, Clone)]
 pub struct OutLine {
@@ -89,7 +84,7 @@ struct Running {
     err: AnsiParser,
 }
 
-enum Msg {
+pub(crate) enum Msg {
     Chunk(String, OutputChunk),
     Finished {
         call_id: String,
@@ -288,7 +283,7 @@ impl CommandPane {
     fn load_journal(&mut self, cx: &mut Ctx) {
         let ws = cx.ws.clone();
         let s = cx.session.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<CommandPane>(async move {
             let r = ws
                 .journal()
                 .read(&s)
@@ -328,15 +323,11 @@ impl CommandPane {
         self.follow = true;
         self.back = 0;
         let (otx, mut orx) = mpsc::channel::<OutputChunk>(256);
-        let tx = cx.tx.clone();
+        let tx = cx.tasks::<CommandPane>();
         let cid = call_id.clone();
         let forward = tokio::spawn(async move {
             while let Some(chunk) = orx.recv().await {
-                let msg = AppMsg::Task {
-                    pane: ID,
-                    payload: Box::new(Msg::Chunk(cid.clone(), chunk)),
-                };
-                if tx.send(msg).await.is_err() {
+                if !tx.send(Msg::Chunk(cid.clone(), chunk)).await {
                     break;
                 }
             }
@@ -351,7 +342,7 @@ impl CommandPane {
             cancel: Some(cancel),
             output: Some(otx),
         };
-        cx.spawn(ID, async move {
+        cx.spawn::<CommandPane>(async move {
             let r = ws.call_tool(call).await;
             // Every chunk reaches the pane before the exit status.
             let _ = forward.await;
@@ -577,6 +568,10 @@ impl Pane for CommandPane {
         ID
     }
 
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
@@ -707,7 +702,7 @@ impl Pane for CommandPane {
                     cx.effect(crate::tui::action::Effect::Confirm {
                         pane: ID,
                         message: format!("Run `{c}` again?"),
-                        tag: format!("{RERUN_TAG}{c}"),
+                        tag: DialogTag::Rerun(c.clone()),
                     });
                 }
             }
@@ -719,7 +714,7 @@ impl Pane for CommandPane {
                     cx.effect(crate::tui::action::Effect::Confirm {
                         pane: ID,
                         message: format!("Kill `{shown}` and its children?"),
-                        tag: KILL_TAG.into(),
+                        tag: DialogTag::KillCommand,
                     });
                 }
                 None => {
@@ -771,49 +766,16 @@ impl Pane for CommandPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
-                Some(Msg::Chunk(cid, chunk))
-                    if self.running.as_ref().is_some_and(|r| &r.call_id == cid) =>
-                {
-                    let st = cx.theme.warn;
-                    self.feed(chunk.stream, &chunk.data, st);
-                }
-                Some(Msg::Finished {
-                    call_id,
-                    exit_code,
-                    state,
-                    timed_out,
-                    error,
-                }) if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) => {
-                    self.finish(*exit_code, state, *timed_out, error.as_deref(), cx);
-                }
-                Some(Msg::Journal(s, r)) if *s == cx.session => match r {
-                    Ok(entries) => {
-                        self.past = entries.clone();
-                        if self.history.is_empty() {
-                            for e in entries {
-                                let c = e.summary();
-                                self.remember(&c);
-                            }
-                        }
-                        self.past_cursor.clamp(self.past.len());
-                    }
-                    Err(e) => cx.toast(Level::Warn, format!("reading the journal: {e}")),
-                },
-                _ => {}
-            },
-            PaneEvent::Confirmed(tag) if tag == KILL_TAG => match &self.running {
+            PaneEvent::Confirmed(DialogTag::KillCommand) => match &self.running {
                 Some(r) => {
                     r.cancel.cancel();
                     cx.toast(Level::Info, "killing the command and its children");
                 }
                 None => cx.toast(Level::Info, "the command had already ended"),
             },
-            PaneEvent::Confirmed(tag) => {
-                if let Some(c) = tag.strip_prefix(RERUN_TAG) {
-                    self.show_past = false;
-                    self.run(c.to_string(), cx);
-                }
+            PaneEvent::Confirmed(DialogTag::Rerun(c)) => {
+                self.show_past = false;
+                self.run(c.to_string(), cx);
             }
             PaneEvent::SessionChanged => {
                 let s = cx.session.clone();
@@ -930,6 +892,43 @@ impl Pane for CommandPane {
             st
         });
         f.render_widget(&self.prompt, pa);
+    }
+}
+
+impl TaskPane for CommandPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Chunk(cid, chunk) if self.running.as_ref().is_some_and(|r| &r.call_id == cid) => {
+                let st = cx.theme.warn;
+                self.feed(chunk.stream, &chunk.data, st);
+            }
+            Msg::Finished {
+                call_id,
+                exit_code,
+                state,
+                timed_out,
+                error,
+            } if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) => {
+                self.finish(*exit_code, state, *timed_out, error.as_deref(), cx);
+            }
+            Msg::Journal(s, r) if *s == cx.session => match r {
+                Ok(entries) => {
+                    self.past = entries.clone();
+                    if self.history.is_empty() {
+                        for e in entries {
+                            let c = e.summary();
+                            self.remember(&c);
+                        }
+                    }
+                    self.past_cursor.clamp(self.past.len());
+                }
+                Err(e) => cx.toast(Level::Warn, format!("reading the journal: {e}")),
+            },
+            _ => {}
+        }
     }
 }
 

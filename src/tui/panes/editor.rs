@@ -15,9 +15,9 @@ use ratatui_textarea::TextArea;
 use serde_json::json;
 
 use crate::engine::workspace::ToolCall;
-use crate::tui::action::{Effect, Level, PaneEvent};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, act, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
@@ -33,15 +33,12 @@ pub const ACTIONS: &[ActionSpec] = &[
     act("editor.close", ID, "close", &["esc"], false, true),
 ];
 
-enum Msg {
+pub(crate) enum Msg {
     Loaded(String, Result<String, String>),
     Saved(String, Result<String, String>),
     /// The file changed on disk since it was opened: nothing was written.
     Conflict(String),
 }
-
-/// Tag of the "changed on disk" dialog.
-const CONFLICT: &str = "conflict";
 
 fn digest(b: &[u8]) -> [u8; 32] {
     use sha2::Digest;
@@ -140,7 +137,7 @@ impl EditorPane {
         self.loading = true;
         let ws = cx.ws.clone();
         let p = path.to_string();
-        cx.spawn(ID, async move {
+        cx.spawn::<EditorPane>(async move {
             let r = async {
                 let st = ws.sandbox().stat(&p).await.map_err(|e| e.to_string())?;
                 if st.is_dir_like() {
@@ -188,7 +185,7 @@ impl EditorPane {
             ..Default::default()
         };
         let p = path.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<EditorPane>(async move {
             if let Some(want) = expect {
                 let now = ws.sandbox().read(&p, None).await.ok().map(|b| digest(&b));
                 if now != Some(want) {
@@ -213,6 +210,10 @@ impl EditorPane {
 impl Pane for EditorPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -281,7 +282,7 @@ impl Pane for EditorPane {
                     cx.effect(Effect::Confirm {
                         pane: ID,
                         message: "Discard unsaved changes?".into(),
-                        tag: "discard".into(),
+                        tag: DialogTag::DiscardEdits,
                     });
                 } else {
                     self.close(cx);
@@ -295,71 +296,18 @@ impl Pane for EditorPane {
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
             PaneEvent::Open(path) => self.open(path, cx),
-            PaneEvent::Confirmed(tag) if tag == "discard" => self.close(cx),
-            PaneEvent::Input { tag, text } if tag == CONFLICT => {
-                match text.trim().to_ascii_lowercase().as_str() {
-                    "r" | "reload" => {
-                        if let Some(p) = self.path.clone() {
-                            self.open(&p, cx);
-                        }
-                    }
-                    "o" | "overwrite" => self.save(true, cx),
-                    _ => cx.toast(Level::Info, "save cancelled: your edits are kept"),
-                }
-            }
-            PaneEvent::Task(payload) => match payload.downcast_ref::<Msg>() {
-                Some(Msg::Loaded(p, r)) if self.path.as_ref() == Some(p) => {
-                    self.loading = false;
-                    match r {
-                        Ok(s) => {
-                            self.disk = Some(digest(s.as_bytes()));
-                            let (lines, crlf, nl) = split_text(s);
-                            self.original = lines.clone();
-                            self.crlf = crlf;
-                            self.final_newline = nl;
-                            let mut a = TextArea::new(lines);
-                            a.set_line_number_style(cx.theme.line_number);
-                            a.set_cursor_line_style(ratatui::style::Style::default());
-                            a.set_cursor_style(cx.theme.base.add_modifier(Modifier::REVERSED));
-                            a.set_style(cx.theme.base);
-                            a.set_max_histories(500);
-                            self.area = Some(a);
-                        }
-                        Err(e) => {
-                            self.error = Some(e.clone());
-                            cx.toast(Level::Error, format!("cannot edit {p}: {e}"));
-                        }
+            PaneEvent::Confirmed(DialogTag::DiscardEdits) => self.close(cx),
+            PaneEvent::Input {
+                tag: DialogTag::SaveConflict,
+                text,
+            } => match text.trim().to_ascii_lowercase().as_str() {
+                "r" | "reload" => {
+                    if let Some(p) = self.path.clone() {
+                        self.open(&p, cx);
                     }
                 }
-                Some(Msg::Saved(p, r)) => {
-                    self.saving = false;
-                    match r {
-                        Ok(_) => {
-                            if self.path.as_ref() == Some(p)
-                                && let Some(a) = &self.area
-                            {
-                                self.original = a.lines().to_vec();
-                                self.disk = self.pending;
-                            }
-                            cx.toast(Level::Info, format!("saved {p}"));
-                        }
-                        Err(e) => cx.toast(Level::Error, format!("save failed: {e}")),
-                    }
-                }
-                Some(Msg::Conflict(p)) => {
-                    self.saving = false;
-                    cx.effect(Effect::Prompt {
-                        pane: ID,
-                        title: format!(
-                            "{} changed on disk — reload / overwrite? (r/o, esc cancels)",
-                            text::display(&self.shown)
-                        ),
-                        initial: String::new(),
-                        tag: CONFLICT.into(),
-                    });
-                    cx.toast(Level::Warn, format!("not saved: {p} changed on disk"));
-                }
-                _ => {}
+                "o" | "overwrite" => self.save(true, cx),
+                _ => cx.toast(Level::Info, "save cancelled: your edits are kept"),
             },
             _ => {}
         }
@@ -386,6 +334,68 @@ impl Pane for EditorPane {
             Some(a) => f.render_widget(a, inner),
             None if self.loading => placeholder(f, inner, "loading…", cx.theme.muted),
             None => placeholder(f, inner, "no file open", cx.theme.muted),
+        }
+    }
+}
+
+impl TaskPane for EditorPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Loaded(p, r) if self.path.as_ref() == Some(p) => {
+                self.loading = false;
+                match r {
+                    Ok(s) => {
+                        self.disk = Some(digest(s.as_bytes()));
+                        let (lines, crlf, nl) = split_text(s);
+                        self.original = lines.clone();
+                        self.crlf = crlf;
+                        self.final_newline = nl;
+                        let mut a = TextArea::new(lines);
+                        a.set_line_number_style(cx.theme.line_number);
+                        a.set_cursor_line_style(ratatui::style::Style::default());
+                        a.set_cursor_style(cx.theme.base.add_modifier(Modifier::REVERSED));
+                        a.set_style(cx.theme.base);
+                        a.set_max_histories(500);
+                        self.area = Some(a);
+                    }
+                    Err(e) => {
+                        self.error = Some(e.clone());
+                        cx.toast(Level::Error, format!("cannot edit {p}: {e}"));
+                    }
+                }
+            }
+            Msg::Saved(p, r) => {
+                self.saving = false;
+                match r {
+                    Ok(_) => {
+                        if self.path.as_ref() == Some(p)
+                            && let Some(a) = &self.area
+                        {
+                            self.original = a.lines().to_vec();
+                            self.disk = self.pending;
+                        }
+                        cx.toast(Level::Info, format!("saved {p}"));
+                    }
+                    Err(e) => cx.toast(Level::Error, format!("save failed: {e}")),
+                }
+            }
+            Msg::Conflict(p) => {
+                self.saving = false;
+                cx.effect(Effect::Prompt {
+                    pane: ID,
+                    title: format!(
+                        "{} changed on disk — reload / overwrite? (r/o, esc cancels)",
+                        text::display(&self.shown)
+                    ),
+                    initial: String::new(),
+                    tag: DialogTag::SaveConflict,
+                });
+                cx.toast(Level::Warn, format!("not saved: {p} changed on disk"));
+            }
+            _ => {}
         }
     }
 }

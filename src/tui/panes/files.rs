@@ -23,9 +23,11 @@ use ratatui::text::{Line, Span};
 
 use crate::backend::{ByteRange, ChangeKind, FileKind, FileStat, path as bpath};
 use crate::engine::offload::{png_dimensions, sniff_media_type};
-use crate::tui::action::{AppMsg, Doc, Effect, Level, PaneEvent};
+use crate::tui::action::{AppMsg, DialogTag, Doc, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+};
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -131,7 +133,7 @@ struct Preview {
     scroll: usize,
 }
 
-enum Msg {
+pub(crate) enum Msg {
     Listed {
         dir: String,
         result: Result<Vec<FileStat>, String>,
@@ -378,7 +380,7 @@ impl FilesPane {
         }
         self.inflight.insert(dir.clone());
         let ws = cx.ws.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<FilesPane>(async move {
             let result = ws.sandbox().list(&dir).await.map_err(|e| e.to_string());
             Msg::Listed { dir, result }
         });
@@ -596,7 +598,7 @@ impl FilesPane {
         let size = n.size;
         self.preview_busy = true;
         let ws = cx.ws.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<FilesPane>(async move {
             let body = match ws
                 .sandbox()
                 .read(
@@ -635,7 +637,7 @@ impl FilesPane {
         }
         self.sniffing = true;
         let ws = cx.ws.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<FilesPane>(async move {
             let mut out = Vec::with_capacity(todo.len());
             for p in todo {
                 let bin = match ws
@@ -687,7 +689,7 @@ impl FilesPane {
         cx: &Ctx,
         fut: impl std::future::Future<Output = Result<String, String>> + Send + 'static,
     ) {
-        cx.spawn(ID, async move {
+        cx.spawn::<FilesPane>(async move {
             match fut.await {
                 Ok(m) => Msg::Done(m),
                 Err(e) => Msg::Failed(e),
@@ -795,6 +797,10 @@ impl FilesPane {
 impl Pane for FilesPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -915,7 +921,7 @@ impl Pane for FilesPane {
                     pane: ID,
                     title: format!("Upload a host file into {}", text::display(&dir)),
                     initial: String::new(),
-                    tag: format!("upload:{dir}"),
+                    tag: DialogTag::Upload { dir },
                 });
             }
             "download" => {
@@ -926,7 +932,9 @@ impl Pane for FilesPane {
                         pane: ID,
                         title: format!("Download {} to host path", n.display),
                         initial,
-                        tag: format!("download:{}", n.path),
+                        tag: DialogTag::Download {
+                            path: n.path.clone(),
+                        },
                     });
                 }
             }
@@ -936,7 +944,9 @@ impl Pane for FilesPane {
                         pane: ID,
                         title: format!("Rename {}", n.display),
                         initial: n.name.clone(),
-                        tag: format!("rename:{}", n.path),
+                        tag: DialogTag::Rename {
+                            path: n.path.clone(),
+                        },
                     });
                 }
             }
@@ -950,7 +960,9 @@ impl Pane for FilesPane {
                     cx.effect(Effect::Confirm {
                         pane: ID,
                         message: format!("Delete {what} {}?", n.display),
-                        tag: n.path.clone(),
+                        tag: DialogTag::Delete {
+                            path: n.path.clone(),
+                        },
                     });
                 }
             }
@@ -986,73 +998,8 @@ impl Pane for FilesPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(payload) => {
-                let Some(msg) = payload.downcast_ref::<Msg>() else {
-                    return;
-                };
-                match msg {
-                    Msg::Listed { dir, result } => {
-                        self.inflight.remove(dir);
-                        match result {
-                            Ok(entries) => self.apply_listing(dir, entries.clone()),
-                            Err(e) => {
-                                if let Some(i) = self.find(dir) {
-                                    self.nodes[i].loading = false;
-                                }
-                                if dir == &self.nodes[self.root].path || !e.contains("no such file")
-                                {
-                                    cx.toast(Level::Error, format!("listing {dir}: {e}"));
-                                }
-                            }
-                        }
-                        self.rebuild();
-                        if self.again.remove(dir) {
-                            self.list(dir.clone(), cx);
-                        }
-                        if let Some(p) = &mut self.preview
-                            && &p.path == dir
-                            && let PreviewBody::Dir(n) = &mut p.body
-                            && let Some(i) = self.by_path.get(dir)
-                        {
-                            *n = self.nodes[*i].children.as_ref().map_or(0, |c| c.len());
-                        }
-                        if self.preview.is_none() {
-                            self.want_preview(cx);
-                        }
-                    }
-                    Msg::Preview(path, body) => {
-                        self.preview_busy = false;
-                        self.preview = Some(Preview {
-                            path: path.clone(),
-                            body: body.clone(),
-                            scroll: 0,
-                        });
-                        if let Some(i) = self.find(path)
-                            && let PreviewBody::Binary { .. } = body
-                        {
-                            self.nodes[i].binary = Some(true);
-                        }
-                        self.start_preview(cx);
-                    }
-                    Msg::Sniffed(list) => {
-                        self.sniffing = false;
-                        for (p, bin) in list {
-                            if let Some(i) = self.find(p) {
-                                self.nodes[i].binary = Some(*bin);
-                            }
-                        }
-                    }
-                    Msg::Done(m) => {
-                        cx.toast(Level::Info, m.clone());
-                        if !self.watching {
-                            self.on_action("files.refresh", cx);
-                        }
-                    }
-                    Msg::Failed(e) => cx.toast(Level::Error, e.clone()),
-                }
-            }
             PaneEvent::File(change) => self.on_change(&change.path, change.kind, cx),
-            PaneEvent::Confirmed(path) => {
+            PaneEvent::Confirmed(DialogTag::Delete { path }) => {
                 let ws = cx.ws.clone();
                 let p = path.clone();
                 let recursive = self
@@ -1072,7 +1019,7 @@ impl Pane for FilesPane {
                     return;
                 }
                 let ws = cx.ws.clone();
-                if let Some(dir) = tag.strip_prefix("upload:") {
+                if let DialogTag::Upload { dir } = tag {
                     let host = expand_home(&input);
                     let name = host
                         .file_name()
@@ -1096,7 +1043,7 @@ impl Pane for FilesPane {
                             .map_err(|e| format!("upload to {dest}: {e}"))?;
                         Ok(format!("uploaded {} ({})", dest, text::human_size(n)))
                     });
-                } else if let Some(src) = tag.strip_prefix("download:") {
+                } else if let DialogTag::Download { path: src } = tag {
                     let host = expand_home(&input);
                     let src = src.to_string();
                     self.run_op(cx, async move {
@@ -1117,7 +1064,7 @@ impl Pane for FilesPane {
                             text::human_size(bytes.len() as u64)
                         ))
                     });
-                } else if let Some(from) = tag.strip_prefix("rename:") {
+                } else if let DialogTag::Rename { path: from } = tag {
                     if input.contains('/') || input == "." || input == ".." {
                         cx.toast(Level::Error, "a new name, not a path (no `/`)");
                         return;
@@ -1264,6 +1211,74 @@ impl Pane for FilesPane {
                 }
             }
             self.render_preview(f, pa, cx);
+        }
+    }
+}
+
+impl TaskPane for FilesPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        let msg = &msg;
+        match msg {
+            Msg::Listed { dir, result } => {
+                self.inflight.remove(dir);
+                match result {
+                    Ok(entries) => self.apply_listing(dir, entries.clone()),
+                    Err(e) => {
+                        if let Some(i) = self.find(dir) {
+                            self.nodes[i].loading = false;
+                        }
+                        if dir == &self.nodes[self.root].path || !e.contains("no such file") {
+                            cx.toast(Level::Error, format!("listing {dir}: {e}"));
+                        }
+                    }
+                }
+                self.rebuild();
+                if self.again.remove(dir) {
+                    self.list(dir.clone(), cx);
+                }
+                if let Some(p) = &mut self.preview
+                    && &p.path == dir
+                    && let PreviewBody::Dir(n) = &mut p.body
+                    && let Some(i) = self.by_path.get(dir)
+                {
+                    *n = self.nodes[*i].children.as_ref().map_or(0, |c| c.len());
+                }
+                if self.preview.is_none() {
+                    self.want_preview(cx);
+                }
+            }
+            Msg::Preview(path, body) => {
+                self.preview_busy = false;
+                self.preview = Some(Preview {
+                    path: path.clone(),
+                    body: body.clone(),
+                    scroll: 0,
+                });
+                if let Some(i) = self.find(path)
+                    && let PreviewBody::Binary { .. } = body
+                {
+                    self.nodes[i].binary = Some(true);
+                }
+                self.start_preview(cx);
+            }
+            Msg::Sniffed(list) => {
+                self.sniffing = false;
+                for (p, bin) in list {
+                    if let Some(i) = self.find(p) {
+                        self.nodes[i].binary = Some(*bin);
+                    }
+                }
+            }
+            Msg::Done(m) => {
+                cx.toast(Level::Info, m.clone());
+                if !self.watching {
+                    self.on_action("files.refresh", cx);
+                }
+            }
+            Msg::Failed(e) => cx.toast(Level::Error, e.clone()),
         }
     }
 }

@@ -16,9 +16,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::engine::events::{Event, OffloadKind};
-use crate::tui::action::{Effect, Level, LogLine, PaneEvent};
+use crate::tui::action::{DialogTag, Effect, Level, LogLine, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, act, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::ring::Ring;
@@ -407,6 +407,10 @@ impl Pane for LogsPane {
         ID
     }
 
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
@@ -479,7 +483,7 @@ impl Pane for LogsPane {
                     pane: ID,
                     title: format!("Show source (empty = all): {}", known.join(", ")),
                     initial: self.source.clone().unwrap_or_default(),
-                    tag: "source".into(),
+                    tag: DialogTag::LogSource,
                 });
                 return true;
             }
@@ -513,7 +517,7 @@ impl Pane for LogsPane {
                     pane: ID,
                     title: "Save the shown log lines to host file".into(),
                     initial,
-                    tag: "save".into(),
+                    tag: DialogTag::LogSave,
                 });
                 return true;
             }
@@ -563,12 +567,18 @@ impl Pane for LogsPane {
                 format!("{:?} {}", c.kind, c.path).to_lowercase(),
             )),
             PaneEvent::Log(l) => self.push((*l).clone()),
-            PaneEvent::Input { tag, text: input } if tag == "source" => {
+            PaneEvent::Input {
+                tag: DialogTag::LogSource,
+                text: input,
+            } => {
                 let s = input.trim();
                 self.source = (!s.is_empty()).then(|| s.to_string());
                 self.refilter();
             }
-            PaneEvent::Input { tag, text: input } if tag == "save" => {
+            PaneEvent::Input {
+                tag: DialogTag::LogSave,
+                text: input,
+            } => {
                 let path = std::path::PathBuf::from(input.trim());
                 let body: String = self
                     .filtered
@@ -577,7 +587,7 @@ impl Pane for LogsPane {
                     .map(|l| Self::format(l) + "\n")
                     .collect();
                 let n = self.filtered.len();
-                cx.spawn(ID, async move {
+                cx.spawn::<LogsPane>(async move {
                     let r = match tokio::fs::symlink_metadata(&path).await {
                         Ok(_) => Err(format!("{} exists: give a new path", path.display())),
                         Err(_) => tokio::fs::write(&path, body)
@@ -587,14 +597,6 @@ impl Pane for LogsPane {
                     };
                     SaveDone(r)
                 });
-            }
-            PaneEvent::Task(p) => {
-                if let Some(SaveDone(r)) = p.downcast_ref::<SaveDone>() {
-                    match r {
-                        Ok(m) => cx.toast(Level::Info, m.clone()),
-                        Err(e) => cx.toast(Level::Error, e.clone()),
-                    }
-                }
             }
             _ => {}
         }
@@ -714,7 +716,20 @@ impl Pane for LogsPane {
     }
 }
 
-struct SaveDone(Result<String, String>);
+impl TaskPane for LogsPane {
+    const ID: &'static str = ID;
+    type Msg = SaveDone;
+
+    fn on_msg(&mut self, msg: SaveDone, cx: &mut Ctx) {
+        let SaveDone(r) = &msg;
+        match r {
+            Ok(m) => cx.toast(Level::Info, m.clone()),
+            Err(e) => cx.toast(Level::Error, e.clone()),
+        }
+    }
+}
+
+pub(crate) struct SaveDone(Result<String, String>);
 
 #[cfg(test)]
 mod tests {

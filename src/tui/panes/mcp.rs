@@ -23,9 +23,11 @@ use crate::engine::events::Event;
 use crate::engine::mcp::McpTransport;
 use crate::engine::mcp::{McpDecl, McpListing, McpState, McpStatus, McpToolCall, McpToolInfo};
 use crate::engine::tools::ToolState;
-use crate::tui::action::{Doc, Effect, Level, PaneEvent};
+use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+};
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -59,7 +61,7 @@ pub const TOOL_ACTIONS: &[ActionSpec] = crate::pane_actions!("mcp_tools";
 /// Lines of stderr tail shown under the selected server.
 const TAIL_LINES: usize = 4;
 
-enum Msg {
+pub(crate) enum Msg {
     Listed(Result<(McpListing, HashMap<String, Vec<McpToolInfo>>), String>),
     /// An action on a server finished: server, verb, error text.
     Acted(String, &'static str, Result<String, String>),
@@ -123,20 +125,20 @@ fn reopen_add(cx: &mut Ctx, typed: &str, error: &str) {
         pane: ID,
         title: format!("✗ {why}"),
         initial: typed.to_string(),
-        tag: "add".into(),
+        tag: DialogTag::McpAdd,
     });
 }
 
 /// Opens the tool-call dialog again with what was typed and why it was
 /// refused as its title, like [`reopen_add`]: a typo in long JSON must
-/// not cost the text. `tag` is the dialog's `call:<tool>` tag.
-fn reopen_call(cx: &mut Ctx, tag: &str, typed: &str, error: &str) {
+/// not cost the text. `tag` is the dialog's [`DialogTag::McpCall`].
+fn reopen_call(cx: &mut Ctx, tag: &DialogTag, typed: &str, error: &str) {
     cx.toast(Level::Error, error.to_string());
     cx.effect(Effect::Prompt {
         pane: ID,
         title: format!("✗ {error}"),
         initial: typed.to_string(),
-        tag: tag.to_string(),
+        tag: tag.clone(),
     });
 }
 
@@ -225,7 +227,7 @@ impl McpPane {
         let ws = cx.ws.clone();
         let (agent, session) = (cx.agent.clone(), cx.session.clone());
         self.pair = (agent.clone(), session.clone());
-        cx.spawn(ID, async move {
+        cx.spawn::<McpPane>(async move {
             let r = async {
                 let listing = ws.mcp().status(&agent, &session).await?;
                 let mut tools = HashMap::new();
@@ -282,7 +284,7 @@ impl McpPane {
         self.last_error.remove(&name);
         let ws = cx.ws.clone();
         let (agent, session) = (cx.agent.clone(), cx.session.clone());
-        cx.spawn(ID, async move {
+        cx.spawn::<McpPane>(async move {
             let r = match verb {
                 "start" => ws
                     .mcp()
@@ -339,6 +341,10 @@ impl McpPane {
 impl Pane for McpPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn context(&self) -> &'static str {
@@ -412,7 +418,9 @@ impl Pane for McpPane {
                             pane: ID,
                             title: format!("Call {} with JSON arguments", t.tool),
                             initial: "{}".into(),
-                            tag: format!("call:{}", t.name),
+                            tag: DialogTag::McpCall {
+                                tool: t.name.clone(),
+                            },
                         });
                     }
                 }
@@ -452,7 +460,7 @@ impl Pane for McpPane {
                 pane: ID,
                 title: ADD_TITLE.into(),
                 initial: String::new(),
-                tag: "add".into(),
+                tag: DialogTag::McpAdd,
             }),
             "remove" => {
                 if let Some(s) = self.selected() {
@@ -462,7 +470,9 @@ impl Pane for McpPane {
                             "Remove MCP server {} from agent {:?}, session {:?}?",
                             s.name, cx.agent, cx.session
                         ),
-                        tag: s.name.clone(),
+                        tag: DialogTag::McpRemove {
+                            name: s.name.clone(),
+                        },
                     });
                 }
             }
@@ -475,64 +485,6 @@ impl Pane for McpPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
-                Some(Msg::Listed(r)) => {
-                    self.loading = false;
-                    match r {
-                        Ok((l, tools)) => {
-                            // Skipped entries must not go unnoticed: say
-                            // so once each time the set of problems changes.
-                            if !l.issues.is_empty() && l.issues != self.issues() {
-                                let n = l.issues.len();
-                                let first = short_issue(&l.issues[0], cx);
-                                let msg = if n == 1 {
-                                    format!(".mcp: {first}")
-                                } else {
-                                    format!(
-                                        ".mcp: {n} problems (MCP pane lists them); first: {first}"
-                                    )
-                                };
-                                cx.toast(Level::Warn, msg);
-                            }
-                            self.listing = Some(l.clone());
-                            self.tools = tools.clone();
-                            self.error = None;
-                        }
-                        Err(e) => self.error = Some(e.clone()),
-                    }
-                    self.refilter();
-                    if self.in_tools && !self.selected().is_some_and(|s| s.state.is_ready()) {
-                        self.in_tools = false;
-                    }
-                    let n = self.selected_tools().len();
-                    self.tool_cursor.clamp(n);
-                    if self.dirty || self.pair != (cx.agent.clone(), cx.session.clone()) {
-                        self.load(cx);
-                    }
-                }
-                Some(Msg::Acted(name, verb, r)) => {
-                    self.busy.remove(name);
-                    match r {
-                        Ok(m) => cx.toast(Level::Info, m.clone()),
-                        Err(e) => {
-                            self.last_error.insert(name.clone(), e.clone());
-                            // The details show the rest (stderr tail).
-                            let first = e.lines().next().unwrap_or_default();
-                            cx.toast(Level::Error, format!("{verb} `{name}`: {first}"));
-                        }
-                    }
-                    self.load(cx);
-                }
-                Some(Msg::AddRefused(name, typed, e)) => {
-                    self.busy.remove(name);
-                    reopen_add(cx, typed, e);
-                }
-                Some(Msg::Called(name, doc)) => {
-                    self.busy.remove(name);
-                    cx.effect(Effect::OpenViewer(doc.clone()));
-                }
-                None => {}
-            },
             PaneEvent::Engine(env) => {
                 if let Event::McpState {
                     agent,
@@ -554,7 +506,7 @@ impl Pane for McpPane {
                 self.last_error.clear();
                 self.load(cx);
             }
-            PaneEvent::Confirmed(name) => {
+            PaneEvent::Confirmed(DialogTag::McpRemove { name }) => {
                 if let Some(i) = self.servers().iter().position(|s| &s.name == name) {
                     // Act on the confirmed name even if the cursor moved.
                     if let Some(pos) = self.shown.iter().position(|&j| j == i) {
@@ -563,7 +515,10 @@ impl Pane for McpPane {
                     self.server_action("remove", cx);
                 }
             }
-            PaneEvent::Input { tag, text: input } if tag == "add" => {
+            PaneEvent::Input {
+                tag: DialogTag::McpAdd,
+                text: input,
+            } => {
                 if input.trim().is_empty() {
                     return;
                 }
@@ -574,7 +529,7 @@ impl Pane for McpPane {
                         let name = decl.name.clone();
                         self.busy.insert(name.clone());
                         let typed = input.clone();
-                        cx.spawn(ID, async move {
+                        cx.spawn::<McpPane>(async move {
                             match ws.mcp().add(decl, &agent, &session, false).await {
                                 Ok(_) => {
                                     let m = format!("added `{name}`: press s to start it");
@@ -588,7 +543,7 @@ impl Pane for McpPane {
                 }
             }
             PaneEvent::Input { tag, text: input } => {
-                let Some(qualified) = tag.strip_prefix("call:") else {
+                let DialogTag::McpCall { tool: qualified } = tag else {
                     return;
                 };
                 let args: Value = match serde_json::from_str(input) {
@@ -602,7 +557,7 @@ impl Pane for McpPane {
                         return;
                     }
                 };
-                let Some(t) = self.selected_tools().iter().find(|t| t.name == qualified) else {
+                let Some(t) = self.selected_tools().iter().find(|t| &t.name == qualified) else {
                     return;
                 };
                 let (server, tool, name) = (t.server.clone(), t.tool.clone(), t.name.clone());
@@ -617,7 +572,7 @@ impl Pane for McpPane {
                     cancel: None,
                 };
                 self.busy.insert(server.clone());
-                cx.spawn(ID, async move {
+                cx.spawn::<McpPane>(async move {
                     let r = ws.mcp().call_tool(call).await;
                     let mut lines = vec![
                         StyledLine::plain(&format!("call    {name}"), Default::default()),
@@ -880,6 +835,69 @@ impl Pane for McpPane {
                         },
                     );
                 }
+            }
+        }
+    }
+}
+
+impl TaskPane for McpPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Listed(r) => {
+                self.loading = false;
+                match r {
+                    Ok((l, tools)) => {
+                        // Skipped entries must not go unnoticed: say
+                        // so once each time the set of problems changes.
+                        if !l.issues.is_empty() && l.issues != self.issues() {
+                            let n = l.issues.len();
+                            let first = short_issue(&l.issues[0], cx);
+                            let msg = if n == 1 {
+                                format!(".mcp: {first}")
+                            } else {
+                                format!(".mcp: {n} problems (MCP pane lists them); first: {first}")
+                            };
+                            cx.toast(Level::Warn, msg);
+                        }
+                        self.listing = Some(l.clone());
+                        self.tools = tools.clone();
+                        self.error = None;
+                    }
+                    Err(e) => self.error = Some(e.clone()),
+                }
+                self.refilter();
+                if self.in_tools && !self.selected().is_some_and(|s| s.state.is_ready()) {
+                    self.in_tools = false;
+                }
+                let n = self.selected_tools().len();
+                self.tool_cursor.clamp(n);
+                if self.dirty || self.pair != (cx.agent.clone(), cx.session.clone()) {
+                    self.load(cx);
+                }
+            }
+            Msg::Acted(name, verb, r) => {
+                self.busy.remove(name);
+                match r {
+                    Ok(m) => cx.toast(Level::Info, m.clone()),
+                    Err(e) => {
+                        self.last_error.insert(name.clone(), e.clone());
+                        // The details show the rest (stderr tail).
+                        let first = e.lines().next().unwrap_or_default();
+                        cx.toast(Level::Error, format!("{verb} `{name}`: {first}"));
+                    }
+                }
+                self.load(cx);
+            }
+            Msg::AddRefused(name, typed, e) => {
+                self.busy.remove(name);
+                reopen_add(cx, typed, e);
+            }
+            Msg::Called(name, doc) => {
+                self.busy.remove(name);
+                cx.effect(Effect::OpenViewer(doc.clone()));
             }
         }
     }

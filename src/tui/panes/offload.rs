@@ -10,9 +10,11 @@ use ratatui::text::{Line, Span};
 
 use crate::engine::events::{Event, OffloadKind};
 use crate::engine::offload::OffloadItem;
-use crate::tui::action::{Effect, PaneEvent};
+use crate::tui::action::{Effect, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+};
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::text;
@@ -28,7 +30,7 @@ pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("offload";
     act("offload.refresh", ID, "refresh", &["r"], false, false),
 );
 
-struct Listed(String, Result<Vec<OffloadItem>, String>);
+pub(crate) struct Listed(String, Result<Vec<OffloadItem>, String>);
 
 /// The Offload pane.
 pub struct OffloadPane {
@@ -89,7 +91,7 @@ impl OffloadPane {
         self.dirty = false;
         let ws = cx.ws.clone();
         let s = cx.session.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<OffloadPane>(async move {
             let r = ws.offload().list(Some(&s)).await.map_err(|e| e.to_string());
             Listed(s, r)
         });
@@ -106,6 +108,10 @@ impl OffloadPane {
 impl Pane for OffloadPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -189,33 +195,6 @@ impl Pane for OffloadPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(p) => {
-                if let Some(Listed(session, r)) = p.downcast_ref::<Listed>() {
-                    self.loading = false;
-                    if *session == cx.session {
-                        match r {
-                            Ok(items) => {
-                                let mut items = items.clone();
-                                items.sort_by(|a, b| {
-                                    b.modified
-                                        .partial_cmp(&a.modified)
-                                        .unwrap_or(std::cmp::Ordering::Equal)
-                                        .then_with(|| a.path.cmp(&b.path))
-                                });
-                                self.items = items;
-                                self.error = None;
-                            }
-                            Err(e) => self.error = Some(e.clone()),
-                        }
-                        self.refilter();
-                    } else {
-                        self.dirty = true;
-                    }
-                    if self.dirty {
-                        self.load(cx);
-                    }
-                }
-            }
             PaneEvent::SessionChanged => {
                 self.items.clear();
                 self.shown.clear();
@@ -305,5 +284,37 @@ impl Pane for OffloadPane {
                 ])
             },
         );
+    }
+}
+
+impl TaskPane for OffloadPane {
+    const ID: &'static str = ID;
+    type Msg = Listed;
+
+    fn on_msg(&mut self, msg: Listed, cx: &mut Ctx) {
+        let Listed(session, r) = &msg;
+        self.loading = false;
+        if *session == cx.session {
+            match r {
+                Ok(items) => {
+                    let mut items = items.clone();
+                    items.sort_by(|a, b| {
+                        b.modified
+                            .partial_cmp(&a.modified)
+                            .unwrap_or(std::cmp::Ordering::Equal)
+                            .then_with(|| a.path.cmp(&b.path))
+                    });
+                    self.items = items;
+                    self.error = None;
+                }
+                Err(e) => self.error = Some(e.clone()),
+            }
+            self.refilter();
+        } else {
+            self.dirty = true;
+        }
+        if self.dirty {
+            self.load(cx);
+        }
     }
 }

@@ -75,9 +75,12 @@ pub enum PaletteCommand {
     Action(String),
     /// `agent URL MODEL`: open the Agent pane with this model server.
     Agent(String),
-    /// `ws <id>` / `profile <name>` (the whole line): needs the workspace
-    /// manager.
-    NeedsManager(String),
+    /// `ws <id>`: open a workspace of the current profile (through the
+    /// Workspaces pane and its manager); `""` when no id was given.
+    OpenWorkspace(String),
+    /// `profile <name>`: switch to another profile's manager; `""` when
+    /// no name was given.
+    SwitchProfile(String),
     /// Not a command.
     Unknown(String),
 }
@@ -153,6 +156,11 @@ pub fn close_matches(wanted: &str, pool: &[String], max: usize) -> Vec<String> {
         .collect()
 }
 
+/// The first word of `s` (`""` when there is none).
+fn first_word(s: &str) -> String {
+    s.split_whitespace().next().unwrap_or("").to_string()
+}
+
 /// Parses a palette line.
 pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
     let line = line.trim().trim_start_matches(':').trim();
@@ -170,7 +178,8 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
             _ => PaletteCommand::Session(arg.to_string()),
         },
         ("theme", name) if !name.is_empty() => PaletteCommand::Theme(name.to_string()),
-        ("ws" | "profile", _) => PaletteCommand::NeedsManager(line.to_string()),
+        ("ws", arg) => PaletteCommand::OpenWorkspace(first_word(arg)),
+        ("profile", arg) => PaletteCommand::SwitchProfile(first_word(arg)),
         (w, "") if actions.iter().any(|a| a == w) => PaletteCommand::Action(w.to_string()),
         _ => PaletteCommand::Unknown(line.to_string()),
     }
@@ -464,7 +473,7 @@ mod tests {
         );
         assert!(matches!(
             parse("ws abc", &acts),
-            PaletteCommand::NeedsManager(_)
+            PaletteCommand::OpenWorkspace(_)
         ));
         assert!(matches!(
             parse("frobnicate", &acts),
@@ -591,10 +600,7 @@ mod tests {
         assert_eq!(p.input, "profile docker");
         // Enter runs what Tab filled in.
         let cmd = p.on_key(&k(KeyCode::Enter));
-        assert_eq!(
-            cmd,
-            Some(PaletteCommand::NeedsManager("profile docker".into()))
-        );
+        assert_eq!(cmd, Some(PaletteCommand::SwitchProfile("docker".into())));
     }
 
     #[test]

@@ -9,9 +9,11 @@ use ratatui::text::{Line, Span};
 
 use crate::engine::events::Event;
 use crate::engine::sessions::SessionSummary;
-use crate::tui::action::{Effect, Level, PaneEvent};
+use crate::tui::action::{Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+};
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::text;
@@ -38,7 +40,7 @@ pub struct SessionsPane {
     inner: Rect,
 }
 
-struct Loaded(Result<Vec<SessionSummary>, String>);
+pub(crate) struct Loaded(pub(crate) Result<Vec<SessionSummary>, String>);
 
 impl Default for SessionsPane {
     fn default() -> Self {
@@ -69,7 +71,7 @@ impl SessionsPane {
         self.loading = true;
         self.dirty = false;
         let ws = cx.ws.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<SessionsPane>(async move {
             Loaded(ws.sessions().list().await.map_err(|e| e.to_string()))
         });
     }
@@ -97,6 +99,10 @@ impl SessionsPane {
 impl Pane for SessionsPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -156,38 +162,6 @@ impl Pane for SessionsPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(payload) => {
-                let Some(Loaded(r)) = payload.downcast_ref::<Loaded>() else {
-                    return;
-                };
-                self.loading = false;
-                match r {
-                    Ok(items) => {
-                        self.items = items.clone();
-                        self.error = None;
-                        // The selected session is listed even before its
-                        // directory exists.
-                        if !self.items.iter().any(|s| s.id == cx.session) {
-                            self.items.push(SessionSummary {
-                                id: cx.session.clone(),
-                                last_activity: None,
-                                tool_calls: 0,
-                                offloads: 0,
-                                context_bytes: 0,
-                            });
-                        }
-                        cx.sessions = self.items.iter().map(|s| s.id.clone()).collect();
-                    }
-                    Err(e) => {
-                        self.error = Some(e.clone());
-                        cx.toast(Level::Error, format!("listing sessions: {e}"));
-                    }
-                }
-                self.refilter(cx);
-                if self.dirty {
-                    self.load(cx);
-                }
-            }
             PaneEvent::Engine(env) => {
                 if matches!(
                     env.event,
@@ -276,5 +250,41 @@ impl Pane for SessionsPane {
                 ])
             },
         );
+    }
+}
+
+impl TaskPane for SessionsPane {
+    const ID: &'static str = ID;
+    type Msg = Loaded;
+
+    fn on_msg(&mut self, msg: Loaded, cx: &mut Ctx) {
+        let Loaded(r) = &msg;
+        self.loading = false;
+        match r {
+            Ok(items) => {
+                self.items = items.clone();
+                self.error = None;
+                // The selected session is listed even before its
+                // directory exists.
+                if !self.items.iter().any(|s| s.id == cx.session) {
+                    self.items.push(SessionSummary {
+                        id: cx.session.clone(),
+                        last_activity: None,
+                        tool_calls: 0,
+                        offloads: 0,
+                        context_bytes: 0,
+                    });
+                }
+                cx.sessions = self.items.iter().map(|s| s.id.clone()).collect();
+            }
+            Err(e) => {
+                self.error = Some(e.clone());
+                cx.toast(Level::Error, format!("listing sessions: {e}"));
+            }
+        }
+        self.refilter(cx);
+        if self.dirty {
+            self.load(cx);
+        }
     }
 }

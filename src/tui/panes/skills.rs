@@ -11,9 +11,11 @@ use ratatui::text::{Line, Span};
 
 use crate::engine::events::Event;
 use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
-use crate::tui::action::{Doc, Effect, Level, PaneEvent};
+use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
@@ -46,7 +48,7 @@ impl Row {
     }
 }
 
-enum Msg {
+pub(crate) enum Msg {
     Listed(Result<SkillListing, String>),
     Done(Result<String, String>),
 }
@@ -140,7 +142,7 @@ impl SkillsPane {
         self.dirty = false;
         let ws = cx.ws.clone();
         let agent = cx.agent.clone();
-        cx.spawn(ID, async move {
+        cx.spawn::<SkillsPane>(async move {
             Msg::Listed(ws.skills().list(&agent).await.map_err(|e| e.to_string()))
         });
     }
@@ -167,6 +169,10 @@ impl SkillsPane {
 impl Pane for SkillsPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -253,7 +259,7 @@ impl Pane for SkillsPane {
                 pane: ID,
                 title: "Add a skill: host directory or .zip/.tar/.tar.gz".into(),
                 initial: String::new(),
-                tag: "add".into(),
+                tag: DialogTag::SkillAdd,
             }),
             "remove" => {
                 if let Some(r) = self.selected() {
@@ -264,7 +270,7 @@ impl Pane for SkillsPane {
                             "Remove skill {name} from {}?",
                             text::display(&self.partition)
                         ),
-                        tag: name,
+                        tag: DialogTag::SkillRemove { name },
                     });
                 }
             }
@@ -277,37 +283,6 @@ impl Pane for SkillsPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
-                Some(Msg::Listed(r)) => {
-                    self.loading = false;
-                    match r {
-                        Ok(l) => {
-                            self.partition = l.partition.clone();
-                            self.rows = l
-                                .skills
-                                .iter()
-                                .cloned()
-                                .map(Row::Valid)
-                                .chain(l.invalid.iter().cloned().map(Row::Invalid))
-                                .collect();
-                            self.error = None;
-                        }
-                        Err(e) => self.error = Some(e.clone()),
-                    }
-                    self.refilter();
-                    if self.dirty {
-                        self.load(cx);
-                    }
-                }
-                Some(Msg::Done(r)) => {
-                    match r {
-                        Ok(m) => cx.toast(Level::Info, m.clone()),
-                        Err(e) => cx.toast(Level::Error, e.clone()),
-                    }
-                    self.load(cx);
-                }
-                None => {}
-            },
             PaneEvent::Engine(env) => {
                 if matches!(
                     env.event,
@@ -316,11 +291,11 @@ impl Pane for SkillsPane {
                     self.load(cx);
                 }
             }
-            PaneEvent::Confirmed(name) => {
+            PaneEvent::Confirmed(DialogTag::SkillRemove { name }) => {
                 let ws = cx.ws.clone();
                 let agent = cx.agent.clone();
                 let name = name.clone();
-                cx.spawn(ID, async move {
+                cx.spawn::<SkillsPane>(async move {
                     Msg::Done(
                         ws.skills()
                             .remove(&name, &agent)
@@ -330,7 +305,10 @@ impl Pane for SkillsPane {
                     )
                 });
             }
-            PaneEvent::Input { tag, text: input } if tag == "add" => {
+            PaneEvent::Input {
+                tag: DialogTag::SkillAdd,
+                text: input,
+            } => {
                 let input = input.trim();
                 if input.is_empty() {
                     return;
@@ -341,7 +319,7 @@ impl Pane for SkillsPane {
                 };
                 let ws = cx.ws.clone();
                 let agent = cx.agent.clone();
-                cx.spawn(ID, async move {
+                cx.spawn::<SkillsPane>(async move {
                     let r = if path.is_dir() {
                         ws.skills().add(&path, &agent).await
                     } else {
@@ -440,5 +418,43 @@ impl Pane for SkillsPane {
                 ])
             },
         );
+    }
+}
+
+impl TaskPane for SkillsPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Listed(r) => {
+                self.loading = false;
+                match r {
+                    Ok(l) => {
+                        self.partition = l.partition.clone();
+                        self.rows = l
+                            .skills
+                            .iter()
+                            .cloned()
+                            .map(Row::Valid)
+                            .chain(l.invalid.iter().cloned().map(Row::Invalid))
+                            .collect();
+                        self.error = None;
+                    }
+                    Err(e) => self.error = Some(e.clone()),
+                }
+                self.refilter();
+                if self.dirty {
+                    self.load(cx);
+                }
+            }
+            Msg::Done(r) => {
+                match r {
+                    Ok(m) => cx.toast(Level::Info, m.clone()),
+                    Err(e) => cx.toast(Level::Error, e.clone()),
+                }
+                self.load(cx);
+            }
+        }
     }
 }

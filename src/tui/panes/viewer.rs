@@ -13,9 +13,9 @@ use crate::backend::ByteRange;
 use crate::engine::layout::names;
 use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
 use crate::engine::sessions::{ContextRead, parse_context};
-use crate::tui::action::{Doc, Effect, PaneEvent};
+use crate::tui::action::{Doc, Effect, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, act, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::text;
@@ -48,7 +48,7 @@ pub struct ViewerPane {
     wrap: bool,
 }
 
-struct Loaded(Doc);
+pub(crate) struct Loaded(Doc);
 
 impl Default for ViewerPane {
     fn default() -> Self {
@@ -327,6 +327,10 @@ impl Pane for ViewerPane {
         ID
     }
 
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
@@ -420,13 +424,7 @@ impl Pane for ViewerPane {
                 let ws = cx.ws.clone();
                 let theme = cx.theme.clone();
                 let target = target.to_string();
-                cx.spawn(ID, async move { Loaded(load_doc(ws, target, theme).await) });
-            }
-            PaneEvent::Task(p) => {
-                if let Some(Loaded(doc)) = p.downcast_ref::<Loaded>() {
-                    self.loading = None;
-                    self.show(doc.clone(), true);
-                }
+                cx.spawn::<ViewerPane>(async move { Loaded(load_doc(ws, target, theme).await) });
             }
             _ => {}
         }
@@ -521,6 +519,17 @@ impl Pane for ViewerPane {
             }
             buf.set_line(r.x, r.y, &ln, r.width);
         }
+    }
+}
+
+impl TaskPane for ViewerPane {
+    const ID: &'static str = ID;
+    type Msg = Loaded;
+
+    fn on_msg(&mut self, msg: Loaded, _cx: &mut Ctx) {
+        let Loaded(doc) = &msg;
+        self.loading = None;
+        self.show(doc.clone(), true);
     }
 }
 

@@ -19,9 +19,11 @@ use ratatui::text::{Line, Span};
 use crate::engine::Workspace;
 use crate::engine::events::Event;
 use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
-use crate::tui::action::{Level, PaneEvent};
+use crate::tui::action::{DialogTag, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, ListMouse, Pane, act, filter_bar, list_mouse, navigate, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+};
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
 use crate::tui::widgets::text;
@@ -48,7 +50,7 @@ const NEW_TAG: &str = "new workspace";
 /// TTLs move without hammering a slow provider.
 const REFRESH_TICKS: u32 = 5;
 
-enum Msg {
+pub(crate) enum Msg {
     Listed(Result<Vec<WorkspaceInfo>, String>),
     Opened(String, Result<Arc<Workspace>, String>),
     Done(Result<String, String>),
@@ -152,7 +154,7 @@ impl WorkspacesPane {
         }
         self.loading = true;
         self.dirty = false;
-        cx.spawn(ID, async move {
+        cx.spawn::<WorkspacesPane>(async move {
             Msg::Listed(m.list().await.map_err(|e| e.to_string()))
         });
     }
@@ -190,7 +192,7 @@ impl WorkspacesPane {
         }
         self.opening = Some(id.to_string());
         let id = id.to_string();
-        cx.spawn(ID, async move {
+        cx.spawn::<WorkspacesPane>(async move {
             let r = m.open(&id).await.map_err(|e| e.to_string());
             Msg::Opened(id, r)
         });
@@ -207,7 +209,7 @@ impl WorkspacesPane {
             return;
         };
         let name = name.to_string();
-        cx.spawn(ID, async move {
+        cx.spawn::<WorkspacesPane>(async move {
             // Building a provisioner reads config and may probe the
             // backend: off the render loop like everything else.
             let r = make(&name).map_err(|e| format!("{e:#}"));
@@ -310,7 +312,7 @@ impl WorkspacesPane {
             ),
             "close" => {
                 let Some(m) = cx.manager.clone() else { return };
-                cx.spawn(ID, async move {
+                cx.spawn::<WorkspacesPane>(async move {
                     Msg::Done(match m.close(&id).await {
                         Ok(true) => Ok(format!("closed {id}")),
                         Ok(false) => Err(format!("no workspace {id}")),
@@ -321,7 +323,7 @@ impl WorkspacesPane {
             "destroy" => cx.effect(crate::tui::action::Effect::Confirm {
                 pane: ID,
                 message: format!("Destroy workspace {id} and all its files?"),
-                tag: id,
+                tag: DialogTag::WorkspaceDestroy { id },
             }),
             _ => {}
         }
@@ -331,6 +333,10 @@ impl WorkspacesPane {
 impl Pane for WorkspacesPane {
     fn id(&self) -> &'static str {
         ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -388,7 +394,7 @@ impl Pane for WorkspacesPane {
                     cx.effect(crate::tui::action::Effect::Confirm {
                         pane: ID,
                         message: msg,
-                        tag: NEW_TAG.into(),
+                        tag: DialogTag::WorkspaceNew,
                     });
                 }
                 None => cx.toast(
@@ -405,118 +411,27 @@ impl Pane for WorkspacesPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Task(p) => match p.downcast_ref::<Msg>() {
-                Some(Msg::Listed(r)) => {
-                    self.loading = false;
-                    match r {
-                        Ok(rows) => {
-                            self.rows = rows.clone();
-                            self.error = None;
-                            cx.workspace_ids = self.ids();
-                            cx.workspace_notes = self
-                                .rows
-                                .iter()
-                                .map(|w| {
-                                    let n = format!("{} · {}", user_agent(w), display::state(w));
-                                    (w.id.clone(), n)
-                                })
-                                .collect();
-                            if let Some(old) = self.follow_from.take() {
-                                self.follow_profile(&old, cx);
-                            }
-                        }
-                        Err(e) => {
-                            // In full in Logs (once, not on every refresh).
-                            if self.error.as_ref() != Some(e) {
-                                let p = cx.manager.as_ref().map_or("", |m| m.profile());
-                                cx.effect(crate::tui::action::Effect::Log(
-                                    crate::tui::action::LogLine::now(
-                                        Level::Error,
-                                        "workspaces",
-                                        format!("listing profile {p}: {e}"),
-                                    ),
-                                ));
-                            }
-                            self.error = Some(e.clone());
-                            self.follow_from = None;
-                        }
-                    }
-                    self.refilter();
-                    if self.dirty {
-                        self.load(cx);
-                    }
-                }
-                Some(Msg::Opened(id, r)) => {
-                    self.opening = None;
-                    match r {
-                        Ok(ws) => {
-                            self.failures.remove(id);
-                            cx.toast(Level::Info, format!("opened workspace {id}"));
-                            cx.switch_workspace(ws.clone());
-                        }
-                        Err(e) => {
-                            self.failures.insert(id.clone(), e.clone());
-                            let ids = self.ids();
-                            let mut msg = format!("opening {id} failed: {e}");
-                            if !ids.contains(id) && id != NEW_TAG {
-                                let near = crate::tui::panes::palette::close_matches(id, &ids, 3);
-                                if !near.is_empty() {
-                                    msg.push_str(&format!(" — did you mean {}?", near.join(", ")));
-                                }
-                            }
-                            cx.toast(Level::Error, msg);
-                            self.load(cx);
-                        }
-                    }
-                }
-                Some(Msg::Done(r)) => {
-                    match r {
-                        Ok(m) => cx.toast(Level::Info, m.clone()),
-                        Err(e) => cx.toast(Level::Error, e.clone()),
-                    }
-                    self.load(cx);
-                }
-                Some(Msg::Profile(name, r)) => match r {
-                    Ok(m) => {
-                        cx.switch_manager(m.clone());
-                        self.follow_from =
-                            Some(std::mem::replace(&mut cx.header.profile, name.clone()));
-                        self.failures.clear();
-                        self.rows.clear();
-                        cx.workspace_ids.clear();
-                        self.refilter();
-                        cx.toast(Level::Info, format!("profile {name}"));
-                        self.load(cx);
-                    }
-                    // Profile errors name the profile already: one lead-in.
-                    Err(e) if e.contains(&format!("profile `{name}`")) => {
-                        cx.toast(Level::Error, e.clone())
-                    }
-                    Err(e) => cx.toast(Level::Error, format!("profile {name}: {e}")),
-                },
-                None => {}
-            },
             PaneEvent::Engine(env) => {
                 if matches!(env.event, Event::Workspace { .. }) {
                     self.load(cx);
                 }
             }
-            PaneEvent::Confirmed(tag) if tag == NEW_TAG => {
+            PaneEvent::Confirmed(DialogTag::WorkspaceNew) => {
                 let Some(m) = cx.manager.clone() else { return };
                 let (user, agent, session) =
                     (cx.user_id.clone(), cx.agent.clone(), cx.session.clone());
                 self.opening = Some("new workspace".into());
-                cx.spawn(ID, async move {
+                cx.spawn::<WorkspacesPane>(async move {
                     match m.create(&user, &agent, &session).await {
                         Ok(ws) => Msg::Opened(ws.id().to_string(), Ok(ws)),
                         Err(e) => Msg::Opened("new workspace".into(), Err(e.to_string())),
                     }
                 });
             }
-            PaneEvent::Confirmed(id) => {
+            PaneEvent::Confirmed(DialogTag::WorkspaceDestroy { id }) => {
                 let Some(m) = cx.manager.clone() else { return };
                 let id = id.clone();
-                cx.spawn(ID, async move {
+                cx.spawn::<WorkspacesPane>(async move {
                     Msg::Done(match m.destroy(&id).await {
                         Ok(true) => Ok(format!("destroyed {id}")),
                         Ok(false) => Err(format!("no workspace {id}")),
@@ -726,6 +641,104 @@ impl Pane for WorkspacesPane {
                 Line::from(spans)
             },
         );
+    }
+}
+
+impl TaskPane for WorkspacesPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Listed(r) => {
+                self.loading = false;
+                match r {
+                    Ok(rows) => {
+                        self.rows = rows.clone();
+                        self.error = None;
+                        cx.workspace_ids = self.ids();
+                        cx.workspace_notes = self
+                            .rows
+                            .iter()
+                            .map(|w| {
+                                let n = format!("{} · {}", user_agent(w), display::state(w));
+                                (w.id.clone(), n)
+                            })
+                            .collect();
+                        if let Some(old) = self.follow_from.take() {
+                            self.follow_profile(&old, cx);
+                        }
+                    }
+                    Err(e) => {
+                        // In full in Logs (once, not on every refresh).
+                        if self.error.as_ref() != Some(e) {
+                            let p = cx.manager.as_ref().map_or("", |m| m.profile());
+                            cx.effect(crate::tui::action::Effect::Log(
+                                crate::tui::action::LogLine::now(
+                                    Level::Error,
+                                    "workspaces",
+                                    format!("listing profile {p}: {e}"),
+                                ),
+                            ));
+                        }
+                        self.error = Some(e.clone());
+                        self.follow_from = None;
+                    }
+                }
+                self.refilter();
+                if self.dirty {
+                    self.load(cx);
+                }
+            }
+            Msg::Opened(id, r) => {
+                self.opening = None;
+                match r {
+                    Ok(ws) => {
+                        self.failures.remove(id);
+                        cx.toast(Level::Info, format!("opened workspace {id}"));
+                        cx.switch_workspace(ws.clone());
+                    }
+                    Err(e) => {
+                        self.failures.insert(id.clone(), e.clone());
+                        let ids = self.ids();
+                        let mut msg = format!("opening {id} failed: {e}");
+                        if !ids.contains(id) && id != NEW_TAG {
+                            let near = crate::tui::panes::palette::close_matches(id, &ids, 3);
+                            if !near.is_empty() {
+                                msg.push_str(&format!(" — did you mean {}?", near.join(", ")));
+                            }
+                        }
+                        cx.toast(Level::Error, msg);
+                        self.load(cx);
+                    }
+                }
+            }
+            Msg::Done(r) => {
+                match r {
+                    Ok(m) => cx.toast(Level::Info, m.clone()),
+                    Err(e) => cx.toast(Level::Error, e.clone()),
+                }
+                self.load(cx);
+            }
+            Msg::Profile(name, r) => match r {
+                Ok(m) => {
+                    cx.switch_manager(m.clone());
+                    self.follow_from =
+                        Some(std::mem::replace(&mut cx.header.profile, name.clone()));
+                    self.failures.clear();
+                    self.rows.clear();
+                    cx.workspace_ids.clear();
+                    self.refilter();
+                    cx.toast(Level::Info, format!("profile {name}"));
+                    self.load(cx);
+                }
+                // Profile errors name the profile already: one lead-in.
+                Err(e) if e.contains(&format!("profile `{name}`")) => {
+                    cx.toast(Level::Error, e.clone())
+                }
+                Err(e) => cx.toast(Level::Error, format!("profile {name}: {e}")),
+            },
+        }
     }
 }
 

@@ -1,0 +1,137 @@
+//! Calling one tool of a live MCP server, with timeout, cancel and the
+//! visibility filter.
+
+use super::connect::died_or;
+use super::*;
+
+impl McpInstance {
+    /// Calls `tool` (the server's own name) with `args`. Honours
+    /// `execution_timeout` and `cancel` (a cancelled or timed-out call
+    /// sends `notifications/cancelled`). A tool list change announced
+    /// before this call is applied first, so newly added tools can be
+    /// called at once (C05).
+    ///
+    /// Errors: see [`McpError`]; a server that dies during the call makes
+    /// it fail at once with its exit status and stderr tail.
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: JsonObject,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, McpError> {
+        self.ensure_ready(false).await?;
+        let conn = if self.decl.is_stateful {
+            let conn = self
+                .current_conn()
+                .ok_or_else(|| self.unavailable("it is not connected".into()))?;
+            let stale = conn.epoch.load(Ordering::SeqCst)
+                != self.inner.lock().expect("inner lock").tools_epoch;
+            if stale {
+                self.refresh_tools(None).await;
+            }
+            Some(conn)
+        } else {
+            None
+        };
+        self.check_tool(tool)?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let timeout = self.decl.execution_timeout.map(Duration::from_secs_f64);
+        let (conn, temporary) = match conn {
+            Some(c) => (c, false),
+            None => {
+                let opts = self.env.options();
+                let c = self
+                    .open(&opts, &CancellationToken::new())
+                    .await
+                    .map_err(|st| self.unavailable(st.detail().unwrap_or_default()))?;
+                (c, true)
+            }
+        };
+        let result = self.call_on(&conn, tool, params, timeout, cancel).await;
+        if temporary {
+            conn.shutdown().await;
+        }
+        result
+    }
+
+    pub(super) fn check_tool(&self, tool: &str) -> Result<(), McpError> {
+        let inner = self.inner.lock().expect("inner lock");
+        let tools = inner.tools.as_deref().unwrap_or_default();
+        if !tools.iter().any(|t| t.name == tool) {
+            return Err(McpError::UnknownTool {
+                server: self.decl.name.clone(),
+                tool: tool.to_string(),
+                available: self
+                    .filtered(tools)
+                    .map(|t| t.name.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        if !self.visible(tool) {
+            return Err(McpError::Disabled {
+                server: self.decl.name.clone(),
+                tool: tool.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) async fn call_on(
+        self: &Arc<Self>,
+        conn: &Arc<Connection>,
+        tool: &str,
+        params: CallToolRequestParams,
+        timeout: Option<Duration>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, McpError> {
+        // Dropping rmcp's call future sends notifications/cancelled.
+        let call = conn.peer.call_tool(params);
+        let timed = async {
+            match timeout {
+                Some(t) => tokio::time::timeout(t, call).await.map_err(|_| t),
+                None => Ok(call.await),
+            }
+        };
+        let outcome = tokio::select! {
+            r = timed => r,
+            _ = cancel.cancelled() => return Err(McpError::Cancelled),
+        };
+        match outcome {
+            Err(t) => Err(McpError::Timeout {
+                server: self.decl.name.clone(),
+                tool: tool.to_string(),
+                secs: t.as_secs_f64(),
+            }),
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(ServiceError::McpError(e))) => Err(McpError::Server {
+                server: self.decl.name.clone(),
+                message: e.message.to_string(),
+            }),
+            Ok(Err(e)) => {
+                if let Some(p) = &conn.process {
+                    let st = died_or(p, format!("the call failed: {e}")).await;
+                    let reason = st.detail().unwrap_or_default();
+                    if p.exited().is_some() {
+                        let current = {
+                            let mut inner = self.inner.lock().expect("inner lock");
+                            let cur = inner.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
+                            if cur {
+                                inner.conn = None;
+                            }
+                            cur
+                        };
+                        if current {
+                            self.set_state(st);
+                        }
+                    }
+                    return Err(self.unavailable(format!("during `{tool}`: {reason}")));
+                }
+                Err(McpError::Server {
+                    server: self.decl.name.clone(),
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Scanning a partition: probing each skill directory, reconciling
+//! with `.index`, and writing the index back.
+
+use super::*;
+
+impl Skills<'_> {
+    /// Equips, takes the skill lock and scans the partition. If the
+    /// partition vanished since it was cached as equipped, equips again.
+    pub(super) async fn locked_scan(
+        &self,
+        agent: &str,
+    ) -> WsResult<(tokio::sync::MutexGuard<'_, ()>, Scan)> {
+        let label = partition_name(agent)?;
+        let partition = self.equip(agent).await?;
+        let guard = self.state.lock.lock().await;
+        match self.scan_dir(&partition).await {
+            Err(WorkspaceError::Backend(BackendError::NotFound(p))) if p == partition => {
+                drop(guard);
+                self.state
+                    .equipped
+                    .lock()
+                    .expect("equipped lock")
+                    .remove(&label);
+                let partition = self.equip(agent).await?;
+                let guard = self.state.lock.lock().await;
+                let scan = self.scan_dir(&partition).await?;
+                Ok((guard, scan))
+            }
+            other => Ok((guard, other?)),
+        }
+    }
+
+    /// Reads one `<dir>/<child>/SKILL.md`.
+    pub(super) async fn probe(&self, dir: &str, child: &str) -> Probe {
+        let skill_dir = format!("{dir}/{child}");
+        let path = format!("{skill_dir}/{}", names::SKILL_MD);
+        let (stat, bytes) = tokio::join!(
+            self.base.sandbox().stat(&path),
+            self.base.sandbox().read(&path, Some(SKILL_MD_RANGE))
+        );
+        let bad = |line, reason: String, hint| {
+            Probe::Invalid(InvalidSkill {
+                dir: skill_dir.clone(),
+                path: path.clone(),
+                line,
+                reason,
+                hint,
+            })
+        };
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => return Probe::NotASkill,
+            Err(BackendError::IsADirectory(_)) => {
+                return bad(None, "SKILL.md is a directory, not a file".into(), None);
+            }
+            Err(e) => return bad(None, format!("cannot read SKILL.md: {e}"), None),
+        };
+        if let Some(reason) = too_large(bytes.len()) {
+            return bad(None, reason, None);
+        }
+        match frontmatter::parse(&bytes) {
+            Ok(fm) => Probe::Valid {
+                fm,
+                hash: index::sha256_hex(&bytes),
+                updated_at: secs(stat.ok().and_then(|s| s.modified)),
+            },
+            Err(e) => bad(e.line, e.reason, e.hint),
+        }
+    }
+
+    /// Reads a directory's `.index` and skill folders and reconciles them:
+    /// entries of vanished or now-invalid folders are dropped; an entry
+    /// whose `SKILL.md` changed gets the new hash and, if the front-matter
+    /// name changed, a new name; new valid folders are added (by name) with
+    /// ` (n)` suffixes on name conflicts. Names of unchanged entries are
+    /// kept as stored.
+    pub(super) async fn scan_dir(&self, dir: &str) -> WsResult<Scan> {
+        let index_path = format!("{dir}/{}", names::SKILL_INDEX);
+        // `None` = no usable index on disk; `Some(true)` = the file exists
+        // but cannot be parsed.
+        let (old, corrupt) = match self.base.sandbox().read(&index_path, None).await {
+            Ok(bytes) => match SkillIndex::parse(&bytes) {
+                Ok(idx) => (Some(idx), false),
+                Err(e) => {
+                    self.skill_log(
+                        "warn",
+                        format!("{index_path} is not a valid index ({e}); rebuilding it"),
+                    );
+                    (None, true)
+                }
+            },
+            Err(e) if e.is_not_found() => (None, false),
+            Err(e) => return Err(e.into()),
+        };
+        let entries = self.base.sandbox().list(dir).await?;
+        let children: HashSet<String> = entries.iter().map(|e| e.name.clone()).collect();
+        let candidates: Vec<String> = entries
+            .iter()
+            .filter(|e| e.is_dir_like())
+            .map(|e| e.name.clone())
+            .collect();
+        let probes: Vec<(String, Probe)> = futures::stream::iter(candidates)
+            .map(|name| async move {
+                let p = self.probe(dir, &name).await;
+                (name, p)
+            })
+            .buffered(PROBE_CONCURRENCY)
+            .collect()
+            .await;
+
+        let mut valid: HashMap<String, (FrontMatter, f64)> = HashMap::new();
+        let mut hashes: HashMap<String, String> = HashMap::new();
+        let mut invalid_skills = Vec::new();
+        for (name, probe) in probes {
+            match probe {
+                Probe::NotASkill => {}
+                Probe::Invalid(bad) => invalid_skills.push(bad),
+                Probe::Valid {
+                    fm,
+                    hash,
+                    updated_at,
+                } => {
+                    hashes.insert(name.clone(), hash);
+                    valid.insert(name, (fm, updated_at));
+                }
+            }
+        }
+
+        let old_index = old.clone().unwrap_or_default();
+        let mut taken: HashSet<String> = old_index
+            .entries
+            .iter()
+            .filter(|(d, e)| hashes.get(d) == Some(&e.hash))
+            .map(|(_, e)| e.skill_name.clone())
+            .collect();
+        let mut new_entries: Vec<(String, IndexEntry)> = Vec::new();
+        for (d, e) in &old_index.entries {
+            let Some(hash) = hashes.get(d) else { continue };
+            if *hash == e.hash {
+                new_entries.push((d.clone(), e.clone()));
+                continue;
+            }
+            let raw = &valid[d].0.name;
+            let name =
+                if index::name_derives_from(&e.skill_name, raw) && !taken.contains(&e.skill_name) {
+                    e.skill_name.clone()
+                } else {
+                    index::unique_agent_name(raw, &taken)
+                };
+            taken.insert(name.clone());
+            new_entries.push((
+                d.clone(),
+                IndexEntry {
+                    hash: hash.clone(),
+                    skill_name: name,
+                    extra: e.extra.clone(),
+                },
+            ));
+        }
+        let indexed: HashSet<String> = new_entries.iter().map(|(d, _)| d.clone()).collect();
+        let mut fresh: Vec<&String> = valid.keys().filter(|d| !indexed.contains(*d)).collect();
+        fresh.sort();
+        for d in fresh {
+            let name = index::unique_agent_name(&valid[d].0.name, &taken);
+            taken.insert(name.clone());
+            new_entries.push((
+                d.clone(),
+                IndexEntry {
+                    hash: hashes[d].clone(),
+                    skill_name: name,
+                    extra: Default::default(),
+                },
+            ));
+        }
+        let index = SkillIndex {
+            skills_dir_mtime: old_index.skills_dir_mtime,
+            entries: new_entries,
+            extra: old_index.extra.clone(),
+        };
+        let changed = match &old {
+            Some(o) => !o.same_entries(&index),
+            None => corrupt || !index.entries.is_empty(),
+        };
+        invalid_skills.sort_by(|a, b| a.dir.cmp(&b.dir));
+        Ok(Scan {
+            dir: dir.to_string(),
+            index,
+            changed,
+            valid,
+            invalid: invalid_skills,
+            children,
+        })
+    }
+
+    /// Writes `.index` if it changed, with the directory's current mtime.
+    pub(super) async fn persist(&self, scan: &mut Scan) -> WsResult<()> {
+        if !scan.changed {
+            return Ok(());
+        }
+        let mtime = self
+            .base
+            .sandbox()
+            .stat(&scan.dir)
+            .await
+            .ok()
+            .and_then(|s| s.modified);
+        scan.index.skills_dir_mtime = secs(mtime);
+        let path = format!("{}/{}", scan.dir, names::SKILL_INDEX);
+        self.base
+            .sandbox()
+            .write(&path, &scan.index.to_json())
+            .await?;
+        scan.changed = false;
+        Ok(())
+    }
+
+    /// [`Self::persist`], logging a failure: the index is a cache that the
+    /// next listing rebuilds.
+    pub(super) async fn persist_quietly(&self, scan: &mut Scan) {
+        if let Err(e) = self.persist(scan).await {
+            self.skill_log(
+                "warn",
+                format!("cannot write {}/{}: {e}", scan.dir, names::SKILL_INDEX),
+            );
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! The integration tests, one binary (one link of the crate and its
+//! dependencies instead of one per file). Each module is one former test
+//! file; `support` holds what they share. `cloud_opensandbox_server` stays a
+//! binary of its own (`harness = false`: it is also the stand-in execd).
+
+mod support;
+
+mod agent_cli;
+mod agent_demos;
+mod agent_openai;
+mod backend_suite;
+mod bad_input;
+mod bash_tool;
+mod cli;
+mod cloud_cli;
+mod cloud_daytona;
+mod cloud_e2b;
+mod cloud_opensandbox;
+mod k8s_backend;
+mod k8s_cluster;
+mod k8s_kubectl;
+mod k8s_profile;
+mod manager;
+mod mcp_decl;
+mod mcp_real;
+mod mcp_stdio;
+mod offload;
+mod skills;
+mod tools_rwe;
+mod tools_search;
+mod tui_agent;
+mod tui_cases;
+mod tui_keys;
+mod tui_panes_extra;
+mod tui_snapshots;
+mod tui_tmux;
