@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wsbench::backend::http::remote::exec_capture;
+use wsbench::backend::cloud::exec_capture;
 use wsbench::backend::opensandbox::{OpenSandboxOptions, OpenSandboxProvisioner};
 use wsbench::backend::{BackendError, ProvisionSpec, Provisioner, Sandbox, SandboxState};
 

@@ -8,10 +8,8 @@
 //! body). Keys live only in header values marked sensitive and are never
 //! logged or shown by `Debug`.
 //!
-//! [`remote`] holds what the three backends share above HTTP: command-line
-//! quoting and the file operations done with shell commands.
-
-pub mod remote;
+//! What the three backends share above HTTP (the `Sandbox` impl, command
+//! lines, the provisioning flow) is `backend::cloud`.
 
 use std::sync::Once;
 use std::time::{Duration, Instant, SystemTime};

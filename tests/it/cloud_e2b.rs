@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use fake_e2b::{FakeE2b, KEY};
 use serde_json::json;
+use wsbench::backend::cloud::exec_capture;
 use wsbench::backend::e2b::{E2bOptions, E2bProvisioner};
-use wsbench::backend::http::remote::exec_capture;
 use wsbench::backend::{
     BackendError, ExecRequest, FileKind, Provisioner, SandboxState, SpawnRequest, labels,
 };

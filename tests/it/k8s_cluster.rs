@@ -38,7 +38,7 @@ async fn a_workspace_on_a_real_cluster() {
         let mut req = ExecRequest::shell("cat hello.txt; exit 3");
         req.timeout = Some(Duration::from_secs(60));
         let (out, stdout, _) =
-            wsbench::backend::http::remote::exec_request_capture(sb.as_ref(), req).await?;
+            wsbench::backend::cloud::exec_request_capture(sb.as_ref(), req).await?;
         assert_eq!(out.exit_code, Some(3));
         assert_eq!(stdout, b"from wsbench");
         prov.suspend(&id).await?;

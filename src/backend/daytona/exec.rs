@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::SERVICE;
 use super::logs::{Delivered, LogDemux};
 use super::sandbox::DaytonaSandbox;
-use crate::backend::http::remote::{self, MARKER_VAR};
+use crate::backend::cloud::{self, MARKER_VAR};
 use crate::backend::http::{self, On404, Retry};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, StreamKind,
@@ -25,7 +25,7 @@ impl DaytonaSandbox {
     /// The shell text a session runs: `cd`, exports, then the user's line
     /// in its own `sh -c` with the marker variable and no stdin.
     fn session_command(&self, req: &ExecRequest, marker: &str) -> BackendResult<String> {
-        let line = remote::command_line(&req.argv)?;
+        let line = cloud::command_line(&req.argv)?;
         let cwd = req
             .cwd
             .as_deref()
@@ -35,18 +35,18 @@ impl DaytonaSandbox {
         env.extend(req.env.clone());
         Ok(format!(
             "cd -- {} && {{ {}{MARKER_VAR}={marker} /bin/sh -c {} </dev/null; }}",
-            remote::shell_quote(&cwd),
-            remote::env_prefix(&env)?,
-            remote::shell_quote(&line)
+            cloud::shell_quote(&cwd),
+            cloud::env_prefix(&env)?,
+            cloud::shell_quote(&line)
         ))
     }
 
     /// Kills every process that carries `marker` (the whole tree of a
     /// command, even children that left its process group).
     pub(super) async fn kill_marked(&self, marker: &str) {
-        let script = remote::kill_marked_line(marker);
+        let script = cloud::kill_marked_line(marker);
         let url = self.url("/process/execute");
-        let body = json!({"command": format!("/bin/sh -c {}", remote::shell_quote(&script)), "timeout": 30});
+        let body = json!({"command": format!("/bin/sh -c {}", cloud::shell_quote(&script)), "timeout": 30});
         if let Err(e) = self
             .tb
             .send_ok(Retry::Idempotent, On404::SandboxGone, |c| {
@@ -131,7 +131,7 @@ impl DaytonaSandbox {
         sink: Option<OutputSink>,
     ) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
-        let marker = remote::new_marker();
+        let marker = cloud::new_marker();
         let command = self.session_command(&req, &marker)?;
         let sid = format!("wsbench-{marker}");
         let url = self.url("/process/session");
@@ -173,8 +173,8 @@ impl DaytonaSandbox {
                     .bad_response(format!("session exec answer without cmdId: {v}"))
             })?;
         let mut delivered = Delivered::default();
-        let timeout = remote::sleep_until(req.timeout.map(|t| started + t));
-        let cancel = remote::cancelled(req.cancel.as_ref());
+        let timeout = cloud::sleep_until(req.timeout.map(|t| started + t));
+        let cancel = cloud::cancelled(req.cancel.as_ref());
         let follow = self.follow_logs(sid, &cmd, &sink, &mut delivered);
         let (mut timed_out, mut cancelled) = (false, false);
         let followed = tokio::select! {
@@ -357,7 +357,7 @@ impl DaytonaSandbox {
         sink: Option<OutputSink>,
     ) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
-        let line = remote::command_line(&req.argv)?;
+        let line = cloud::command_line(&req.argv)?;
         let cwd = req
             .cwd
             .as_deref()
@@ -370,7 +370,7 @@ impl DaytonaSandbox {
         // hidden 10 s default).
         let secs = limit.as_millis().div_ceil(1000).max(1) as u64;
         let body = json!({
-            "command": format!("/bin/sh -c {}", remote::shell_quote(&line)),
+            "command": format!("/bin/sh -c {}", cloud::shell_quote(&line)),
             "cwd": cwd,
             "timeout": secs,
             "envs": env,
@@ -381,7 +381,7 @@ impl DaytonaSandbox {
                 .json(&body)
                 .timeout(limit + Duration::from_secs(30))
         });
-        let cancel = remote::cancelled(req.cancel.as_ref());
+        let cancel = cloud::cancelled(req.cancel.as_ref());
         let resp = tokio::select! {
             r = call => r?,
             _ = cancel => {
@@ -437,7 +437,7 @@ impl DaytonaSandbox {
 
 fn not_started(argv: &[String]) -> BackendError {
     BackendError::Spawn {
-        program: remote::command_line(argv).unwrap_or_default(),
+        program: cloud::command_line(argv).unwrap_or_default(),
         reason: "the command could not be started (Daytona returned exit code -1 and no output)"
             .into(),
     }

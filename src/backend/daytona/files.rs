@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::sandbox::DaytonaSandbox;
-use crate::backend::http::remote::{self, UPLOAD_TIMEOUT};
+use crate::backend::cloud::{self, UPLOAD_TIMEOUT};
 use crate::backend::http::{self, Retry};
 use crate::backend::{BackendResult, ByteRange, FileKind, FileStat};
 
@@ -37,7 +37,7 @@ impl DaytonaSandbox {
             .bytes()
             .await
             .map_err(|e| self.tb.transport_error(&e))?;
-        Ok(remote::slice_range(&bytes, range))
+        Ok(cloud::slice_range(&bytes, range))
     }
 
     /// Writes file `path` (multipart; retried, the body can be rebuilt).

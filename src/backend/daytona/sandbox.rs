@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::options::DaytonaExecMode;
-use crate::backend::http::remote::RemoteSandbox;
+use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, On404, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use super::options::DaytonaOptions;
 use super::sandbox::DaytonaSandbox;
 use super::{SDK_VERSION, SERVICE};
+use crate::backend::cloud;
 use crate::backend::cloud::{
     CloudProvisioner, CloudService, Listed, Page, StateCheck, labels_for, wait_for_state,
 };
-use crate::backend::http::remote;
 use crate::backend::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ProvisionSpec, ProvisionerCapabilities, Sandbox,
@@ -397,7 +397,7 @@ impl CloudService for DaytonaService {
             None => sb.dir("/work-dir").await?,
         };
         let sb = Arc::new(sb);
-        remote::shell_mkdir(sb.as_ref(), &sb.workdir, true).await?;
+        cloud::shell_mkdir(sb.as_ref(), &sb.workdir, true).await?;
         Ok(sb)
     }
 

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::SERVICE;
 use super::connect::{Event, EventStream, bad, envelope, exit_of, stream_cut};
 use super::sandbox::E2bSandbox;
-use crate::backend::http::remote::{self, KILL_GRACE};
+use crate::backend::cloud::{self, KILL_GRACE};
 use crate::backend::http::{On404, Retry};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
@@ -39,12 +39,12 @@ impl E2bSandbox {
         stdin: bool,
         deadline: Option<Duration>,
     ) -> BackendResult<(reqwest::Response, String)> {
-        let line = remote::command_line(argv)?;
+        let line = cloud::command_line(argv)?;
         let mut envs = self.env.clone();
         envs.extend(env.clone());
         // Lets a timeout find the whole tree, not only the pid envd knows.
-        let marker = remote::new_marker();
-        envs.insert(remote::MARKER_VAR.into(), marker.clone());
+        let marker = cloud::new_marker();
+        envs.insert(cloud::MARKER_VAR.into(), marker.clone());
         let cwd = cwd
             .map(|c| self.resolve(c))
             .unwrap_or_else(|| self.workdir.clone());
@@ -89,7 +89,7 @@ impl E2bSandbox {
         {
             tracing::warn!(sandbox = %self.id, pid = p, error = %e, "SendSignal failed");
         }
-        remote::kill_marked(self, marker).await;
+        cloud::kill_marked(self, marker).await;
     }
 
     /// [`Sandbox::exec`](crate::backend::Sandbox::exec): one Start stream,
@@ -110,8 +110,8 @@ impl E2bSandbox {
             )
             .await?;
         let mut events = EventStream::new(resp, self.idle);
-        let timeout = remote::sleep_until(req.timeout.map(|t| started + t));
-        let cancel = remote::cancelled(req.cancel.as_ref());
+        let timeout = cloud::sleep_until(req.timeout.map(|t| started + t));
+        let cancel = cloud::cancelled(req.cancel.as_ref());
         tokio::pin!(timeout, cancel);
         let mut pid: Option<u32> = None;
         let mut killed: Option<Instant> = None;
@@ -119,7 +119,7 @@ impl E2bSandbox {
         let mut end: Option<(i32, bool, String, Option<String>)> = None;
         let mut stdin = req.stdin.clone();
         loop {
-            let grace = remote::sleep_until(killed.map(|t| t + KILL_GRACE));
+            let grace = cloud::sleep_until(killed.map(|t| t + KILL_GRACE));
             let ev = tokio::select! {
                 ev = events.next() => ev,
                 _ = &mut timeout, if killed.is_none() => {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
 use super::sandbox::E2bSandbox;
-use crate::backend::http::remote::{self, UPLOAD_TIMEOUT};
+use crate::backend::cloud::{self, UPLOAD_TIMEOUT};
 use crate::backend::http::{self, On404, Retry};
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, path as bpath};
 
@@ -82,7 +82,7 @@ impl E2bSandbox {
             .bytes()
             .await
             .map_err(|e| self.envd.transport_error(&e))?;
-        Ok(remote::slice_range(&bytes, range))
+        Ok(cloud::slice_range(&bytes, range))
     }
 
     /// Writes file `path`.

@@ -16,7 +16,7 @@ use tokio::io::AsyncRead;
 use super::options::E2bOptions;
 use super::service::SandboxDto;
 use super::{ENVD_PORT, SERVICE};
-use crate::backend::http::remote::RemoteSandbox;
+use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, On404, Retry, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,

@@ -13,8 +13,8 @@ use serde_json::json;
 use super::SERVICE;
 use super::options::E2bOptions;
 use super::sandbox::E2bSandbox;
+use crate::backend::cloud;
 use crate::backend::cloud::{CloudProvisioner, CloudService, Listed, Page, labels_for};
-use crate::backend::http::remote;
 use crate::backend::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use crate::backend::{
     BackendKind, BackendResult, ProvisionSpec, ProvisionerCapabilities, Sandbox, SandboxInfo,
@@ -229,7 +229,7 @@ impl CloudService for E2bService {
         sb.envd
             .wait_ready(&sb.url("/health"), Instant::now() + limit, &what, true)
             .await?;
-        remote::shell_mkdir(sb.as_ref(), &self.opts.workdir, true).await?;
+        cloud::shell_mkdir(sb.as_ref(), &self.opts.workdir, true).await?;
         Ok(sb)
     }
 

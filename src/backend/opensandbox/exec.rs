@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::SERVICE;
 use super::events::{Ending, SseReader, line_bytes};
 use super::sandbox::OpenSandboxSandbox;
-use crate::backend::http::remote::{self, KILL_GRACE};
+use crate::backend::cloud::{self, KILL_GRACE};
 use crate::backend::http::{On404, Retry};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, StreamKind,
@@ -45,7 +45,7 @@ impl OpenSandboxSandbox {
         if let Some(id) = cmd_id {
             self.interrupt(id).await;
         }
-        remote::kill_marked(self, marker).await;
+        cloud::kill_marked(self, marker).await;
     }
 
     /// [`Sandbox::exec`](crate::backend::Sandbox::exec): one command and
@@ -57,12 +57,12 @@ impl OpenSandboxSandbox {
     ) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
         // C18: the user's line goes to execd's shell verbatim.
-        let line = remote::command_line(&req.argv)?;
+        let line = cloud::command_line(&req.argv)?;
         let mut envs = self.env.clone();
         envs.extend(req.env.clone());
         // Lets a timeout find the whole tree, not only execd's child.
-        let marker = remote::new_marker();
-        envs.insert(remote::MARKER_VAR.into(), marker.clone());
+        let marker = cloud::new_marker();
+        envs.insert(cloud::MARKER_VAR.into(), marker.clone());
         let cwd = req
             .cwd
             .as_deref()
@@ -92,8 +92,8 @@ impl OpenSandboxSandbox {
         let mut stream: Pin<Box<dyn futures::Stream<Item = reqwest::Result<Bytes>> + Send>> =
             Box::pin(resp.bytes_stream());
         let mut sse = SseReader::default();
-        let timeout = remote::sleep_until(req.timeout.map(|t| started + t));
-        let cancel = remote::cancelled(req.cancel.as_ref());
+        let timeout = cloud::sleep_until(req.timeout.map(|t| started + t));
+        let cancel = cloud::cancelled(req.cancel.as_ref());
         tokio::pin!(timeout, cancel);
         let mut cmd_id: Option<String> = None;
         let mut ending: Option<Ending> = None;
@@ -155,7 +155,7 @@ impl OpenSandboxSandbox {
                 }
                 break;
             }
-            let grace = remote::sleep_until(stopped.map(|t| t + KILL_GRACE));
+            let grace = cloud::sleep_until(stopped.map(|t| t + KILL_GRACE));
             tokio::select! {
                 chunk = tokio::time::timeout(self.idle, stream.next()) => match chunk {
                     Err(_) => {

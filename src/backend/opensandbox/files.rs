@@ -7,7 +7,7 @@ use reqwest::header::RANGE;
 use serde_json::{Value, json};
 
 use super::sandbox::OpenSandboxSandbox;
-use crate::backend::http::remote::{self, UPLOAD_TIMEOUT};
+use crate::backend::cloud::{self, UPLOAD_TIMEOUT};
 use crate::backend::http::{self, On404, Retry};
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, path as bpath};
 
@@ -100,7 +100,7 @@ impl OpenSandboxSandbox {
             .await
             .map_err(|e| self.execd.transport_error(&e))?;
         // 200 means the server ignored the range: cut it here.
-        Ok(remote::slice_range(&bytes, range.filter(|_| status == 200)))
+        Ok(cloud::slice_range(&bytes, range.filter(|_| status == 200)))
     }
 
     /// Writes file `path` (mode 644).

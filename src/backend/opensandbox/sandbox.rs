@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::backend::http::remote::RemoteSandbox;
+use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, ServiceClient};
 use crate::backend::{
     BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest, FileStat,

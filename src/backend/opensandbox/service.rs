@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use super::options::OpenSandboxOptions;
 use super::sandbox::OpenSandboxSandbox;
 use super::{EXECD_PORT, SERVICE};
+use crate::backend::cloud;
 use crate::backend::cloud::{
     CloudProvisioner, CloudService, Listed, Page, StateCheck, labels_for, wait_for_state,
 };
-use crate::backend::http::remote;
 use crate::backend::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use crate::backend::secret::Secret;
 use crate::backend::{
@@ -272,7 +272,7 @@ impl OpenSandboxService {
         sb.execd
             .wait_ready(&sb.url("/ping"), deadline, &what, false)
             .await?;
-        remote::shell_mkdir(sb.as_ref(), &sb.workdir, true).await?;
+        cloud::shell_mkdir(sb.as_ref(), &sb.workdir, true).await?;
         Ok(sb)
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wsbench::backend::http::remote::exec_capture;
+use wsbench::backend::cloud::exec_capture;
 use wsbench::backend::{BackendResult, ExecOutcome, ProvisionSpec, Provisioner, Sandbox};
 use wsbench::engine::tools::ToolLimits;
 use wsbench::engine::{EventBus, Workspace, WorkspaceConfig};

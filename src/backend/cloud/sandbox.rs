@@ -1,7 +1,6 @@
-//! What the cloud backends share above HTTP: [`RemoteSandbox`], from
-//! which a service's sandbox gets the whole [`Sandbox`] trait; turning an
-//! argv into the one shell line the services take (C18: a user's line
-//! reaches a real shell unchanged); the file operations that are done with
+//! [`RemoteSandbox`]: what a cloud service does natively in one live
+//! sandbox, from which it gets the whole [`Sandbox`] trait; the file
+//! operations that are done with
 //! small shell scripts run through [`Sandbox::exec`] (remove, rename,
 //! mkdir, exclusive create), so each service needs only exec + read +
 //! write + list + stat natively (`MINIMAL-SURFACE.md`, introduction). The
@@ -23,14 +22,13 @@
 //! that swaps a directory for a link in between could redirect one
 //! operation.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::io::AsyncRead;
-use tokio_util::sync::CancellationToken;
 
-use crate::backend::shell::{Follow, marker, ops, runner, scripts};
+use crate::backend::shell::{Follow, ops, scripts};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
     FileKind, FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch, path as bpath,
@@ -241,138 +239,6 @@ pub fn slice_range(bytes: &[u8], range: Option<ByteRange>) -> Vec<u8> {
     }
 }
 
-/// Sleeps until `when`; never returns for `None` (a limit not set, or
-/// not started yet), so it can stand in a `select!` either way.
-pub async fn sleep_until(when: Option<Instant>) {
-    match when {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Returns when `token` is cancelled; never without a token.
-pub async fn cancelled(token: Option<&CancellationToken>) {
-    match token {
-        Some(c) => c.cancelled().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Quotes `s` for a POSIX shell (single quotes; `'` becomes `'\''`).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// `argv` as one shell line. `["sh"|"/bin/sh", "-c", line]` gives `line`
-/// itself, verbatim; anything else is quoted word by word so the shell
-/// runs exactly that argv.
-///
-/// Errors: an empty argv.
-pub fn command_line(argv: &[String]) -> BackendResult<String> {
-    if argv.is_empty() {
-        return Err(BackendError::Spawn {
-            program: String::new(),
-            reason: "empty argv".into(),
-        });
-    }
-    if let Some(line) = plain_shell_line(argv) {
-        return Ok(line.to_string());
-    }
-    Ok(argv
-        .iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" "))
-}
-
-/// The line of an argv of exactly `sh -c <line>` (or `/bin/sh -c`).
-pub fn plain_shell_line(argv: &[String]) -> Option<&str> {
-    match argv {
-        [sh, c, line] if (sh == "sh" || sh == "/bin/sh") && c == "-c" => Some(line),
-        _ => None,
-    }
-}
-
-/// `export K='v'; ` for each variable, for services whose command call has
-/// no environment field.
-///
-/// Errors: a name that is not a valid shell variable name.
-pub fn env_prefix<'a>(
-    env: impl IntoIterator<Item = (&'a String, &'a String)>,
-) -> BackendResult<String> {
-    let mut out = String::new();
-    for (k, v) in env {
-        let valid = !k.is_empty()
-            && !k.as_bytes()[0].is_ascii_digit()
-            && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !valid {
-            return Err(BackendError::Spawn {
-                program: String::new(),
-                reason: format!("invalid environment variable name `{k}`"),
-            });
-        }
-        out.push_str(&format!("export {k}={}; ", shell_quote(v)));
-    }
-    Ok(out)
-}
-
-/// Runs `argv` in the workdir and collects its output.
-///
-/// Errors: those of [`Sandbox::exec`].
-pub async fn exec_capture(
-    sb: &dyn Sandbox,
-    argv: Vec<String>,
-    timeout: Duration,
-) -> BackendResult<(ExecOutcome, Vec<u8>, Vec<u8>)> {
-    let req = ExecRequest {
-        argv,
-        timeout: Some(timeout),
-        ..Default::default()
-    };
-    exec_request_capture(sb, req).await
-}
-
-/// Runs `req` and collects its output.
-///
-/// Errors: those of [`Sandbox::exec`].
-pub async fn exec_request_capture(
-    sb: &dyn Sandbox,
-    req: ExecRequest,
-) -> BackendResult<(ExecOutcome, Vec<u8>, Vec<u8>)> {
-    runner::capture(sb, req).await
-}
-
-pub use crate::backend::shell::marker::{MARKER_VAR, kill_line as kill_marked_line, new_marker};
-
-/// Runs [`kill_line`](crate::backend::shell::marker::kill_line) in the
-/// sandbox; failures are only logged (the service's own kill has already
-/// been sent).
-pub async fn kill_marked(sb: &dyn Sandbox, marker: &str) {
-    let req = ExecRequest {
-        argv: marker::kill_argv(marker),
-        cwd: Some("/".into()),
-        timeout: Some(Duration::from_secs(30)),
-        ..Default::default()
-    };
-    if let Err(e) = sb.exec(req, None).await {
-        tracing::warn!(error = %e, "killing a stopped command's processes failed");
-    }
-}
-
-/// Creates a directory (and its parents when `parents`): the shared
-/// script ([`ops::mkdir`]), for the provisioners' workdir.
-///
-/// Errors: those of [`ops::mkdir`].
-pub async fn shell_mkdir(sb: &dyn Sandbox, path: &str, parents: bool) -> BackendResult<()> {
-    ops::mkdir(sb, path, parents).await
-}
-
 /// Reads an async reader to the end (for services whose upload needs the
 /// whole body, or whose multipart part must know its length).
 ///
@@ -394,31 +260,6 @@ pub async fn read_all(
 mod tests {
     use super::*;
 
-    fn v(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn a_shell_line_passes_verbatim() {
-        let line = "sh -c 'sleep 0.2; echo one > one.txt' & echo two && cat <<'EOF'\nx\nEOF";
-        assert_eq!(command_line(&v(&["/bin/sh", "-c", line])).unwrap(), line);
-        assert_eq!(command_line(&v(&["sh", "-c", line])).unwrap(), line);
-    }
-
-    #[test]
-    fn argv_words_are_quoted() {
-        assert_eq!(
-            command_line(&v(&["rg", "--files", "a b", "it's", ""])).unwrap(),
-            r#"rg --files 'a b' 'it'\''s' ''"#
-        );
-        // bash -c keeps bash: it is quoted, not unwrapped into sh.
-        assert_eq!(
-            command_line(&v(&["bash", "-c", "echo $0"])).unwrap(),
-            "bash -c 'echo $0'"
-        );
-        assert!(command_line(&[]).is_err());
-    }
-
     #[test]
     fn ranges_of_whole_downloads() {
         let r = |offset, len| Some(ByteRange { offset, len });
@@ -426,14 +267,5 @@ mod tests {
         assert_eq!(slice_range(b"abcdef", r(1, 3)), b"bcd");
         assert_eq!(slice_range(b"abcdef", r(4, 10)), b"ef");
         assert_eq!(slice_range(b"abcdef", r(9, 1)), b"");
-    }
-
-    #[test]
-    fn env_prefix_quotes_values_and_rejects_bad_names() {
-        let mut m = std::collections::BTreeMap::new();
-        m.insert("A_1".to_string(), "x y'z".to_string());
-        assert_eq!(env_prefix(&m).unwrap(), r#"export A_1='x y'\''z'; "#);
-        m.insert("1A".to_string(), "x".to_string());
-        assert!(env_prefix(&m).is_err());
     }
 }
