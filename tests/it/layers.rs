@@ -190,12 +190,12 @@ impl FileVisitor<'_> {
 
     fn use_leaf(&mut self, full: Vec<String>, alias: String, span: proc_macro2::Span) {
         if self.pass_modules {
-            if self.in_pub_use {
-                if let Some(abs) = self.absolute(&full) {
-                    self.krate
-                        .reexports
-                        .insert((self.module.clone(), alias), abs);
-                }
+            if self.in_pub_use
+                && let Some(abs) = self.absolute(&full)
+            {
+                self.krate
+                    .reexports
+                    .insert((self.module.clone(), alias), abs);
             }
             return;
         }
