@@ -119,7 +119,10 @@ async fn explore_on_a_copy_of_a_real_repository_runs_to_the_end() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("tool_result-"))
         .collect();
-    assert_eq!(tool_results.len(), 1, "{tool_results:?}");
+    // How many outputs pass the offload threshold depends on the size of
+    // the tree copied (this crate's own src/, which grows and splits):
+    // at least the Glob over it does.
+    assert!(!tool_results.is_empty(), "{tool_results:?}");
     let read = ws.sessions().read_context(&run.session).await.unwrap();
     assert!(read.bad_lines.is_empty());
     assert!(!read.messages.is_empty());
