@@ -121,7 +121,7 @@ async fn explore_on_a_copy_of_a_real_repository_runs_to_the_end() {
         .collect();
     // How many outputs pass the offload threshold depends on the size of
     // the tree copied (this crate's own src/, which grows and splits):
-    // at least the Glob over it does.
+    // a real repository yields at least one.
     assert!(!tool_results.is_empty(), "{tool_results:?}");
     let read = ws.sessions().read_context(&run.session).await.unwrap();
     assert!(read.bad_lines.is_empty());
