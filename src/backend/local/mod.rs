@@ -6,7 +6,6 @@
 //! The provisioner (directories and their records) is in `provision`.
 
 use std::collections::BTreeMap;
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use tokio::process::{Child, Command};
 use super::child::{ChildStatus, exit_code_of, pump};
 use super::host::fs::{finish_atomic, resolve_link_target};
 pub use super::host::sanitize_segment;
-use super::host::{append_host, atomic_write_host, stat_host, watch_host};
+use super::host::{append_host, atomic_write_host, read_host, stat_host, watch_host};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
@@ -247,27 +246,9 @@ impl Sandbox for LocalSandbox {
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || -> BackendResult<Vec<u8>> {
-            let meta = std::fs::metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-            if meta.is_dir() {
-                return Err(BackendError::IsADirectory(path_s));
-            }
-            match range {
-                None => std::fs::read(&p).map_err(|e| BackendError::from_io(e, &path_s)),
-                Some(r) => {
-                    let mut f =
-                        std::fs::File::open(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-                    f.seek(SeekFrom::Start(r.offset))
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    let mut buf = Vec::with_capacity(r.len.min(meta.len()) as usize);
-                    std::io::Read::read_to_end(&mut std::io::Read::take(f, r.len), &mut buf)
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    Ok(buf)
-                }
-            }
-        })
-        .await
-        .expect("read task")
+        tokio::task::spawn_blocking(move || read_host(&p, path_s, range))
+            .await
+            .expect("read task")
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
