@@ -2,11 +2,12 @@
 //! directory (local, bubblewrap, Docker with a bind mount): stat in the
 //! backends' terms, atomic writes, locked appends.
 
+use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::backend::{FileKind, FileStat};
+use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat};
 
 fn system_time(meta: &std::fs::Metadata) -> Option<SystemTime> {
     meta.modified().ok()
@@ -104,4 +105,25 @@ pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
     std::io::Write::write_all(&mut &*locked, data)?;
     drop(locked);
     Ok(())
+}
+
+/// Reads the host file `p` whole or `range` of it (blocking); errors name
+/// `path_s`, the path as the caller was given it.
+pub fn read_host(p: &Path, path_s: String, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+    let meta = std::fs::metadata(p).map_err(|e| BackendError::from_io(e, &path_s))?;
+    if meta.is_dir() {
+        return Err(BackendError::IsADirectory(path_s));
+    }
+    match range {
+        None => std::fs::read(p).map_err(|e| BackendError::from_io(e, &path_s)),
+        Some(r) => {
+            let mut f = std::fs::File::open(p).map_err(|e| BackendError::from_io(e, &path_s))?;
+            f.seek(SeekFrom::Start(r.offset))
+                .map_err(|e| BackendError::from_io(e, &path_s))?;
+            let mut buf = Vec::with_capacity(r.len.min(meta.len()) as usize);
+            std::io::Read::read_to_end(&mut std::io::Read::take(f, r.len), &mut buf)
+                .map_err(|e| BackendError::from_io(e, &path_s))?;
+            Ok(buf)
+        }
+    }
 }

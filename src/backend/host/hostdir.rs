@@ -21,7 +21,6 @@
 //! agent's own processes are the only ones that can race it.
 
 use std::collections::VecDeque;
-use std::io::{Seek, SeekFrom};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -29,7 +28,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWriteExt};
 
-use super::{PathMapper, append_host, atomic_write_host, stat_host, watch_host};
+use super::{PathMapper, append_host, atomic_write_host, read_host, stat_host, watch_host};
 use crate::backend::path as bpath;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, Watch};
 
@@ -313,26 +312,7 @@ impl HostDir {
     pub async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
         let p = self.resolve(path, true)?;
         let path_s = path.to_string();
-        blocking(move || {
-            let meta = std::fs::metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-            if meta.is_dir() {
-                return Err(BackendError::IsADirectory(path_s));
-            }
-            match range {
-                None => std::fs::read(&p).map_err(|e| BackendError::from_io(e, &path_s)),
-                Some(r) => {
-                    let mut f =
-                        std::fs::File::open(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-                    f.seek(SeekFrom::Start(r.offset))
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    let mut buf = Vec::with_capacity(r.len.min(meta.len()) as usize);
-                    std::io::Read::read_to_end(&mut std::io::Read::take(f, r.len), &mut buf)
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    Ok(buf)
-                }
-            }
-        })
-        .await
+        blocking(move || read_host(&p, path_s, range)).await
     }
 
     /// Atomic write (temp file + rename), parents created.

@@ -2,13 +2,14 @@
 //! live in a host directory. No isolation (like the reference's
 //! `LocalWorkspace`, contract §7.1), but timeouts kill the whole process
 //! tree, writes are atomic and appends are in place.
+//!
+//! The provisioner (directories and their records) is in `provision`.
 
 use std::collections::BTreeMap;
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWriteExt};
@@ -17,15 +18,18 @@ use tokio::process::{Child, Command};
 use super::child::{ChildStatus, exit_code_of, pump};
 use super::host::fs::{finish_atomic, resolve_link_target};
 pub use super::host::sanitize_segment;
-use super::host::{append_host, atomic_write_host, stat_host, watch_host};
+use super::host::{append_host, atomic_write_host, read_host, stat_host, watch_host};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
-    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, SpawnRequest, StreamKind, Watch,
-    labels, path as bpath,
+    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, StreamKind, Watch,
+    path as bpath,
 };
+
+mod provision;
+
+pub use provision::LocalProvisioner;
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
 pub const KILL_GRACE: Duration = Duration::from_millis(500);
@@ -242,27 +246,9 @@ impl Sandbox for LocalSandbox {
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || -> BackendResult<Vec<u8>> {
-            let meta = std::fs::metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-            if meta.is_dir() {
-                return Err(BackendError::IsADirectory(path_s));
-            }
-            match range {
-                None => std::fs::read(&p).map_err(|e| BackendError::from_io(e, &path_s)),
-                Some(r) => {
-                    let mut f =
-                        std::fs::File::open(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-                    f.seek(SeekFrom::Start(r.offset))
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    let mut buf = Vec::with_capacity(r.len.min(meta.len()) as usize);
-                    std::io::Read::read_to_end(&mut std::io::Read::take(f, r.len), &mut buf)
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    Ok(buf)
-                }
-            }
-        })
-        .await
-        .expect("read task")
+        tokio::task::spawn_blocking(move || read_host(&p, path_s, range))
+            .await
+            .expect("read task")
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
@@ -476,220 +462,6 @@ impl Drop for LocalProcess {
     }
 }
 
-/// Record kept for each local workspace the provisioner made, in
-/// `<base>/.wsbench/workspaces/<id>.json`.
-///
-/// `last_used_at` and `closed_at` (seconds since the Unix epoch) carry
-/// what one process knows to the next: when a manager last attached the
-/// workspace (its idle clock, with the directory's mtime) and whether it
-/// was closed since. Records written before they existed read as never
-/// closed.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct LocalRecord {
-    workspace_id: String,
-    dir: PathBuf,
-    labels: BTreeMap<String, String>,
-    created_at: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    last_used_at: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    closed_at: Option<f64>,
-}
-
-fn epoch_secs(t: SystemTime) -> f64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-fn from_epoch_secs(s: f64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0))
-}
-
-/// Provisions local workspaces as directories under a base dir.
-///
-/// The directory for a spec comes from `layout` (default
-/// `<base>/<sanitised id>`); the manager passes its own layout. Each
-/// workspace gets a small record under `<base>/.wsbench/workspaces/` so a
-/// later process can list and reattach it with its labels.
-pub struct LocalProvisioner {
-    base: PathBuf,
-    layout: Box<dyn Fn(&ProvisionSpec) -> PathBuf + Send + Sync>,
-}
-
-impl std::fmt::Debug for LocalProvisioner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalProvisioner")
-            .field("base", &self.base)
-            .finish()
-    }
-}
-
-impl LocalProvisioner {
-    /// Provisioner rooted at `base` with the default one-dir-per-id layout.
-    pub fn new(base: impl Into<PathBuf>) -> Self {
-        let base: PathBuf = base.into();
-        let b = base.clone();
-        LocalProvisioner {
-            base,
-            layout: Box::new(move |spec| b.join(sanitize_segment(&spec.workspace_id))),
-        }
-    }
-
-    /// Replaces the directory layout.
-    pub fn with_layout(
-        mut self,
-        layout: impl Fn(&ProvisionSpec) -> PathBuf + Send + Sync + 'static,
-    ) -> Self {
-        self.layout = Box::new(layout);
-        self
-    }
-
-    fn record_path(&self, id: &str) -> PathBuf {
-        self.base
-            .join(".wsbench")
-            .join("workspaces")
-            .join(format!("{}.json", sanitize_segment(id)))
-    }
-
-    fn read_record(&self, id: &str) -> Option<LocalRecord> {
-        let text = std::fs::read(self.record_path(id)).ok()?;
-        serde_json::from_slice(&text).ok()
-    }
-
-    fn write_record(&self, rec: &LocalRecord) -> BackendResult<()> {
-        let path = self.record_path(&rec.workspace_id);
-        let body = serde_json::to_vec_pretty(rec).expect("record json");
-        atomic_write_host(&path, &body)
-            .map_err(|e| BackendError::from_io(e, path.display().to_string()))
-    }
-
-    /// Rewrites the record of `id` through `f`; no record, nothing to do.
-    fn update_record(&self, id: &str, f: impl FnOnce(&mut LocalRecord)) -> BackendResult<()> {
-        match self.read_record(id) {
-            Some(mut rec) => {
-                f(&mut rec);
-                self.write_record(&rec)
-            }
-            None => Ok(()),
-        }
-    }
-
-    fn info(rec: &LocalRecord) -> SandboxInfo {
-        let created = from_epoch_secs(rec.created_at);
-        // Whichever is later: the last attach a manager recorded, or the
-        // last change to the workspace's top level.
-        let mtime = std::fs::metadata(&rec.dir).and_then(|m| m.modified()).ok();
-        let last_active = mtime.max(rec.last_used_at.map(from_epoch_secs));
-        SandboxInfo {
-            workspace_id: rec.workspace_id.clone(),
-            backend_id: rec.dir.display().to_string(),
-            state: if !rec.dir.is_dir() {
-                SandboxState::Failed(format!("directory {} is missing", rec.dir.display()))
-            } else if rec.closed_at.is_some() {
-                SandboxState::Suspended
-            } else {
-                SandboxState::Running
-            },
-            labels: rec.labels.clone(),
-            created_at: Some(created),
-            last_active,
-        }
-    }
-}
-
-#[async_trait]
-impl Provisioner for LocalProvisioner {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Local
-    }
-
-    fn capabilities(&self) -> ProvisionerCapabilities {
-        // "Suspending" a directory frees nothing; it records the close so
-        // every process lists the workspace as closed until it is used.
-        ProvisionerCapabilities {
-            suspend: true,
-            keep_alive: false,
-            persistent: true,
-        }
-    }
-
-    async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let dir = (self.layout)(spec);
-        let sandbox = LocalSandbox::open(&dir)?;
-        let mut labels = spec.labels.clone();
-        labels.insert(labels::WORKSPACE_ID.into(), spec.workspace_id.clone());
-        let now = epoch_secs(SystemTime::now());
-        let rec = LocalRecord {
-            workspace_id: spec.workspace_id.clone(),
-            dir: sandbox.root.clone(),
-            labels,
-            created_at: now,
-            last_used_at: Some(now),
-            closed_at: None,
-        };
-        self.write_record(&rec)?;
-        Ok(Arc::new(sandbox))
-    }
-
-    async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        Ok(self.read_record(workspace_id).map(|r| Self::info(&r)))
-    }
-
-    /// Opens the directory and records the use: the workspace is open
-    /// again (no longer `closed`) and its idle clock restarts.
-    async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
-        let sandbox = LocalSandbox::open(&info.backend_id)?;
-        let now = epoch_secs(SystemTime::now());
-        self.update_record(&info.workspace_id, |r| {
-            r.closed_at = None;
-            r.last_used_at = Some(now);
-        })?;
-        Ok(Arc::new(sandbox))
-    }
-
-    /// Marks the workspace closed (listed as [`SandboxState::Suspended`])
-    /// until the next attach; files and processes are left alone.
-    async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
-        let now = epoch_secs(SystemTime::now());
-        self.update_record(workspace_id, |r| r.closed_at = Some(now))
-    }
-
-    async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
-        self.update_record(workspace_id, |r| r.closed_at = None)
-    }
-
-    async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
-        if let Some(rec) = self.read_record(workspace_id) {
-            match tokio::fs::remove_dir_all(&rec.dir).await {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(BackendError::from_io(e, rec.dir.display().to_string())),
-            }
-        }
-        match tokio::fs::remove_file(self.record_path(workspace_id)).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(BackendError::from_io(e, workspace_id)),
-        }
-    }
-
-    async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
-        let dir = self.base.join(".wsbench").join("workspaces");
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return Ok(Vec::new());
-        };
-        let mut out: Vec<SandboxInfo> = rd
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path()).ok())
-            .filter_map(|b| serde_json::from_slice::<LocalRecord>(&b).ok())
-            .map(|r| Self::info(&r))
-            .collect();
-        out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
-        Ok(out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -817,64 +589,5 @@ mod tests {
         let b = sanitize_segment("a_b");
         assert_ne!(a, b);
         assert!(!sanitize_segment("..").starts_with('.'));
-    }
-
-    #[tokio::test]
-    async fn provisioner_creates_lists_and_reattaches() {
-        let base = tempfile::tempdir().unwrap();
-        let prov = LocalProvisioner::new(base.path());
-        let spec = ProvisionSpec {
-            workspace_id: "ws/1".into(),
-            labels: BTreeMap::new(),
-        };
-        let sb = prov.create(&spec).await.unwrap();
-        sb.write(&format!("{}/f", sb.workdir()), b"x")
-            .await
-            .unwrap();
-        let again = LocalProvisioner::new(base.path());
-        let list = again.list().await.unwrap();
-        assert_eq!(list.len(), 1);
-        assert_eq!(list[0].labels[labels::WORKSPACE_ID], "ws/1");
-        let sb2 = again.provision(&spec).await.unwrap();
-        assert_eq!(
-            sb2.read(&format!("{}/f", sb2.workdir()), None)
-                .await
-                .unwrap(),
-            b"x"
-        );
-        again.destroy("ws/1").await.unwrap();
-        assert!(again.list().await.unwrap().is_empty());
-    }
-
-    #[tokio::test]
-    async fn close_is_recorded_until_the_next_attach_and_old_records_still_read() {
-        let base = tempfile::tempdir().unwrap();
-        let prov = LocalProvisioner::new(base.path());
-        let spec = ProvisionSpec {
-            workspace_id: "w".into(),
-            labels: BTreeMap::new(),
-        };
-        prov.create(&spec).await.unwrap();
-        let info = prov.find("w").await.unwrap().unwrap();
-        assert_eq!(info.state, SandboxState::Running);
-        assert!(info.last_active.is_some());
-        prov.suspend("w").await.unwrap();
-        let info = prov.find("w").await.unwrap().unwrap();
-        assert_eq!(info.state, SandboxState::Suspended);
-        prov.attach(&info).await.unwrap();
-        assert_eq!(
-            prov.find("w").await.unwrap().unwrap().state,
-            SandboxState::Running
-        );
-        prov.suspend("no-such").await.unwrap();
-        // A record from before `closed_at` / `last_used_at` existed.
-        let old = serde_json::json!({
-            "workspace_id": "old", "dir": base.path().join("old"),
-            "labels": {}, "created_at": 1.0,
-        });
-        std::fs::create_dir(base.path().join("old")).unwrap();
-        std::fs::write(prov.record_path("old"), old.to_string()).unwrap();
-        let info = prov.find("old").await.unwrap().unwrap();
-        assert_eq!(info.state, SandboxState::Running);
     }
 }

@@ -23,6 +23,9 @@
 //! (and which is stripped again) proves that the sandbox was set up; if
 //! `bwrap` exits without it, whatever it wrote on stderr is bwrap's own
 //! setup error, diagnosed by [`diagnose_setup_failure`].
+//!
+//! The isolation argv is in `isolation`, setup-failure diagnosis in
+//! `setup`, and the provisioner in `provision`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,14 +41,21 @@ use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildStatus, exit_code_of, pump};
 use super::host::HostDir;
-use super::local::LocalProvisioner;
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, ProvisionSpec, Provisioner,
-    ProvisionerCapabilities, Sandbox, SandboxInfo, SpawnRequest, StreamKind, Watch,
+    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, StreamKind, Watch,
 };
+
+mod isolation;
+mod provision;
+mod setup;
+
+use isolation::isolation_args;
+pub use provision::BubblewrapProvisioner;
+pub use setup::diagnose_setup_failure;
+use setup::missing_bwrap;
 
 /// Path of the workspace inside the sandbox (contract §7.2).
 pub const SANDBOX_WORKDIR: &str = "/workspace";
@@ -68,29 +78,6 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// Longest wait for the sandbox to come up in [`Sandbox::spawn`] and in the
 /// provisioning probe.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// `/etc` entries bound read-only when they exist (the reference's list,
-/// plus what dynamic linking, locales and time zones read).
-const ETC_BINDS: &[&str] = &[
-    "/etc/resolv.conf",
-    "/etc/hosts",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/alternatives",
-    "/etc/ssl",
-    "/etc/pki",
-    "/etc/ca-certificates",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/os-release",
-];
-
-/// Top-level system dirs: bound read-only, or recreated as the same
-/// symlink on merged-/usr systems.
-const SYSTEM_DIRS: &[&str] = &["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
 
 /// Base `PATH` inside the sandbox.
 pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -148,88 +135,6 @@ pub fn default_base_dir() -> PathBuf {
         .or_else(dirs::data_dir)
         .map(|d| d.join("wsbench").join("bubblewrap"))
         .unwrap_or_else(|| PathBuf::from("wsbench-bubblewrap"))
-}
-
-/// Turns bwrap's stderr, when it failed before running the command, into
-/// an error naming the cause and the fix (case C11).
-///
-/// * user-namespace failures (`setting up uid map`, `Creating new
-///   namespace failed`, `No permissions to create new namespace`, ...):
-///   unprivileged user namespaces are restricted by the host; fix with an
-///   AppArmor profile for bwrap or the
-///   `kernel.apparmor_restrict_unprivileged_userns` sysctl (Ubuntu ≥ 23.10),
-///   `kernel.unprivileged_userns_clone` (older Debian) or
-///   `user.max_user_namespaces`;
-/// * network-namespace failures (`loopback: Failed RTM_NEWADDR`): the
-///   sandbox's network namespace could not be set up;
-/// * anything else: bwrap's message as it is.
-pub fn diagnose_setup_failure(bwrap: &Path, stderr: &str, exit_code: Option<i32>) -> BackendError {
-    let line = stderr
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string();
-    let quoted = if line.is_empty() {
-        format!(
-            "bwrap exited with {} and no message",
-            exit_code.map_or("no exit code".to_string(), |c| format!("code {c}"))
-        )
-    } else {
-        format!("bwrap said: `{line}`")
-    };
-    let low = stderr.to_ascii_lowercase();
-    let reason = if low.contains("loopback")
-        || low.contains("rtm_newaddr")
-        || low.contains("network namespace")
-    {
-        format!(
-            "the sandbox's network namespace could not be set up ({quoted}). \
-             The host restricts network namespaces for unprivileged users (AppArmor on Ubuntu \
-             ≥ 23.10 does). Fix: install an AppArmor profile that allows `userns` for bwrap \
-             (for example /etc/apparmor.d/bwrap), or run `sysctl -w \
-             kernel.apparmor_restrict_unprivileged_userns=0`; or set `share_net = true` in the \
-             profile to use the host network (no network isolation). wsbench does not fall \
-             back to running commands outside the sandbox."
-        )
-    } else if low.contains("uid map")
-        || low.contains("gid map")
-        || low.contains("new namespace")
-        || low.contains("user namespace")
-        || low.contains("setgroups")
-        || (low.contains("unshare") && low.contains("not permitted"))
-        || low.contains("operation not permitted")
-    {
-        format!(
-            "unprivileged user namespaces look restricted by the host ({quoted}). \
-             Fix one of: install an AppArmor profile that allows `userns` for bwrap (for \
-             example /etc/apparmor.d/bwrap), or allow them for all users with `sysctl -w \
-             kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu ≥ 23.10); on older \
-             kernels `sysctl -w kernel.unprivileged_userns_clone=1`, and \
-             `user.max_user_namespaces` must be above 0. wsbench does not fall back to running \
-             commands outside the sandbox."
-        )
-    } else {
-        format!("bwrap could not set up the sandbox ({quoted})")
-    };
-    BackendError::Spawn {
-        program: bwrap.display().to_string(),
-        reason,
-    }
-}
-
-fn missing_bwrap(bwrap: &Path, err: &std::io::Error) -> BackendError {
-    BackendError::Spawn {
-        program: bwrap.display().to_string(),
-        reason: if err.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "{err}: bubblewrap is not installed (apt-get install bubblewrap, dnf install \
-                 bubblewrap) or `bwrap_path` in the profile is wrong"
-            )
-        } else {
-            err.to_string()
-        },
-    }
 }
 
 /// A workspace directory on the host, run through `bwrap`.
@@ -445,65 +350,6 @@ enum Started {
         pid: i32,
         cancelled: bool,
     },
-}
-
-/// The isolation part of the bwrap argv (everything before `--clearenv`).
-fn isolation_args(opts: &BubblewrapOptions, workdir: &Path, tmp: &Path) -> Vec<String> {
-    let mut a: Vec<String> = ["--die-with-parent", "--new-session", "--unshare-all"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    if opts.share_net {
-        a.push("--share-net".into());
-    }
-    let s = |p: &Path| p.display().to_string();
-    a.extend(
-        [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--bind",
-            &s(workdir),
-            SANDBOX_WORKDIR,
-            "--bind",
-            &s(tmp),
-            SANDBOX_TMPDIR,
-            "--tmpfs",
-            "/run",
-            "--dir",
-            "/var",
-            "--tmpfs",
-            "/var/tmp",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--dir",
-            "/etc",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    for p in ETC_BINDS {
-        if Path::new(p).exists() {
-            a.extend(["--ro-bind".to_string(), p.to_string(), p.to_string()]);
-        }
-    }
-    for d in SYSTEM_DIRS {
-        match std::fs::read_link(d) {
-            Ok(target) => a.extend(["--symlink".to_string(), s(&target), d.to_string()]),
-            Err(_) if Path::new(d).is_dir() => {
-                a.extend(["--ro-bind".to_string(), d.to_string(), d.to_string()])
-            }
-            Err(_) => {}
-        }
-    }
-    for p in &opts.ro_binds {
-        if p.is_absolute() && p.exists() && !p.starts_with("/usr") {
-            a.extend(["--ro-bind".to_string(), s(p), s(p)]);
-        }
-    }
-    a
 }
 
 async fn kill_tree_async(pid: i32, marker: String) {
@@ -750,114 +596,6 @@ impl Drop for BwrapProcess {
     }
 }
 
-/// Provisions bubblewrap workspaces: one host directory per workspace
-/// under the base dir, with the same records as the local provisioner
-/// (`<base>/.wsbench/workspaces/<id>.json`), so a restarted wsbench lists
-/// and reattaches them.
-pub struct BubblewrapProvisioner {
-    opts: BubblewrapOptions,
-    dirs: LocalProvisioner,
-    /// The probe ran and passed once in this process; later workspaces
-    /// skip it.
-    probed: tokio::sync::OnceCell<()>,
-}
-
-impl std::fmt::Debug for BubblewrapProvisioner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BubblewrapProvisioner")
-            .field("opts", &self.opts)
-            .finish()
-    }
-}
-
-impl BubblewrapProvisioner {
-    /// A provisioner with `opts` (the built-in `bwrap` profile passes
-    /// `BubblewrapOptions::default()`). Directories go under
-    /// `opts.base_dir`, or [`default_base_dir`].
-    pub fn new(opts: BubblewrapOptions) -> Self {
-        let base = opts.base_dir.clone().unwrap_or_else(default_base_dir);
-        BubblewrapProvisioner {
-            opts,
-            dirs: LocalProvisioner::new(base),
-            probed: tokio::sync::OnceCell::new(),
-        }
-    }
-
-    /// Replaces the directory layout (default `<base>/<sanitised id>`).
-    pub fn with_layout(
-        mut self,
-        layout: impl Fn(&ProvisionSpec) -> PathBuf + Send + Sync + 'static,
-    ) -> Self {
-        self.dirs = self.dirs.with_layout(layout);
-        self
-    }
-
-    /// The options.
-    pub fn options(&self) -> &BubblewrapOptions {
-        &self.opts
-    }
-
-    async fn ready(&self, sb: BubblewrapSandbox) -> BackendResult<Arc<dyn Sandbox>> {
-        if self.opts.probe {
-            self.probed.get_or_try_init(|| sb.probe()).await?;
-        }
-        Ok(Arc::new(sb))
-    }
-}
-
-#[async_trait]
-impl Provisioner for BubblewrapProvisioner {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Bubblewrap
-    }
-
-    fn capabilities(&self) -> ProvisionerCapabilities {
-        ProvisionerCapabilities {
-            suspend: false,
-            keep_alive: false,
-            persistent: true,
-        }
-    }
-
-    async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
-        let local = self.dirs.create(spec).await?;
-        let root = local
-            .host_root()
-            .map(Path::to_path_buf)
-            .expect("local sandboxes have a host root");
-        self.ready(BubblewrapSandbox::open(root, self.opts.clone())?)
-            .await
-    }
-
-    async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        self.dirs.find(workspace_id).await
-    }
-
-    async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
-        self.ready(BubblewrapSandbox::open(
-            &info.backend_id,
-            self.opts.clone(),
-        )?)
-        .await
-    }
-
-    async fn suspend(&self, _workspace_id: &str) -> BackendResult<()> {
-        Ok(())
-    }
-
-    async fn resume(&self, _workspace_id: &str) -> BackendResult<()> {
-        Ok(())
-    }
-
-    async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
-        self.dirs.destroy(workspace_id).await
-    }
-
-    async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
-        self.dirs.list().await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -962,34 +700,6 @@ mod tests {
                 .join(" ")
                 .contains("--share-net")
         );
-    }
-
-    #[test]
-    fn diagnoses_c11_messages() {
-        let b = Path::new("bwrap");
-        let e =
-            diagnose_setup_failure(b, "bwrap: setting up uid map: Permission denied\n", Some(1))
-                .to_string();
-        assert!(
-            e.contains("bwrap: setting up uid map: Permission denied"),
-            "{e}"
-        );
-        assert!(e.contains("user namespaces look restricted"), "{e}");
-        assert!(
-            e.contains("kernel.apparmor_restrict_unprivileged_userns"),
-            "{e}"
-        );
-        assert!(e.contains("AppArmor profile"), "{e}");
-        let e = diagnose_setup_failure(
-            b,
-            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n",
-            Some(1),
-        )
-        .to_string();
-        assert!(e.contains("network namespace could not be set up"), "{e}");
-        assert!(e.contains("share_net"), "{e}");
-        let e = diagnose_setup_failure(b, "", Some(3)).to_string();
-        assert!(e.contains("code 3"), "{e}");
     }
 
     #[tokio::test]
