@@ -6,7 +6,7 @@ use super::*;
 impl Agent {
     /// Moves images past `max_image_num` (counted from the newest) out of
     /// the context: base64 payloads go to `data/`, and each block is
-    /// replaced by a reminder naming where the image is (contract §6).
+    /// replaced by a reminder naming where the image is (docs/contract.md §6).
     pub(super) async fn cap_images(&mut self) {
         let max = self.config.policy.max_image_num;
         // (message, block, block inside a tool result), newest first.
@@ -96,7 +96,7 @@ impl Agent {
     }
 
     /// Compresses the oldest messages when the request passes
-    /// `trigger_ratio` of the window (contract §6): they are appended to
+    /// `trigger_ratio` of the window (docs/contract.md §6): they are appended to
     /// `context.jsonl`, and a summary naming that file replaces them. A
     /// failure leaves the context as it was.
     pub(super) async fn maybe_compress(&mut self, cancel: &CancellationToken) {

@@ -1,4 +1,4 @@
-//! The reference's context policies (contract §6), with its defaults:
+//! The reference's context policies (docs/contract.md §6), with its defaults:
 //! tool results over `tool_result_limit` are split and the overflow
 //! offloaded; past `trigger_ratio` of the model window the oldest messages
 //! are compressed into a summary; images past `max_image_num` go to

@@ -43,7 +43,7 @@ impl FinishReason {
     }
 }
 
-/// What was offloaded by the agent's policies (contract §6).
+/// What was offloaded by the agent's policies (docs/contract.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentOffload {

@@ -1,5 +1,5 @@
 //! An agent acting in a workspace: the reasoning–acting loop of the
-//! reference (messages in its format, contract §2.4), with its context
+//! reference (messages in its format, docs/contract.md §2.4), with its context
 //! policies (§6), the built-in tools plus the Skill viewer (§4.5), and a
 //! model that is either a replayed transcript ([`script`]) or any
 //! OpenAI-compatible chat-completions server ([`openai`]).
@@ -393,7 +393,7 @@ impl Agent {
     }
 
     /// The system prompt: the agent prompt, the `<agent-skills>` block
-    /// and the workspace instructions, joined by newlines (contract §1.1,
+    /// and the workspace instructions, joined by newlines (docs/contract.md §1.1,
     /// §4.5). Skills that cannot be listed are left out with an error
     /// event.
     pub async fn system_prompt(&self) -> String {

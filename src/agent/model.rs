@@ -22,11 +22,11 @@ pub struct ToolSchema {
 }
 
 /// One model call: the system prompt, then the conversation in the
-/// reference's message format (contract §2.4), then the tools.
+/// reference's message format (docs/contract.md §2.4), then the tools.
 #[derive(Debug, Clone, Default)]
 pub struct ModelRequest {
     /// System prompt: agent prompt, `<agent-skills>` block, workspace
-    /// instructions (contract §1.1, §4.5).
+    /// instructions (docs/contract.md §1.1, §4.5).
     pub system: String,
     /// The compression summary, sent as a user message right after the
     /// system prompt (as the reference does), if any.
@@ -164,7 +164,7 @@ pub trait Model: Send + Sync {
 
     /// Writes a structured compression summary of `request.messages`
     /// following `schema` (an object schema whose properties are the
-    /// summary fields; contract §6, the reference's `SummarySchema`).
+    /// summary fields; docs/contract.md §6, the reference's `SummarySchema`).
     async fn summarize(
         &self,
         request: &ModelRequest,

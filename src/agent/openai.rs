@@ -5,7 +5,7 @@
 //!
 //! The conversation is converted from the reference's message format: the
 //! assistant message of a reply holds text, tool calls and tool results in
-//! order (contract §2.4), which becomes assistant messages with
+//! order (docs/contract.md §2.4), which becomes assistant messages with
 //! `tool_calls` each followed by one `tool` message per result. Images go
 //! as `image_url` parts (base64 as data URIs); images already offloaded to
 //! `workspace:///` are named in text, since the server cannot fetch them.

@@ -1,5 +1,5 @@
 //! The agent's toolset: the workspace's built-in tools, the Skill viewer
-//! (contract §4.5) and, through [`Toolset::add`], any other tool — MCP
+//! (docs/contract.md §4.5) and, through [`Toolset::add`], any other tool — MCP
 //! tools named `mcp__<server>__<tool>` plug in as one [`AgentTool`] each.
 
 use std::sync::Arc;
@@ -75,7 +75,7 @@ impl AgentTool for BuiltinTool {
     }
 }
 
-/// Name of the skill viewer tool (contract §4.5).
+/// Name of the skill viewer tool (docs/contract.md §4.5).
 pub const SKILL_TOOL: &str = "Skill";
 
 /// The skill viewer: returns the markdown body of a skill of the agent's
@@ -197,7 +197,7 @@ impl Toolset {
     }
 }
 
-/// The `<agent-skills>` block of the system prompt (contract §4.5): says
+/// The `<agent-skills>` block of the system prompt (docs/contract.md §4.5): says
 /// skills are not tools and are opened with the viewer, then one `<skill>`
 /// per skill with its name, description and directory. Empty when the
 /// partition has no valid skill.

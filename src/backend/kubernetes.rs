@@ -1,10 +1,10 @@
 //! The Kubernetes backend (kube-rs): one Pod and one PVC per workspace
-//! (contract §7.6, without its Python gateway and bootstrap).
+//! (docs/contract.md §7.6, without its Python gateway and bootstrap).
 //!
 //! * **Names** from the workspace id with a hash of the exact id, so
 //!   distinct ids never share a Pod or PVC, and label values that are
 //!   always valid; the raw id lives in an annotation (module `names`,
-//!   contract §11 point 27).
+//!   docs/contract.md §11 point 27).
 //! * **Provision**: the namespace is created when missing; the PVC
 //!   (`ReadWriteOnce`) holds `/workspace` and outlives the Pod; the Pod
 //!   runs `sleep infinity` in container `workspace` with the PVC mounted

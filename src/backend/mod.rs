@@ -99,7 +99,7 @@ impl BackendKind {
         }
     }
 
-    /// Label used in the workspace instructions (contract §1.1).
+    /// Label used in the workspace instructions (docs/contract.md §1.1).
     pub fn instructions_label(self) -> &'static str {
         match self {
             BackendKind::Local => "local",

@@ -1,5 +1,5 @@
 //! `wsbench workspaces ...`: the workspaces of a profile, including those
-//! made by earlier runs (found through the provider, contract §8).
+//! made by earlier runs (found through the provider, docs/contract.md §8).
 //!
 //! A one-shot command leaves sandboxes as it found or made them: `open`
 //! resumes, `close` suspends (where the backend can), `destroy` deletes.

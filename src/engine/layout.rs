@@ -1,4 +1,4 @@
-//! The on-disk layout of a workspace (contract §2), as backend paths.
+//! The on-disk layout of a workspace (docs/contract.md §2), as backend paths.
 //!
 //! ```text
 //! {workdir}/
@@ -45,7 +45,7 @@ pub enum IdError {
     )]
     Session(String),
     /// An agent id that starts with `.` or holds `/`, `\` or NUL
-    /// (contract §2.3).
+    /// (docs/contract.md §2.3).
     #[error("invalid agent id {0:?}: it cannot start with `.` or contain `/`, `\\` or NUL")]
     Agent(String),
     /// A `workspace:///` URL or path that resolves outside the workspace.

@@ -1,5 +1,5 @@
 //! The reference's message format: what `context.jsonl` holds, one compact
-//! JSON `Msg` per line (contract §2.4).
+//! JSON `Msg` per line (docs/contract.md §2.4).
 //!
 //! Field order follows the reference so that what wsbench writes matches
 //! what it reads; fields wsbench does not know are kept in `extra` and

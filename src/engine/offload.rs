@@ -1,4 +1,4 @@
-//! Offloading (contract §6): data blobs into `data/`, messages into
+//! Offloading (docs/contract.md §6): data blobs into `data/`, messages into
 //! `sessions/<id>/context.jsonl`, large tool results into
 //! `sessions/<id>/tool_result-<id>.txt`.
 //!
@@ -24,7 +24,7 @@ use super::tools::OffloadSink;
 const MAX_NAME_CLAIMS: u32 = 10_000;
 
 /// File extension for a media type, as Python's `mimetypes.guess_extension`
-/// gives it on a Debian host (contract §2.2), `.bin` when unknown.
+/// gives it on a Debian host (docs/contract.md §2.2), `.bin` when unknown.
 pub fn extension_for(media_type: &str) -> &'static str {
     let mt = media_type
         .split(';')

@@ -1,5 +1,5 @@
 //! The workspace: one backend sandbox plus the layout, tools, skills,
-//! offloading and journal on top of it (contract §1).
+//! offloading and journal on top of it (docs/contract.md §1).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub struct WorkspaceConfig {
     /// Tool limits.
     pub limits: ToolLimits,
     /// MCP servers of every (agent, session) that has not diverged
-    /// (reference `default_mcps`, contract §5.2).
+    /// (reference `default_mcps`, docs/contract.md §5.2).
     pub default_mcps: Vec<McpDecl>,
 }
 
@@ -88,7 +88,7 @@ pub struct ToolCall {
     pub output: Option<crate::backend::OutputSink>,
 }
 
-/// The reference's default instructions (contract §1.1), in our words.
+/// The reference's default instructions (docs/contract.md §1.1), in our words.
 pub const DEFAULT_INSTRUCTIONS: &str = "<workspace>
 You work in a {backend} workspace rooted at `{workdir}`.
 

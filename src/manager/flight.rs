@@ -169,7 +169,7 @@ impl Inner {
             Err(e) => {
                 // Workspace::open_provisioned published the failure. Never destroy:
                 // the sandbox may hold the user's data; never leave it
-                // running either (contract §11 point 16).
+                // running either (docs/contract.md §11 point 16).
                 if self.opts.close_action == CloseAction::Suspend
                     && let Err(se) = self.provisioner.suspend(&id).await
                 {

@@ -1,11 +1,11 @@
-//! Isolation grain and workspace-id derivation (contract §8.1).
+//! Isolation grain and workspace-id derivation (docs/contract.md §8.1).
 //!
 //! The ids are the reference's, bit for bit, wherever the reference is
 //! deterministic (per_user, and per_agent without bound session storage):
 //! a BLAKE2b digest of size 8 (not a truncated 64-byte digest: the digest
 //! size is part of BLAKE2b's parameter block), as 16 lower-case hex digits.
 //! That keeps a workspace made by one implementation reachable from the
-//! other. The reference's cross-policy collision (contract §11 point 28:
+//! other. The reference's cross-policy collision (docs/contract.md §11 point 28:
 //! per_agent `("user", u)` hashes like per_user `u`) is kept for the same
 //! reason; the ids are only 64-bit, which is plenty for the handful of
 //! workspaces one installation holds.
@@ -18,7 +18,7 @@ use blake2::digest::Digest;
 use blake2::digest::consts::U8;
 use serde::{Deserialize, Serialize};
 
-/// Which callers share a workspace (contract §8.1 `IsolationPolicy`).
+/// Which callers share a workspace (docs/contract.md §8.1 `IsolationPolicy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IsolationPolicy {
@@ -97,7 +97,7 @@ pub fn derived_workspace_id(policy: IsolationPolicy, user: &str, agent: &str) ->
     }
 }
 
-/// `assign_workspace_id(user_id, agent_id, session_id)` of contract §8.1
+/// `assign_workspace_id(user_id, agent_id, session_id)` of docs/contract.md §8.1
 /// without bound storage: pure and deterministic for per_agent and
 /// per_user; per_session mints a fresh id on every call (the manager
 /// remembers which session got which). The session id does not enter the

@@ -1,5 +1,5 @@
 //! Leases and provider keep-alive: a leased workspace is never evicted,
-//! and its provider expiry is renewed while it is leased (contract §11
+//! and its provider expiry is renewed while it is leased (docs/contract.md §11
 //! points 14 and 15).
 
 use std::sync::Arc;
@@ -25,7 +25,7 @@ impl Inner {
     }
 
     /// Renews the provider's expiry while the entry has leases
-    /// (contract §11 point 15): at once, then every third of `keep_alive`.
+    /// (docs/contract.md §11 point 15): at once, then every third of `keep_alive`.
     pub(super) fn start_renewal(&self, entry: &Arc<Entry>) {
         if entry.renewing.swap(true, Ordering::AcqRel) {
             return;

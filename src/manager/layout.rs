@@ -9,7 +9,7 @@ use super::labels as mlabels;
 use crate::backend::local::sanitize_segment;
 use crate::backend::{ProvisionSpec, labels};
 
-/// Where a local workspace lives under `base` (contract §12, §11 point
+/// Where a local workspace lives under `base` (docs/contract.md §12, §11 point
 /// 26), decided by its labels:
 /// * per_agent, id derived from its user and agent → `<base>/<user>/<agent>`
 ///   (users never share a directory);

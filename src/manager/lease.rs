@@ -2,7 +2,7 @@
 //!
 //! The reference refreshes a workspace's timestamp only in
 //! `get_workspace`, so a long tool call can have its sandbox paused under
-//! it (contract §11 point 14). Here work in progress holds a [`Lease`]: a
+//! it (docs/contract.md §11 point 14). Here work in progress holds a [`Lease`]: a
 //! workspace with a lease is never evicted, and its idle time starts when
 //! the last lease is dropped.
 
@@ -111,7 +111,7 @@ impl Entry {
 /// Work in progress on a workspace: while any lease is alive the manager
 /// never evicts the workspace, and for providers with their own expiry
 /// (E2B, OpenSandbox) it keeps renewing it. Dropping the last lease starts
-/// the idle clock (contract §11 point 14).
+/// the idle clock (docs/contract.md §11 point 14).
 ///
 /// Take one per tool call, live MCP call or open view with
 /// [`WorkspaceManager::acquire`](super::WorkspaceManager::acquire) or

@@ -1,6 +1,6 @@
 //! The workspace manager: which workspace a `(user, agent, session)` gets,
 //! keeping workspaces warm, evicting idle ones and bringing them back
-//! (contract §8).
+//! (docs/contract.md §8).
 //!
 //! One generic [`WorkspaceManager`] serves every backend through the
 //! [`Provisioner`] trait; what differs per backend is data: the directory
@@ -9,7 +9,7 @@
 //! in [`ManagerOptions`], derived from the backend kind and its
 //! [`ProvisionerCapabilities`].
 //!
-//! Fixes over the reference (contract §11):
+//! Fixes over the reference (docs/contract.md §11):
 //! * point 5 — no manager-wide lock around provisioning. The cache is a
 //!   `std::sync::RwLock<HashMap>` read on a hit (no await, never held by a
 //!   provisioning); a miss provisions once per id however many callers
@@ -288,7 +288,7 @@ impl WorkspaceManager {
     }
 
     /// The workspace id `(user, agent, session)` gets under this
-    /// manager's policy (contract §8.1). per_agent and per_user are the
+    /// manager's policy (docs/contract.md §8.1). per_agent and per_user are the
     /// pure hashes of [`isolation`]; per_session looks the session up
     /// (in memory, then among the provider's labels, so a restart finds
     /// it again) and otherwise claims a pre-warmed workspace or mints a

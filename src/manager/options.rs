@@ -10,12 +10,12 @@ use super::{IsolationPolicy, PrewarmConfig};
 use crate::backend::{BackendKind, Provisioner, ProvisionerCapabilities};
 use crate::engine::WorkspaceConfig;
 
-/// Default idle time before eviction (contract §8.2: 3600 s).
+/// Default idle time before eviction (docs/contract.md §8.2: 3600 s).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-/// Default sweeper period (contract §8.2: 300 s).
+/// Default sweeper period (docs/contract.md §8.2: 300 s).
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(300);
 /// Default provider expiry pushed back by each keep-alive renewal
-/// (E2B's and OpenSandbox's own default timeout, contract §11 point 15).
+/// (E2B's and OpenSandbox's own default timeout, docs/contract.md §11 point 15).
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(300);
 
 /// When idle workspaces are collected.

@@ -1,4 +1,4 @@
-//! The optional pre-warm pool (contract §8.4): workspaces provisioned
+//! The optional pre-warm pool (docs/contract.md §8.4): workspaces provisioned
 //! ahead of demand, handed out once to callers that need a fresh id
 //! (per_session, [`WorkspaceManager::create`](super::WorkspaceManager::create)).
 //!
@@ -22,7 +22,7 @@ use crate::backend::{ProvisionSpec, Provisioner, labels};
 use crate::engine::events::{Event, EventBus, WorkspaceState};
 use crate::engine::{Workspace, WorkspaceConfig};
 
-/// Pool size and build concurrency (`PrewarmConfig` of contract §8.4).
+/// Pool size and build concurrency (`PrewarmConfig` of docs/contract.md §8.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PrewarmConfig {

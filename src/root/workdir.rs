@@ -5,7 +5,7 @@ use std::path::Path;
 
 /// The workspace id of a `--workdir` directory: the first 32 hex digits
 /// of the SHA-256 of its canonical path — the shape of a minted id
-/// (`uuid4().hex`, contract §1), the same on every launch for the same
+/// (`uuid4().hex`, docs/contract.md §1), the same on every launch for the same
 /// directory however it is spelt (`dir`, `dir/.`, a symlink), different
 /// for different directories. Nothing on disk is keyed by it (sessions
 /// and journals live in the directory), so earlier launches' data is

@@ -1,6 +1,6 @@
 //! Skills on the local backend: the reference fixture, seeding, invalid
 //! skills (C08), equipping, naming, archives (safe and hostile), removal and
-//! agent-id checks (contract §2.3, §4).
+//! agent-id checks (docs/contract.md §2.3, §4).
 
 use std::collections::BTreeMap;
 use std::io::Write;

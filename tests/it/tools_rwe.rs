@@ -1,7 +1,7 @@
 //! Read, Write and Edit driven through `Workspace::call_tool` on the local
 //! backend (and on a wrapper that hides ranged reads or the host view, to
 //! cover what remote backends lack). Cases: C26 (binary sniffing,
-//! non-UTF-8), contract §3.2–§3.4, §11 points 7 and 20.
+//! non-UTF-8), docs/contract.md §3.2–§3.4, §11 points 7 and 20.
 
 use std::path::Path;
 use std::sync::Arc;

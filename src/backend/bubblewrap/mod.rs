@@ -1,5 +1,5 @@
 //! The bubblewrap backend: one `bwrap` process per command, on a host
-//! directory bound at `/workspace` (contract §7.2, without its Python
+//! directory bound at `/workspace` (docs/contract.md §7.2, without its Python
 //! gateway bootstrap).
 //!
 //! Differences from the reference, on purpose (§11 points 17, 24, 31):
@@ -57,7 +57,7 @@ pub use provision::BubblewrapProvisioner;
 pub use setup::diagnose_setup_failure;
 use setup::missing_bwrap;
 
-/// Path of the workspace inside the sandbox (contract §7.2).
+/// Path of the workspace inside the sandbox (docs/contract.md §7.2).
 pub const SANDBOX_WORKDIR: &str = "/workspace";
 
 /// Path of the private temp dir inside the sandbox.

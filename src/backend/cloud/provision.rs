@@ -9,7 +9,7 @@
 //!   (several are a leftover of a crash, logged by [`newest`]).
 //! * **create**: create, wait until it runs, connect; a sandbox made just
 //!   now holds no user data, so when any step after the create fails it is
-//!   deleted rather than leaked (contract §11 point 16). A reattached one
+//!   deleted rather than leaked (docs/contract.md §11 point 16). A reattached one
 //!   is never deleted on failure.
 //! * **attach**: wake (resume, start, recover: whatever the service
 //!   needs), remember, connect.
@@ -223,7 +223,7 @@ impl<S: CloudService> Provisioner for CloudProvisioner<S> {
             }
             Err(e) => {
                 // Made just now, so it holds no user data: delete it
-                // rather than leak it (contract §11 point 16).
+                // rather than leak it (docs/contract.md §11 point 16).
                 let _ = self.service.delete(&id).await;
                 Err(e)
             }

@@ -91,7 +91,7 @@ impl Known {
 
 /// The labels (metadata) of a new sandbox: the profile's `extra`, then
 /// the spec's, then the workspace id, last, so nothing a user passes can
-/// retarget the reattach key (contract §11 point 27).
+/// retarget the reattach key (docs/contract.md §11 point 27).
 pub fn labels_for(
     extra: &BTreeMap<String, String>,
     spec: &ProvisionSpec,

@@ -20,7 +20,7 @@ pub enum DaytonaExecMode {
     Execute,
 }
 
-/// Daytona profile options (contract §7.5 constructor, plus URLs).
+/// Daytona profile options (docs/contract.md §7.5 constructor, plus URLs).
 ///
 /// Environment fallbacks: `DAYTONA_API_KEY`, `DAYTONA_API_URL`,
 /// `DAYTONA_TARGET`, `DAYTONA_ORGANIZATION_ID`.

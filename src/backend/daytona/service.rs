@@ -211,7 +211,7 @@ impl DaytonaService {
     }
 
     /// Brings a sandbox to `started` from whatever state it is in
-    /// (contract §7.5 "normalise").
+    /// (docs/contract.md §7.5 "normalise").
     async fn ensure_started(&self, id: &str) -> BackendResult<SandboxDto> {
         let dto = self.get(id).await?;
         match dto.state() {

@@ -10,7 +10,7 @@
 //! * every exec carries a marker in its environment; a timeout or cancel
 //!   runs a second exec that kills every process in the container carrying
 //!   it (SIGTERM, then SIGKILL), so the whole tree dies inside the
-//!   container, not only the wait (contract §11 point 17);
+//!   container, not only the wait (docs/contract.md §11 point 17);
 //! * Docker keeps the stream open while a background child holds the
 //!   pipes (up to about 2 s); a command running longer than a moment is
 //!   polled with `inspect_exec`, so its end is seen without that delay.

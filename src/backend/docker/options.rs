@@ -5,7 +5,7 @@ use super::*;
 /// The default image of the built-in `docker` profile.
 pub const DEFAULT_IMAGE: &str = "debian:bookworm-slim";
 
-/// Path of the workspace inside the container (contract §7.3).
+/// Path of the workspace inside the container (docs/contract.md §7.3).
 pub const CONTAINER_WORKDIR: &str = "/workspace";
 
 /// Label: how the workspace stores its files (`bind`, `volume`, `ephemeral`).

@@ -10,7 +10,7 @@
 //! `timed_out` (C15); the Connect deadline sent is never shorter than the
 //! command's own timeout, and absent when there is none (C19); stdout and
 //! stderr stay separate raw bytes; the provider's expiry is renewed by
-//! [`Provisioner::keep_alive`](crate::backend::Provisioner::keep_alive) (contract §11 point 15).
+//! [`Provisioner::keep_alive`](crate::backend::Provisioner::keep_alive) (docs/contract.md §11 point 15).
 //!
 //! The module by job: [`options`] (the profile's options), [`service`]
 //! (the control plane, as a [`CloudService`](crate::backend::cloud::CloudService)),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::http;
 use crate::backend::secret::Secret;
 
-/// E2B profile options (contract §7.4 constructor, plus URLs for tests).
+/// E2B profile options (docs/contract.md §7.4 constructor, plus URLs for tests).
 ///
 /// Environment fallbacks: `E2B_API_KEY`, `E2B_API_URL`, `E2B_DOMAIN`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -19,7 +19,7 @@
 //!   directory, the environment and a `WSBENCH_EXEC_ID` marker; a timeout
 //!   or cancel opens a second exec that kills every process carrying
 //!   the marker (SIGTERM, a grace, SIGKILL: `shell::marker`), so the
-//!   whole tree dies in the Pod (contract §11 point 17).
+//!   whole tree dies in the Pod (docs/contract.md §11 point 17).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};

@@ -4,7 +4,7 @@
 //! at 63 characters, so `A_b` and `a-b` (or two long ids sharing a
 //! prefix) land on the same Pod and PVC, and it writes the raw id as a
 //! label value, which the API server refuses for ids that are not
-//! label-safe (contract §11 point 27). Here every derived name carries a
+//! label-safe (docs/contract.md §11 point 27). Here every derived name carries a
 //! hash of the exact id, and a label value is the id itself only when it
 //! is already valid, else a sanitised form with the same hash; the raw id
 //! always travels in an annotation, which has no such limits.

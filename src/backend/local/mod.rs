@@ -1,6 +1,6 @@
 //! The local backend: commands run on the host as the current user, files
 //! live in a host directory. No isolation (like the reference's
-//! `LocalWorkspace`, contract §7.1), but timeouts kill the whole process
+//! `LocalWorkspace`, docs/contract.md §7.1), but timeouts kill the whole process
 //! tree, writes are atomic and appends are in place.
 //!
 //! The provisioner (directories and their records) is in `provision`.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::http;
 use crate::backend::secret::Secret;
 
-/// OpenSandbox profile options (contract §7.7 constructor, plus URLs).
+/// OpenSandbox profile options (docs/contract.md §7.7 constructor, plus URLs).
 ///
 /// Environment fallbacks: `OPEN_SANDBOX_API_KEY`, `OPEN_SANDBOX_DOMAIN`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -40,7 +40,7 @@ impl Mcp<'_> {
     /// images/audio/blobs as data blocks); `isError` gives an error
     /// result. Text over [`McpOptions::max_result_chars`] is written whole
     /// to a tool-result file of the session and cut in the result, which
-    /// names the file (contract §6; C04). Never fails: problems are error
+    /// names the file (docs/contract.md §6; C04). Never fails: problems are error
     /// results (unknown tool, server down, timeout); a cancel gives an
     /// interrupted result.
     pub async fn call_tool(self, call: McpToolCall) -> ToolResult {

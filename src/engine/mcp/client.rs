@@ -2,11 +2,11 @@
 //! refresh on `notifications/tools/list_changed`, restart, close.
 //!
 //! Every [`McpInstance`] has its own connect lock, so a slow server
-//! never blocks another server or another session (contract §11 point
+//! never blocks another server or another session (docs/contract.md §11 point
 //! 6); the runtime never holds a workspace-wide lock across a connect.
 //!
 //! Stateful servers keep one rmcp session; stateless HTTP servers get a
-//! fresh session per operation (contract §5.1), with their tool list
+//! fresh session per operation (docs/contract.md §5.1), with their tool list
 //! cached after the first listing.
 
 use std::collections::HashMap;
@@ -76,11 +76,11 @@ pub struct McpOptions {
     /// long (a restart always tries at once). Default 30 s.
     pub retry_failed_after: Duration,
     /// Text results longer than this many characters are offloaded to a
-    /// tool-result file and cut in the returned result (contract §6).
+    /// tool-result file and cut in the returned result (docs/contract.md §6).
     /// Default 100 000.
     pub max_result_chars: usize,
     /// Cap of live stateful instances; `None` = the reference's
-    /// `max(40, 2 × stateful defaults)` (contract §1).
+    /// `max(40, 2 × stateful defaults)` (docs/contract.md §1).
     pub max_live_stateful: Option<usize>,
 }
 

@@ -14,7 +14,7 @@ use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-/// Default HTTP timeout in seconds (`HttpMCPConfig.timeout`, contract §2.1).
+/// Default HTTP timeout in seconds (`HttpMCPConfig.timeout`, docs/contract.md §2.1).
 pub const DEFAULT_HTTP_TIMEOUT: f64 = 30.0;
 
 /// What is wrong with a declaration.
@@ -151,7 +151,7 @@ pub enum EncodingErrorHandler {
 }
 
 /// `stdio_mcp`: a server started as a child process speaking JSON-RPC on
-/// its stdin/stdout (contract §5.1).
+/// its stdin/stdout (docs/contract.md §5.1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StdioConfig {
     /// Program to run (looked up on `PATH` when not a path).
@@ -201,7 +201,7 @@ pub enum McpTransport {
 
 impl HttpConfig {
     /// SSE when the URL *path* (query and fragment excluded) ends with
-    /// `/sse` or `/messages/`, else streamable HTTP (contract §5.1).
+    /// `/sse` or `/messages/`, else streamable HTTP (docs/contract.md §5.1).
     pub fn transport(&self) -> McpTransport {
         let path = url_path(&self.url);
         if path.ends_with("/sse") || path.ends_with("/messages/") {
@@ -281,7 +281,7 @@ impl McpConfig {
     }
 }
 
-/// One MCP server declaration as stored in `.mcp` (contract §2.1).
+/// One MCP server declaration as stored in `.mcp` (docs/contract.md §2.1).
 ///
 /// Fields are public so callers can build one; [`McpDecl::validate`]
 /// checks the rules the reference enforces on construction, and
@@ -387,7 +387,7 @@ impl McpDecl {
         Ok(decl)
     }
 
-    /// Checks the reference's construction rules (contract §2.1, §5.1):
+    /// Checks the reference's construction rules (docs/contract.md §2.1, §5.1):
     /// the name pattern, stdio ⇒ stateful, no tool both enabled and
     /// disabled; plus two wsbench checks that turn late start failures
     /// into clear declaration errors: a non-empty stdio `command` and an
@@ -483,7 +483,7 @@ impl McpDecl {
     /// `$$` stands for one `$`; a `$` followed by anything else is kept.
     /// The declaration itself (and so `.mcp`) keeps the references, so
     /// secrets need not be written into the agent-readable workspace
-    /// (contract §11 point 30).
+    /// (docs/contract.md §11 point 30).
     ///
     /// Errors: a referenced variable that is unset or not valid Unicode,
     /// an unterminated `${`, or an invalid variable name — naming the

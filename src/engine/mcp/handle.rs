@@ -77,7 +77,7 @@ impl<'a> Mcp<'a> {
     }
 
     /// The declarations of a pair: its own if it diverged, else the
-    /// defaults (contract §5.2).
+    /// defaults (docs/contract.md §5.2).
     pub async fn declared(self, agent: &str, session: &str) -> WsResult<Vec<McpDecl>> {
         let guard = self.store().await?;
         let store = guard.as_ref().expect("loaded");
@@ -137,7 +137,7 @@ impl<'a> Mcp<'a> {
     }
 
     /// The pair's live servers, connecting the missing ones lazily and
-    /// concurrently (reference `list_mcps`, contract §5.2). Start
+    /// concurrently (reference `list_mcps`, docs/contract.md §5.2). Start
     /// failures are published and shown in the listing's states; they
     /// never fail the call.
     ///
@@ -320,7 +320,7 @@ impl<'a> Mcp<'a> {
     }
 
     /// Declares `decl` for a pair and saves `.mcp` (reference `add_mcp`,
-    /// contract §1) after [`Mcp::check_decl`]: a stateful
+    /// docs/contract.md §1) after [`Mcp::check_decl`]: a stateful
     /// server is started first when `connect`, and a start failure leaves
     /// `.mcp` unchanged.
     ///

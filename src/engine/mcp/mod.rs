@@ -1,7 +1,7 @@
 //! MCP servers of a workspace: their declarations and the live clients.
 //!
 //! * [`decl`] — one declaration, the reference's `MCPClient` JSON
-//!   (contract §2.1, §5.1): [`McpDecl`], validation, transport choice and
+//!   (docs/contract.md §2.1, §5.1): [`McpDecl`], validation, transport choice and
 //!   `${VAR}` expansion of secrets at client-build time.
 //! * [`store`] — the `.mcp` file: [`McpStore`] holds the per
 //!   (agent, session) declarations (`_mcp_specs`, §5.2) with the report of
@@ -63,7 +63,7 @@ use super::events::Event;
 use crate::backend::BackendError;
 
 impl Mcp<'_> {
-    /// Reads this workspace's `.mcp` into an [`McpStore`] (contract §2.1
+    /// Reads this workspace's `.mcp` into an [`McpStore`] (docs/contract.md §2.1
     /// `_restore_mcp_specs`). Never writes the file. Each issue of the
     /// report is also published as an [`Event::Log`] (source `mcp`), so a
     /// bad entry is visible without failing the workspace (C07).

@@ -1,4 +1,4 @@
-//! The live MCP servers of a workspace (contract §5.2): one instance per
+//! The live MCP servers of a workspace (docs/contract.md §5.2): one instance per
 //! (agent, session) and declaration, connected lazily on the first
 //! listing, at most N live stateful instances with least-recently-used
 //! eviction of *other* pairs, and the add / remove / purge operations
@@ -50,7 +50,7 @@ impl std::fmt::Debug for McpRuntime {
 
 impl McpRuntime {
     /// A runtime with no live server. `defaults` are the declarations of
-    /// every pair that never diverged (contract §5.2).
+    /// every pair that never diverged (docs/contract.md §5.2).
     pub fn new(
         sandbox: Arc<dyn Sandbox>,
         bus: EventBus,

@@ -1,7 +1,7 @@
 //! The legacy HTTP+SSE MCP transport (protocol 2024-11-05), client side.
 //!
 //! rmcp 3 ships only streamable HTTP, but the reference still picks SSE
-//! when a URL path ends in `/sse` or `/messages/` (contract §5.1), and
+//! when a URL path ends in `/sse` or `/messages/` (docs/contract.md §5.1), and
 //! servers speaking only SSE are common. The protocol is small: a GET
 //! opens an event stream whose first `endpoint` event names the URL to
 //! POST messages to; every server message then arrives as a `message`

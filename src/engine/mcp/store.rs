@@ -1,4 +1,4 @@
-//! The `.mcp` file: per (agent, session) MCP declarations (contract §2.1,
+//! The `.mcp` file: per (agent, session) MCP declarations (docs/contract.md §2.1,
 //! §5.2), read into an [`McpStore`] with a report and written back whole.
 //!
 //! Reading never fails and never writes. What it could not use is listed
@@ -26,7 +26,7 @@
 //!
 //! Writes go through [`Sandbox::write`] when it is atomic (temp file and
 //! rename on local), else through a temp file and [`Sandbox::rename`]
-//! (contract §11 point 11). The bytes are the reference's: UTF-8 JSON,
+//! (docs/contract.md §11 point 11). The bytes are the reference's: UTF-8 JSON,
 //! 2-space indent, non-ASCII unescaped, no trailing newline.
 
 use std::fmt;
@@ -527,7 +527,7 @@ impl McpStore {
         })
     }
 
-    /// The declared set of a pair (contract §5.2): its own declarations
+    /// The declared set of a pair (docs/contract.md §5.2): its own declarations
     /// when present, else copies of `defaults`.
     pub fn declared(&self, agent: &str, session: &str, defaults: &[McpDecl]) -> Vec<McpDecl> {
         self.specs(agent, session)

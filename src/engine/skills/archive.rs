@@ -1,5 +1,5 @@
 //! Expanding a skill archive (zip, tar, tar.gz) into a staging directory
-//! in the sandbox (contract §4.3, weak point 33).
+//! in the sandbox (docs/contract.md §4.3, weak point 33).
 //!
 //! The archive is read in-process with the `zip`, `tar` and `flate2` crates
 //! on a blocking thread; every member is checked before anything is written
@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use crate::backend::Sandbox;
 
 /// The reference's default cap on the bytes an archive may expand to
-/// (`DEFAULT_MAX_EXTRACTED_BYTES`, 500 MiB, contract §10).
+/// (`DEFAULT_MAX_EXTRACTED_BYTES`, 500 MiB, docs/contract.md §10).
 pub const DEFAULT_MAX_EXTRACTED_BYTES: u64 = 500 * 1024 * 1024;
 
 /// Most members an archive may hold; more is treated as a bomb of tiny

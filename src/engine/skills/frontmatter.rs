@@ -1,4 +1,4 @@
-//! `SKILL.md` front matter (contract §4.1).
+//! `SKILL.md` front matter (docs/contract.md §4.1).
 //!
 //! A skill file starts with a `---` line, YAML with at least `name` and
 //! `description`, and a closing `---` line; the markdown after it is the

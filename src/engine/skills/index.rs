@@ -1,5 +1,5 @@
-//! The `.index` file of `.seed` and of each partition (contract §2.3), and
-//! the reference's naming rules for installed skills (contract §4.3).
+//! The `.index` file of `.seed` and of each partition (docs/contract.md §2.3), and
+//! the reference's naming rules for installed skills (docs/contract.md §4.3).
 //!
 //! Format, byte for byte as the reference writes it (`json.dumps(indent=2,
 //! ensure_ascii=False)`, no trailing newline):
@@ -170,7 +170,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Directory name for a front-matter name: every character outside
-/// `[A-Za-z0-9_-]` and the CJK block `一-鿿` becomes `_` (contract §4.3).
+/// `[A-Za-z0-9_-]` and the CJK block `一-鿿` becomes `_` (docs/contract.md §4.3).
 pub(crate) fn sanitize_dir_name(name: &str) -> String {
     name.chars()
         .map(|c| {

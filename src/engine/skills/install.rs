@@ -5,7 +5,7 @@ use super::*;
 
 impl Skills<'_> {
     /// Installs the skill in host directory `host_dir` into `agent`'s
-    /// partition with the reference Local rules (contract §4.3): the front
+    /// partition with the reference Local rules (docs/contract.md §4.3): the front
     /// matter must be valid; a skill whose `SKILL.md` is byte-identical to
     /// an installed one is skipped (`already_installed`); the agent-facing
     /// name gets ` (1)`, ` (2)`... on conflict; the directory is the

@@ -1,4 +1,4 @@
-//! Skills: per-agent partitions of `SKILL.md` folders (contract §2.3, §4).
+//! Skills: per-agent partitions of `SKILL.md` folders (docs/contract.md §2.3, §4).
 //!
 //! ```text
 //! skills/.seed/<dir>/SKILL.md    template, filled from `skill_paths` while empty
@@ -77,7 +77,7 @@ fn too_large(len: usize) -> Option<String> {
     })
 }
 
-/// A loaded skill (contract §4.1).
+/// A loaded skill (docs/contract.md §4.1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Skill {
     /// Agent-facing name: the front-matter `name`, with a ` (n)` suffix when
@@ -278,7 +278,7 @@ impl Skills<'_> {
     // ----------------------------------------------------------------- API
 
     /// Lists the skills of `agent`'s partition (`""` = `default`), equipping
-    /// it from `.seed` on first access (contract §4.2).
+    /// it from `.seed` on first access (docs/contract.md §4.2).
     ///
     /// Reconciles `.index` with the directory (new or vanished skill
     /// directories, changed `SKILL.md` files) and rewrites it only when its
@@ -328,7 +328,7 @@ impl Skills<'_> {
         )))
     }
 
-    /// The markdown body of a skill, for the skill viewer (contract §4.5).
+    /// The markdown body of a skill, for the skill viewer (docs/contract.md §4.5).
     /// Errors as [`Skills::get`].
     pub async fn markdown(self, name: &str, agent: &str) -> WsResult<String> {
         Ok(self.get(name, agent).await?.markdown)

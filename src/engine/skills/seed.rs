@@ -8,7 +8,7 @@ impl Skills<'_> {
     // --------------------------------------------------- initialise hooks
 
     /// Moves skills left directly under `skills/` into `skills/.seed/`, and
-    /// a stray `skills/.skills` index to `.seed/.index` (contract §2.3,
+    /// a stray `skills/.skills` index to `.seed/.index` (docs/contract.md §2.3,
     /// `_MIGRATE_SKILLS_SHIM`). Idempotent; a name already taken in `.seed`
     /// gets `_1`, `_2`...
     pub(crate) async fn migrate(&self) -> WsResult<()> {
@@ -84,7 +84,7 @@ impl Skills<'_> {
 
     /// Copies `config.skill_paths` (host directories) into `skills/.seed`
     /// while it holds no skill directory, with the reference Local rules
-    /// (contract §4.3): SHA-256 dedup, ` (n)` name suffixes, sanitised
+    /// (docs/contract.md §4.3): SHA-256 dedup, ` (n)` name suffixes, sanitised
     /// directory names with `_n` suffixes, `.index` updated.
     ///
     /// Nothing here is fatal: a path without `SKILL.md` or that cannot be
@@ -117,7 +117,7 @@ impl Skills<'_> {
     }
 
     /// Makes sure `agent`'s partition exists, copying `.seed` into it on
-    /// first access (contract §4.2). The copy goes to
+    /// first access (docs/contract.md §4.2). The copy goes to
     /// `<partition>.equipping-<id>` and is renamed into place; if another
     /// writer got there first the copy is discarded. The partition's
     /// existence is the "equipped" marker, so a seed skill the agent deleted

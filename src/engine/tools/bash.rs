@@ -1,4 +1,4 @@
-//! The Bash tool (contract §3.1): runs a command line with `/bin/sh -c` in
+//! The Bash tool (docs/contract.md §3.1): runs a command line with `/bin/sh -c` in
 //! the workdir through the backend, streaming output as it comes.
 //!
 //! Better than the reference (§11 points 17 and 23): a timeout kills the

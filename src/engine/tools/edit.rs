@@ -1,4 +1,4 @@
-//! The Edit tool (contract §3.4): exact string replacement in a text file.
+//! The Edit tool (docs/contract.md §3.4): exact string replacement in a text file.
 //!
 //! Errors, in the reference's order and words: empty `old_string`,
 //! relative path, missing file (`Error: File not found: <path>`), `old_string
@@ -10,7 +10,7 @@
 //! else 1). The diff is of the LF-normalised old and new content, with
 //! `a/<path>` and `b/<path>` as names, like the reference's.
 //!
-//! Better than the reference (contract §11 point 20), which writes every
+//! Better than the reference (docs/contract.md §11 point 20), which writes every
 //! file back with LF endings:
 //!
 //! * **Line endings are kept per line.** The file is split into lines with

@@ -1,5 +1,5 @@
 //! The Glob tool: files whose path matches a glob pattern, newest first
-//! (contract §3.5).
+//! (docs/contract.md §3.5).
 //!
 //! Runs in-process on the host directory the sandbox exposes (with the
 //! `ignore` and `globset` crates); a sandbox without a host view gets
@@ -35,7 +35,7 @@ use super::walk::{self, Budgeted, Page, RootKind, WalkEnd, WalkSpec};
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
 use crate::backend::{ExecRequest, Sandbox, path as bpath};
 
-/// The Glob tool (contract §3.5).
+/// The Glob tool (docs/contract.md §3.5).
 pub struct Glob;
 
 const DESCRIPTION: &str = "Fast file pattern matching tool that works with any codebase size.

@@ -1,4 +1,4 @@
-//! The Grep tool: ripgrep-style content search (contract §3.6).
+//! The Grep tool: ripgrep-style content search (docs/contract.md §3.6).
 //!
 //! Runs in-process on the host directory the sandbox exposes, with
 //! ripgrep's own crates (`ignore` to walk in parallel, `grep-regex` and
@@ -8,7 +8,7 @@
 //! shared default of [`super::walk`] and page their output lines the same
 //! way.
 //!
-//! Output, as `rg` prints it (contract §3.6):
+//! Output, as `rg` prints it (docs/contract.md §3.6):
 //! * `files_with_matches` (default): one path per line;
 //! * `count`: `path:N`, N = matching lines (matches in multiline mode);
 //! * `content`: `path:line:text` for matching lines, `path-line-text` for
@@ -53,7 +53,7 @@ mod host;
 use exec::{rg_argv, search_exec};
 use host::{HostJob, search_host};
 
-/// The Grep tool (contract §3.6).
+/// The Grep tool (docs/contract.md §3.6).
 pub struct Grep;
 
 const DESCRIPTION: &str = "A powerful search tool built on ripgrep.

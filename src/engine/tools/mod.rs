@@ -1,4 +1,4 @@
-//! Built-in tools: Bash, Read, Write, Edit, Glob, Grep (contract §3).
+//! Built-in tools: Bash, Read, Write, Edit, Glob, Grep (docs/contract.md §3).
 //!
 //! Each tool has the reference's name, parameters, defaults and limits, and a
 //! JSON schema for model function calling. Tools never return a Rust error:
@@ -26,7 +26,7 @@ use super::message::{Block, TextBlock, ToolOutput, ToolResultBlock};
 
 pub use env::{OffloadSink, ToolEnv};
 
-/// Limits of the built-in tools; defaults are the reference's (contract §10).
+/// Limits of the built-in tools; defaults are the reference's (docs/contract.md §10).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolLimits {

@@ -1,4 +1,4 @@
-//! The Read tool (contract §3.2): numbered lines of a text file, an image
+//! The Read tool (docs/contract.md §3.2): numbered lines of a text file, an image
 //! as a data block, or a clear report for binary files and PDFs.
 //!
 //! Behaviour, and where it differs from the reference on purpose:

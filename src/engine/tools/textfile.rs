@@ -1,4 +1,4 @@
-//! Helpers shared by the Read, Write and Edit tools (contract §3.2–§3.4):
+//! Helpers shared by the Read, Write and Edit tools (docs/contract.md §3.2–§3.4):
 //! path checks, binary sniffing, type guessing from magic bytes, lossy
 //! UTF-8 decoding, newline handling and unified diffs.
 //!
@@ -29,7 +29,7 @@ pub const DIFF_MAX_BYTES: u64 = 8 << 20;
 /// coarser (still correct) diff instead of spending quadratic time.
 pub const DIFF_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Checks that `file_path` is absolute (contract §3.2–§3.4) and returns it
+/// Checks that `file_path` is absolute (docs/contract.md §3.2–§3.4) and returns it
 /// lexically normalised (`//`, `.` and `..` resolved without touching the
 /// file system).
 ///
@@ -243,7 +243,7 @@ pub fn count_lines(text: &str) -> usize {
 }
 
 /// A unified diff of `old` → `new` with 3 lines of context and the given
-/// header names (contract §3.3/§3.4; the reference uses `difflib`, whose
+/// header names (docs/contract.md §3.3/§3.4; the reference uses `difflib`, whose
 /// hunk headers `similar` reproduces). Empty when nothing changed. A last
 /// line without a newline is marked `\ No newline at end of file`, so the
 /// diff stays a valid patch.

@@ -1,6 +1,6 @@
 //! What Glob and Grep share: the one walking default, result paging, the
 //! time/cancel budget, and the `rg` argv used when a sandbox has no host
-//! view (contract §3.5, §3.6, §11 points 8 and 22).
+//! view (docs/contract.md §3.5, §3.6, §11 points 8 and 22).
 //!
 //! # The walking default (both tools, both engines)
 //!
@@ -50,7 +50,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendResult, ExecOutcome, ExecRequest, OutputChunk, Sandbox, StreamKind};
 
-/// Entries never walked below a search root (contract §3.6).
+/// Entries never walked below a search root (docs/contract.md §3.6).
 pub const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
 /// ripgrep's own ignore file name, honoured like `.ignore` with a higher
@@ -274,7 +274,7 @@ where
 }
 
 /// Paging of a result list: the reference's `head_limit` and `offset`
-/// (contract §3.5).
+/// (docs/contract.md §3.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Page {
     /// Results shown at most; `None` = unlimited (`head_limit: 0`).

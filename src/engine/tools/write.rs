@@ -1,4 +1,4 @@
-//! The Write tool (contract §3.3): writes a whole file.
+//! The Write tool (docs/contract.md §3.3): writes a whole file.
 //!
 //! The content's UTF-8 bytes are written unchanged (no newline
 //! normalisation) through [`Sandbox::write`](crate::backend::Sandbox::write),

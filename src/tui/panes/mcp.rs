@@ -1,4 +1,4 @@
-//! MCP servers of the selected (agent, session) (contract §5): state
+//! MCP servers of the selected (agent, session) (docs/contract.md §5): state
 //! (declared / starting / ready with its tool count / failed with reason,
 //! exit status and stderr tail / stopped), the last error of an action,
 //! and the tools of the selected server with their schemas.

@@ -1,5 +1,5 @@
 //! Workspaces of the selected profile, from the workspace manager
-//! (contract §8): id, profile / backend, state, user / agent, age, idle
+//! (docs/contract.md §8): id, profile / backend, state, user / agent, age, idle
 //! time / TTL left and labels. Enter opens one (the whole app switches to
 //! it), `n` creates one (after asking) and opens it, `c` closes
 //! (suspends) one, `D` destroys one after asking, `R` retries a failed

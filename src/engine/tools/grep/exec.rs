@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// The `rg` argv equivalent to `opts` (contract §3.6 plus the walking
+/// The `rg` argv equivalent to `opts` (docs/contract.md §3.6 plus the walking
 /// default of [`super::walk`]).
 pub(super) fn rg_argv(
     pattern: &str,
