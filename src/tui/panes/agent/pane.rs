@@ -1,0 +1,480 @@
+//! The `Pane` glue of the Agent pane: the side panel, keys, actions,
+//! events, mouse, rendering, task messages and the model dialog.
+
+use super::conversation::wrap_text;
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::agent::AgentReceived;
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, deliver, list_mouse};
+use crate::tui::widgets::list::render_rows;
+use crate::tui::widgets::paste::clean_paste;
+use crate::tui::widgets::text;
+
+use super::*;
+
+impl AgentPane {
+    pub(super) fn render_side(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let w = area.width as usize;
+        let buf = f.buffer_mut();
+        buf.set_stringn(area.x, area.y, "Demos", w, t.title);
+        let list_h = (self.demos.len() as u16).min(area.height.saturating_sub(1));
+        let list = Rect::new(area.x, area.y + 1, area.width, list_h);
+        self.side_list = list;
+        let demos = &self.demos;
+        let selected = self.cursor.selected;
+        render_rows(
+            buf,
+            list,
+            &mut self.cursor,
+            demos.len(),
+            focused && !self.typing,
+            t.selection,
+            |i| {
+                let mark = if i == selected { "▸" } else { " " };
+                Line::from(Span::styled(format!("{mark} {}", demos[i].0), t.base))
+            },
+        );
+        let mut rows: Vec<(String, Style)> = Vec::new();
+        if let Some((_, d)) = self.demos.get(self.cursor.selected) {
+            for l in wrap_text(d, w) {
+                rows.push((l, t.muted));
+            }
+        }
+        rows.push((String::new(), t.base));
+        rows.push((
+            format!("step mode {}", if self.stepping { "on" } else { "off" }),
+            if self.stepping { t.warn } else { t.muted },
+        ));
+        match &self.model {
+            Some(m) => {
+                rows.push((format!("model {}", m.model), t.base));
+                rows.push((m.url.clone(), t.muted));
+            }
+            None => rows.push(("model: none (m sets one)".into(), t.muted)),
+        }
+        rows.push((String::new(), t.base));
+        if let Some(s) = self.session() {
+            rows.push(("session".into(), t.muted));
+            rows.push((s.to_string(), t.base));
+        }
+        if self.run.is_some() || self.last.is_some() {
+            rows.push((
+                format!(
+                    "{} tool calls · {} offloads",
+                    self.tool_calls, self.offloads
+                ),
+                t.base,
+            ));
+            rows.push((
+                format!(
+                    "{} compressions · {} errors",
+                    self.compressions, self.errors
+                ),
+                if self.errors > 0 { t.error } else { t.base },
+            ));
+        }
+        if let Some((_, o)) = &self.last
+            && self.run.is_none()
+        {
+            rows.push((format!("last run: {o}"), t.muted));
+        }
+        let top = list.y + list.height + 1;
+        for (i, (s, st)) in rows.iter().enumerate() {
+            let y = top + i as u16;
+            if y >= area.y + area.height {
+                break;
+            }
+            let s = text::truncate(&text::display(s), w).into_owned();
+            buf.set_string(area.x, y, s, *st);
+        }
+    }
+}
+
+impl Pane for AgentPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        "Agent".into()
+    }
+
+    fn context(&self) -> &'static str {
+        if self.typing { PROMPT } else { ID }
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            // Left to the key map: send, new line, leave, stop, quit, help.
+            KeyCode::Enter | KeyCode::Esc | KeyCode::Tab | KeyCode::BackTab => false,
+            KeyCode::F(_) | KeyCode::PageUp | KeyCode::PageDown => false,
+            KeyCode::Char('c' | 'q' | 'j' | 'z' | 'l') if ctrl => false,
+            _ => {
+                self.prompt.input(*key);
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if !self.typing {
+            return false;
+        }
+        self.prompt.insert_str(clean_paste(s));
+        true
+    }
+
+    fn busy(&self) -> Option<String> {
+        self.run.as_ref().map(|_| "an agent is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &mut self.run {
+            r.stop_requested = true;
+            if let Some(h) = &r.handle {
+                h.stop();
+            }
+        }
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let verb = action.strip_prefix("agent.").unwrap_or(action);
+        match verb {
+            "down" | "up" | "top" | "bottom" => {
+                crate::tui::pane::navigate(&mut self.cursor, verb, self.demos.len());
+            }
+            "page_down" => {
+                self.back = self.back.saturating_sub(self.view_height.max(1));
+                self.follow = self.back == 0;
+            }
+            "page_up" => {
+                self.back += self.view_height.max(1);
+                self.follow = false;
+            }
+            "run" => self.run_demo(cx),
+            "step_mode" => {
+                let on = !self.stepping;
+                self.set_stepping(on, cx);
+            }
+            "step" => match self.run.as_ref().and_then(|r| r.handle.as_ref()) {
+                Some(h) if h.step_control().is_stepping() => h.step_control().step(),
+                _ => cx.toast(
+                    Level::Info,
+                    "nothing waits for a step (t turns step mode on)",
+                ),
+            },
+            "continue" => {
+                if self.stepping {
+                    self.set_stepping(false, cx);
+                }
+            }
+            "stop" | "stop_typing" => {
+                if self.run.is_some() {
+                    self.stop(cx);
+                } else if self.typing {
+                    self.prompt = new_prompt();
+                }
+            }
+            "prompt" => {
+                if self.model.is_none() {
+                    cx.toast(Level::Warn, "set a model first: m, or :agent URL MODEL");
+                    self.ask_model(cx);
+                    self.type_after_model = true;
+                } else {
+                    self.typing = true;
+                }
+            }
+            "model" => {
+                self.type_after_model = false;
+                self.ask_model(cx)
+            }
+            "clear" => {
+                self.lines.clear();
+                self.partial = None;
+                self.partial_chars = 0;
+                self.back = 0;
+                self.follow = true;
+            }
+            "close" => cx.effect(Effect::CloseModal),
+            "send" => {
+                let text_ = self.prompt.lines().join("\n");
+                if text_.trim().is_empty() {
+                    return true;
+                }
+                if self.run.is_some() {
+                    cx.toast(Level::Warn, "the agent is running: x stops it");
+                    return true;
+                }
+                self.prompt = new_prompt();
+                self.run_prompt(text_, cx);
+            }
+            "newline" => self.prompt.insert_newline(),
+            "leave" => self.typing = false,
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        if let PaneEvent::Input {
+            tag: DialogTag::AgentModel,
+            text: t,
+        } = ev
+        {
+            if t.trim().is_empty() {
+                self.model = None;
+                cx.toast(Level::Info, "model cleared");
+                return;
+            }
+            match ModelSetting::parse(t) {
+                Ok(m) => {
+                    let then = if self.type_after_model {
+                        "type a message"
+                    } else {
+                        "i types a message"
+                    };
+                    cx.toast(
+                        Level::Info,
+                        format!("model {} at {} · {then}", m.model, m.url),
+                    );
+                    self.model = Some(m);
+                    self.typing = std::mem::take(&mut self.type_after_model);
+                }
+                Err(e) => {
+                    cx.toast(Level::Error, e);
+                    // Back to the dialog with the text, to fix it.
+                    self.ask_model_with(cx, t.trim().to_string());
+                }
+            }
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, area: Rect, cx: &mut Ctx) -> bool {
+        use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+        if ev.column < self.side_list.x + self.side_list.width
+            && self.side_list.width > 0
+            && ev.column >= self.side_list.x
+        {
+            return match list_mouse(&mut self.cursor, ev, self.side_list, self.demos.len()) {
+                ListMouse::Clicked(_, true) => self.on_action("agent.run", cx),
+                ListMouse::None => false,
+                _ => true,
+            };
+        }
+        match ev.kind {
+            MouseEventKind::ScrollUp => {
+                self.back += 3;
+                self.follow = false;
+                true
+            }
+            MouseEventKind::ScrollDown => {
+                self.back = self.back.saturating_sub(3);
+                self.follow = self.back == 0;
+                true
+            }
+            MouseEventKind::Down(MouseButton::Left) if self.model.is_some() => {
+                if ev.row + 4 >= area.y + area.height {
+                    self.typing = true;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let mut note = String::new();
+        if let Some(r) = &self.run {
+            note = format!(
+                "{} · running{}",
+                r.label,
+                if self.stepping { " · step mode" } else { "" }
+            );
+        } else if let Some((name, _)) = self.demos.get(self.cursor.selected) {
+            // Also the only sign of the selection when the demo column
+            // does not fit.
+            note = format!(
+                "demo {name}{}",
+                if self.stepping { " · step mode" } else { "" }
+            );
+        }
+        if self.lines.dropped() > 0 {
+            note = format!("{note} · {} older lines dropped", self.lines.dropped())
+                .trim_start_matches(" · ")
+                .to_string();
+        }
+        let block = cx.block_for(area, "Agent", &note, focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        if inner.height == 0 || inner.width == 0 {
+            return;
+        }
+        let side = inner.width >= 60 && inner.height >= 6;
+        let main = if side {
+            let s = Rect::new(inner.x, inner.y, SIDE_WIDTH, inner.height);
+            self.render_side(f, s, focused, cx);
+            for y in inner.y..inner.y + inner.height {
+                f.buffer_mut()
+                    .set_string(inner.x + SIDE_WIDTH, y, "│", t.border);
+            }
+            Rect::new(
+                inner.x + SIDE_WIDTH + 2,
+                inner.y,
+                inner.width - SIDE_WIDTH - 2,
+                inner.height,
+            )
+        } else {
+            inner
+        };
+        // Bottom rows: the step bar (while a step waits) and the prompt.
+        let waiting = self.waiting_for();
+        let prompt_h = if self.typing {
+            (self.prompt.lines().len() as u16).clamp(1, 5)
+        } else {
+            0
+        };
+        let bar_h = u16::from(waiting.is_some());
+        let sep_h = 1;
+        let reserved = (prompt_h + bar_h + sep_h).min(main.height.saturating_sub(1));
+        let conv = Rect::new(main.x, main.y, main.width, main.height - reserved);
+        self.render_conversation(f, conv, cx);
+        let mut y = conv.y + conv.height;
+        let bottom = main.y + main.height;
+        let w = main.width as usize;
+        if let Some(next) = &waiting
+            && y < bottom
+        {
+            let bar = format!("⏸ next: {next} · space step · c continue · x stop");
+            let bar = text::truncate(&text::display(&bar), w).into_owned();
+            f.buffer_mut()
+                .set_string(main.x, y, bar, t.warn.add_modifier(Modifier::BOLD));
+            y += 1;
+        }
+        if y < bottom {
+            let label = if self.typing && focused {
+                "─ prompt ".to_string()
+            } else if self.model.is_some() {
+                "─ i to prompt the model ".to_string()
+            } else {
+                "─ m sets a model URL to prompt one ".to_string()
+            };
+            let line = format!("{label}{}", "─".repeat(w));
+            f.buffer_mut().set_stringn(
+                main.x,
+                y,
+                line,
+                w,
+                if focused { t.border_focused } else { t.border },
+            );
+            y += 1;
+        }
+        if self.typing && y < bottom {
+            let pa = Rect::new(main.x, y, main.width, (bottom - y).min(prompt_h));
+            let mut st = t.base;
+            if !focused {
+                st = st.add_modifier(Modifier::DIM);
+            }
+            self.prompt.set_style(st);
+            self.prompt.set_placeholder_style(t.muted);
+            self.prompt.set_cursor_style(if focused {
+                t.base.add_modifier(Modifier::REVERSED)
+            } else {
+                st
+            });
+            f.render_widget(&self.prompt, pa);
+        }
+    }
+}
+
+impl TaskPane for AgentPane {
+    const ID: &'static str = ID;
+    type Msg = Msg;
+
+    fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
+        match &msg {
+            Msg::Setup(id, lines) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
+                for l in lines {
+                    self.push(LineKind::Info, &format!("setup: {l}"));
+                }
+            }
+            Msg::Started(id, handle) => {
+                let Some(run) = self.run.as_mut().filter(|r| r.id == *id) else {
+                    handle.stop();
+                    return;
+                };
+                if run.stop_requested {
+                    handle.stop();
+                }
+                // Step mode may have been switched while it opened.
+                handle.step_control().set_stepping(self.stepping);
+                run.handle = Some(handle.clone());
+                let s = run.session.clone();
+                if s != cx.session {
+                    cx.effect(Effect::SelectSession(s));
+                }
+            }
+            Msg::Events(id, batch) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
+                for r in batch {
+                    match r {
+                        AgentReceived::Event(env) => self.on_agent_event(&env.event),
+                        AgentReceived::Missed(n) => self.push(
+                            LineKind::Info,
+                            &format!("({n} agent events were dropped: the pane fell behind)"),
+                        ),
+                    }
+                }
+            }
+            Msg::Done(id, fin) if self.run.as_ref().is_some_and(|r| r.id == *id) => {
+                self.finish(fin, cx);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl AgentPane {
+    fn ask_model(&mut self, cx: &mut Ctx) {
+        // No half value to accept by mistake: the current setting, else
+        // an empty field under a title with a complete example.
+        let initial = self
+            .model
+            .as_ref()
+            .map(|m| format!("{} {}", m.url, m.model))
+            .unwrap_or_default();
+        self.ask_model_with(cx, initial);
+    }
+
+    fn ask_model_with(&mut self, cx: &mut Ctx, initial: String) {
+        cx.effect(Effect::Prompt {
+            pane: ID,
+            title: MODEL_TITLE.into(),
+            initial,
+            tag: DialogTag::AgentModel,
+        });
+    }
+}
