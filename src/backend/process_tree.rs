@@ -127,3 +127,10 @@ pub fn kill_tree(root: i32, marker: &str, grace: Duration) {
     }
     tracing::warn!(root, "process tree still has members after 100 kill rounds");
 }
+
+/// [`kill_tree`] on a blocking thread, for the async exec paths of the
+/// host backends (local and bubblewrap): the grace period sleeps, which
+/// must not stall a runtime worker.
+pub(crate) async fn kill_tree_async(pid: i32, marker: String, grace: Duration) {
+    let _ = tokio::task::spawn_blocking(move || kill_tree(pid, &marker, grace)).await;
+}

@@ -353,8 +353,7 @@ enum Started {
 }
 
 async fn kill_tree_async(pid: i32, marker: String) {
-    let _ = tokio::task::spawn_blocking(move || process_tree::kill_tree(pid, &marker, KILL_GRACE))
-        .await;
+    process_tree::kill_tree_async(pid, marker, KILL_GRACE).await;
 }
 
 #[async_trait]
