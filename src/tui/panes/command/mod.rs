@@ -35,7 +35,6 @@ use crate::backend::OutputChunk;
 use crate::engine::journal::JournalEntry;
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::act;
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
 use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::ring::Ring;
@@ -53,19 +52,23 @@ pub const ID: &str = "command";
 /// Keymap context while the prompt has the keyboard.
 pub const PROMPT: &str = "command.prompt";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum CommandAction in "command";
+    Prompt => act("command.prompt", ID, "type a command", &["i", "enter"], false, true),
+    History => act("command.history", ID, "past commands", &["h"], false, true),
+    Rerun => act("command.rerun", ID, "re-run selected", &["r"], true, true),
+    Kill => act("command.kill", ID, "kill running", &["ctrl-c"], true, true),
+    Follow => act("command.follow", ID, "follow / pause", &["f"], false, true),
+    Copy => act("command.copy", ID, "copy last output", &["y"], false, false),
+    Clear => act("command.clear", ID, "clear output", &["C"], false, false),
+    Run => act("command.run", PROMPT, "run", &["enter"], true, true),
+    Newline => act("command.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
+    Leave => act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("command";
-    act("command.prompt", ID, "type a command", &["i", "enter"], false, true),
-    act("command.history", ID, "past commands", &["h"], false, true),
-    act("command.rerun", ID, "re-run selected", &["r"], true, true),
-    act("command.kill", ID, "kill running", &["ctrl-c"], true, true),
-    act("command.follow", ID, "follow / pause", &["f"], false, true),
-    act("command.copy", ID, "copy last output", &["y"], false, false),
-    act("command.clear", ID, "clear output", &["C"], false, false),
-    act("command.run", PROMPT, "run", &["enter"], true, true),
-    act("command.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
-    act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
-);
+pub const ACTIONS: &[ActionSpec] = CommandAction::TABLE;
 
 /// One line of the output buffer.
 #[derive(Debug, Clone)]

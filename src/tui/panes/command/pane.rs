@@ -6,11 +6,11 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Pane, deliver, list_mouse};
+use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, deliver, list_mouse, nav};
 use crate::tui::widgets::paste::clean_paste as editor_paste;
 use crate::tui::widgets::text;
 
-use super::{CommandPane, ID, PROMPT, new_prompt};
+use super::{CommandAction, CommandPane, ID, PROMPT, new_prompt};
 
 impl Pane for CommandPane {
     fn id(&self) -> &'static str {
@@ -90,9 +90,11 @@ impl Pane for CommandPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("command.").unwrap_or(action);
-        match verb {
-            "run" => {
+        let Some(action) = CommandAction::parse(action) else {
+            return false;
+        };
+        match action {
+            CommandAction::Run => {
                 let cmd = self.prompt.lines().join("\n");
                 if cmd.trim().is_empty() {
                     return true;
@@ -105,18 +107,18 @@ impl Pane for CommandPane {
                 self.hist_pos = None;
                 self.run(cmd, cx);
             }
-            "newline" => self.prompt.insert_newline(),
-            "leave" => self.typing = false,
+            CommandAction::Newline => self.prompt.insert_newline(),
+            CommandAction::Leave => self.typing = false,
             // Read-only: the prompt never takes the keyboard (keys stay
             // pane and focus keys), and `i`/Enter say why.
-            "prompt" if !cx.can("command.run") => {
+            CommandAction::Prompt if !cx.can("command.run") => {
                 self.show_past = false;
                 cx.toast(
                     Level::Warn,
                     "read-only mode: commands do not run (start wsbench without --read-only)",
                 );
             }
-            "prompt" => {
+            CommandAction::Prompt => {
                 if self.show_past {
                     let n = self.past.len();
                     if let Some(e) = n
@@ -130,13 +132,13 @@ impl Pane for CommandPane {
                 }
                 self.typing = true;
             }
-            "history" => {
+            CommandAction::History => {
                 self.show_past = !self.show_past;
                 if self.show_past {
                     self.load_journal(cx);
                 }
             }
-            "rerun" => {
+            CommandAction::Rerun => {
                 let n = self.past.len();
                 let cmd = if self.show_past {
                     n.checked_sub(1 + self.past_cursor.selected)
@@ -157,7 +159,7 @@ impl Pane for CommandPane {
             }
             // Ctrl-C, as in a shell, never quits: it offers to kill what
             // runs, else clears the line being typed.
-            "kill" => match &self.running {
+            CommandAction::Kill => match &self.running {
                 Some(r) => {
                     let shown = r.command.replace('\n', " ⏎ ");
                     cx.effect(crate::tui::action::Effect::Confirm {
@@ -175,7 +177,7 @@ impl Pane for CommandPane {
                     }
                 }
             },
-            "follow" => {
+            CommandAction::Follow => {
                 self.follow = !self.follow;
                 let m = if self.follow {
                     "following output"
@@ -184,31 +186,30 @@ impl Pane for CommandPane {
                 };
                 cx.toast(Level::Info, m);
             }
-            "copy" => {
+            CommandAction::Copy => {
                 let s = self.last_output();
                 if !s.is_empty() {
                     cx.effect(Effect::Copy(s));
                 }
             }
-            "clear" => self.output.clear(),
-            "down" | "up" | "page_down" | "page_up" | "top" | "bottom" => {
+            CommandAction::Clear => self.output.clear(),
+            CommandAction::Nav(verb) => {
                 if self.show_past {
-                    crate::tui::pane::navigate(&mut self.past_cursor, verb, self.past.len());
+                    nav(&mut self.past_cursor, verb, self.past.len());
                 } else {
                     let page = self.out_height.max(1);
                     let total = self.output.len();
                     match verb {
-                        "down" => self.back = self.back.saturating_sub(1),
-                        "up" => self.back += 1,
-                        "page_down" => self.back = self.back.saturating_sub(page),
-                        "page_up" => self.back += page,
-                        "top" => self.back = total,
-                        _ => self.back = 0,
+                        Nav::Down => self.back = self.back.saturating_sub(1),
+                        Nav::Up => self.back += 1,
+                        Nav::PageDown => self.back = self.back.saturating_sub(page),
+                        Nav::PageUp => self.back += page,
+                        Nav::Top => self.back = total,
+                        Nav::Bottom => self.back = 0,
                     }
                     self.follow = self.back == 0;
                 }
             }
-            _ => return false,
         }
         true
     }
