@@ -555,21 +555,6 @@ pub const fn act(
     }
 }
 
-/// Applies a navigation verb (`down`, `up`, `page_down`, `page_up`,
-/// `top`, `bottom`) to a list; false if `verb` is not one.
-pub fn navigate(cursor: &mut ListCursor, verb: &str, len: usize) -> bool {
-    match verb {
-        "down" => cursor.step(1, len),
-        "up" => cursor.step(-1, len),
-        "page_down" => cursor.page(1, len),
-        "page_up" => cursor.page(-1, len),
-        "top" => cursor.top(),
-        "bottom" => cursor.bottom(len),
-        _ => return false,
-    }
-    true
-}
-
 /// What a mouse event did to a list drawn in `inner`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListMouse {
@@ -622,4 +607,45 @@ pub fn filter_bar(f: &mut Frame<'_>, inner: Rect, filter: &Filter, cx: &Ctx) -> 
     f.buffer_mut()
         .set_string(bar.x, bar.y, label, cx.theme.accent);
     Rect::new(inner.x, inner.y, inner.width, inner.height - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Nav;
+
+    const ID: &str = "demo";
+
+    crate::pane_action_enum! {
+        /// A table for the macro's own test.
+        enum DemoAction in "demo";
+        Open => act("demo.open", ID, "open", &["enter"], false, true),
+        CopyPath => act("demo.copy_path", ID, "copy path", &["y"], false, false),
+    }
+
+    /// Every table entry parses to one variant, in table order, and
+    /// nothing else parses: the enum and the table cannot drift apart.
+    #[test]
+    fn every_table_entry_parses_to_its_own_variant() {
+        let parsed: Vec<_> = DemoAction::TABLE
+            .iter()
+            .map(|a| DemoAction::parse(a.name))
+            .collect();
+        assert_eq!(
+            parsed,
+            [
+                Some(DemoAction::Open),
+                Some(DemoAction::CopyPath),
+                Some(DemoAction::Nav(Nav::Down)),
+                Some(DemoAction::Nav(Nav::Up)),
+                Some(DemoAction::Nav(Nav::PageDown)),
+                Some(DemoAction::Nav(Nav::PageUp)),
+                Some(DemoAction::Nav(Nav::Top)),
+                Some(DemoAction::Nav(Nav::Bottom)),
+            ]
+        );
+        assert_eq!(DemoAction::TABLE[1].desc, "copy path");
+        assert_eq!(DemoAction::parse("demo"), None);
+        assert_eq!(DemoAction::parse("open"), None);
+        assert_eq!(DemoAction::parse("other.open"), None);
+    }
 }

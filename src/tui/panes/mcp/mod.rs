@@ -28,7 +28,6 @@ use crate::engine::mcp::McpTransport;
 use crate::engine::mcp::{McpListing, McpState, McpStatus, McpToolInfo};
 use crate::tui::action::Doc;
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::act;
 use crate::tui::widgets::filter::Filter;
 use crate::tui::widgets::list::ListCursor;
 
@@ -46,24 +45,32 @@ pub const ID: &str = "mcp";
 /// Keymap context of the tools list (after Enter on a server).
 pub const TOOLS: &str = "mcp_tools";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum McpAction in "mcp";
+    Tools => act("mcp.tools", ID, "tools", &["enter"], false, true),
+    Start => act("mcp.start", ID, "start", &["s"], false, true),
+    Stop => act("mcp.stop", ID, "stop", &["x"], false, true),
+    Restart => act("mcp.restart", ID, "restart", &["R"], false, true),
+    Add => act("mcp.add", ID, "add", &["a"], true, true),
+    Remove => act("mcp.remove", ID, "remove", &["D", "delete"], true, true),
+    Refresh => act("mcp.refresh", ID, "refresh", &["r"], false, false),
+    Filter => act("mcp.filter", ID, "filter", &["/"], false, false),
+}
+
 /// Keys of the servers list.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("mcp";
-    act("mcp.tools", ID, "tools", &["enter"], false, true),
-    act("mcp.start", ID, "start", &["s"], false, true),
-    act("mcp.stop", ID, "stop", &["x"], false, true),
-    act("mcp.restart", ID, "restart", &["R"], false, true),
-    act("mcp.add", ID, "add", &["a"], true, true),
-    act("mcp.remove", ID, "remove", &["D", "delete"], true, true),
-    act("mcp.refresh", ID, "refresh", &["r"], false, false),
-    act("mcp.filter", ID, "filter", &["/"], false, false),
-);
+pub const ACTIONS: &[ActionSpec] = McpAction::TABLE;
+
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`TOOL_ACTIONS`]).
+    pub(crate) enum ToolAction in "mcp_tools";
+    Schema => act("mcp_tools.schema", TOOLS, "schema", &["enter"], false, true),
+    Call => act("mcp_tools.call", TOOLS, "call with JSON", &["c"], true, true),
+    Back => act("mcp_tools.back", TOOLS, "back to servers", &["esc", "h"], false, true),
+}
 
 /// Keys of the tools list.
-pub const TOOL_ACTIONS: &[ActionSpec] = crate::pane_actions!("mcp_tools";
-    act("mcp_tools.schema", TOOLS, "schema", &["enter"], false, true),
-    act("mcp_tools.call", TOOLS, "call with JSON", &["c"], true, true),
-    act("mcp_tools.back", TOOLS, "back to servers", &["esc", "h"], false, true),
-);
+pub const TOOL_ACTIONS: &[ActionSpec] = ToolAction::TABLE;
 
 /// Lines of stderr tail shown under the selected server.
 pub(super) const TAIL_LINES: usize = 4;

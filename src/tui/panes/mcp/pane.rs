@@ -7,12 +7,12 @@ use ratatui::layout::Rect;
 use crate::engine::events::Event;
 use crate::engine::mcp::McpState;
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Pane, deliver, list_mouse, navigate};
+use crate::tui::pane::{Ctx, ListMouse, Pane, deliver, list_mouse, nav};
 use crate::tui::widgets::filter::FilterOutcome;
 use crate::tui::widgets::list::ListCursor;
 
 use super::add::ADD_TITLE;
-use super::{ID, McpPane, TOOLS};
+use super::{ID, McpAction, McpPane, TOOLS, ToolAction};
 
 impl Pane for McpPane {
     fn id(&self) -> &'static str {
@@ -75,20 +75,20 @@ impl Pane for McpPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        if let Some(verb) = action.strip_prefix("mcp_tools.") {
-            let n = self.selected_tools().len();
-            if navigate(&mut self.tool_cursor, verb, n) {
-                return true;
-            }
-            match verb {
-                "back" => self.in_tools = false,
-                "schema" => {
+        if let Some(action) = ToolAction::parse(action) {
+            match action {
+                ToolAction::Nav(verb) => {
+                    let n = self.selected_tools().len();
+                    nav(&mut self.tool_cursor, verb, n);
+                }
+                ToolAction::Back => self.in_tools = false,
+                ToolAction::Schema => {
                     if let Some(t) = self.selected_tool() {
                         let doc = self.tool_doc(t);
                         cx.effect(Effect::OpenViewer(doc));
                     }
                 }
-                "call" => {
+                ToolAction::Call => {
                     if let Some(t) = self.selected_tool() {
                         cx.effect(Effect::Prompt {
                             pane: ID,
@@ -100,17 +100,18 @@ impl Pane for McpPane {
                         });
                     }
                 }
-                _ => return false,
             }
             return true;
         }
-        let verb = action.strip_prefix("mcp.").unwrap_or(action);
-        if navigate(&mut self.cursor, verb, self.shown.len()) {
-            self.tool_cursor = ListCursor::default();
-            return true;
-        }
-        match verb {
-            "tools" => match self.selected() {
+        let Some(action) = McpAction::parse(action) else {
+            return false;
+        };
+        match action {
+            McpAction::Nav(verb) => {
+                nav(&mut self.cursor, verb, self.shown.len());
+                self.tool_cursor = ListCursor::default();
+            }
+            McpAction::Tools => match self.selected() {
                 Some(s) if s.state.is_ready() => {
                     self.in_tools = true;
                     self.tool_cursor.clamp(self.selected_tools().len());
@@ -121,9 +122,9 @@ impl Pane for McpPane {
                 ),
                 None => {}
             },
-            "stop" => match self.selected() {
+            McpAction::Stop => match self.selected() {
                 Some(s) if matches!(s.state, McpState::Ready { .. } | McpState::Starting) => {
-                    self.server_action(verb, cx)
+                    self.server_action("stop", cx)
                 }
                 Some(s) => cx.toast(
                     Level::Info,
@@ -131,14 +132,15 @@ impl Pane for McpPane {
                 ),
                 None => {}
             },
-            "start" | "restart" => self.server_action(verb, cx),
-            "add" => cx.effect(Effect::Prompt {
+            McpAction::Start => self.server_action("start", cx),
+            McpAction::Restart => self.server_action("restart", cx),
+            McpAction::Add => cx.effect(Effect::Prompt {
                 pane: ID,
                 title: ADD_TITLE.into(),
                 initial: String::new(),
                 tag: DialogTag::McpAdd,
             }),
-            "remove" => {
+            McpAction::Remove => {
                 if let Some(s) = self.selected() {
                     cx.effect(Effect::Confirm {
                         pane: ID,
@@ -152,9 +154,8 @@ impl Pane for McpPane {
                     });
                 }
             }
-            "refresh" => self.load(cx),
-            "filter" => self.filter.begin(),
-            _ => return false,
+            McpAction::Refresh => self.load(cx),
+            McpAction::Filter => self.filter.begin(),
         }
         true
     }
