@@ -13,6 +13,7 @@ use crate::agent::AgentReceived;
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, deliver, list_mouse};
 use crate::tui::pane::{Nav, nav};
+use crate::tui::widgets::follow;
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
@@ -287,17 +288,10 @@ impl Pane for AgentPane {
                 _ => true,
             };
         }
+        if follow::wheel(ev.kind, &mut self.back, &mut self.follow) {
+            return true;
+        }
         match ev.kind {
-            MouseEventKind::ScrollUp => {
-                self.back += 3;
-                self.follow = false;
-                true
-            }
-            MouseEventKind::ScrollDown => {
-                self.back = self.back.saturating_sub(3);
-                self.follow = self.back == 0;
-                true
-            }
             MouseEventKind::Down(MouseButton::Left) if self.model.is_some() => {
                 if ev.row + 4 >= area.y + area.height {
                     self.typing = true;

@@ -7,6 +7,7 @@ use ratatui::style::Modifier;
 
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, deliver, list_mouse, nav};
+use crate::tui::widgets::follow;
 use crate::tui::widgets::paste::clean_paste as editor_paste;
 use crate::tui::widgets::text;
 
@@ -247,17 +248,10 @@ impl Pane for CommandPane {
                 _ => true,
             };
         }
+        if follow::wheel(ev.kind, &mut self.back, &mut self.follow) {
+            return true;
+        }
         match ev.kind {
-            MouseEventKind::ScrollUp => {
-                self.back += 3;
-                self.follow = false;
-                true
-            }
-            MouseEventKind::ScrollDown => {
-                self.back = self.back.saturating_sub(3);
-                self.follow = self.back == 0;
-                true
-            }
             MouseEventKind::Down(MouseButton::Left) => {
                 // A click on the prompt rows focuses the prompt.
                 if ev.row + 4 >= area.y + area.height && cx.can("command.run") {
