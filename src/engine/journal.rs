@@ -137,6 +137,9 @@ pub struct JournalRead {
     pub entries: Vec<JournalEntry>,
     /// `(line number, parser message)` of unreadable lines.
     pub bad_lines: Vec<(usize, String)>,
+    /// How many of `bad_lines` are torn records (cut short by a failed
+    /// write; the entries after them are intact).
+    pub torn: usize,
 }
 
 /// The journals of one workspace, reached through
@@ -168,16 +171,11 @@ impl<'a> Journal<'a> {
             Err(e) if e.is_not_found() => return Ok(JournalRead::default()),
             Err(e) => return Err(e.into()),
         };
-        let mut out = JournalRead::default();
-        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice(line) {
-                Ok(e) => out.entries.push(e),
-                Err(e) => out.bad_lines.push((i + 1, e.to_string())),
-            }
-        }
-        Ok(out)
+        let p = super::jsonl::parse(&bytes);
+        Ok(JournalRead {
+            entries: p.values,
+            bad_lines: p.bad_lines,
+            torn: p.torn,
+        })
     }
 }

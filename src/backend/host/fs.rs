@@ -92,19 +92,63 @@ pub fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Re
 
 /// Appends `data` under an exclusive `flock`, so concurrent appenders in
 /// this or another process never interleave. Creates the file and parents.
+///
+/// Line-safe (the [`Sandbox::append`](crate::backend::Sandbox::append)
+/// contract): when `data` ends in `\n` and the file's last byte is not
+/// one (a record torn by an earlier crash), a `\n` is written first so
+/// the new record starts its own line. A failed write (disk full, quota)
+/// truncates the file back to its old length, so no partial line stays;
+/// the error then says whether that truncation failed too.
 pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(target)?;
     let locked = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| std::io::Error::from(e))?;
-    std::io::Write::write_all(&mut &*locked, data)?;
-    drop(locked);
-    Ok(())
+    append_locked(&locked, data, |mut f, bytes| {
+        std::io::Write::write_all(&mut f, bytes)
+    })
+}
+
+/// The body of [`append_host`] on a locked file, `write` doing the
+/// actual write (a seam for tests that inject a failing writer).
+fn append_locked(
+    file: &std::fs::File,
+    data: &[u8],
+    write: impl FnOnce(&std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let old = file.metadata()?.len();
+    let mut last = [0u8; 1];
+    let torn = old > 0
+        && data.ends_with(b"\n")
+        && file.read_at(&mut last, old - 1)? == 1
+        && last[0] != b'\n';
+    let res = if torn {
+        let mut buf = Vec::with_capacity(data.len() + 1);
+        buf.push(b'\n');
+        buf.extend_from_slice(data);
+        write(file, &buf)
+    } else {
+        write(file, data)
+    };
+    match res {
+        Ok(()) => Ok(()),
+        Err(e) => match file.set_len(old) {
+            Ok(()) => Err(e),
+            Err(t) => Err(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}; truncating back to {old} bytes failed too ({t}): a partial record may remain"
+                ),
+            )),
+        },
+    }
 }
 
 /// Reads the host file `p` whole or `range` of it (blocking); errors name
@@ -125,5 +169,48 @@ pub fn read_host(p: &Path, path_s: String, range: Option<ByteRange>) -> BackendR
                 .map_err(|e| BackendError::from_io(e, &path_s))?;
             Ok(buf)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_rw(p: &Path) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(p)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failed_append_leaves_the_old_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        std::fs::write(&p, b"{\"a\":1}\n").unwrap();
+        let f = open_rw(&p);
+        let err = append_locked(&f, b"{\"b\":2}\n", |mut f, bytes| {
+            // Half the record lands, then the disk is full.
+            std::io::Write::write_all(&mut f, &bytes[..3])?;
+            Err(std::io::Error::from_raw_os_error(28))
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28));
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn an_append_after_a_torn_tail_starts_a_new_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        std::fs::write(&p, b"{\"a\":1}\n{\"to").unwrap();
+        append_host(&p, b"{\"b\":2}\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n{\"to\n{\"b\":2}\n");
+        // Bytes that are not a line are appended as they are.
+        append_host(&p, b"xy").unwrap();
+        append_host(&p, b"z").unwrap();
+        assert!(std::fs::read(&p).unwrap().ends_with(b"\nxyz"));
     }
 }

@@ -4,7 +4,9 @@
 
 use super::codes;
 use super::confine::{ESCAPES, Follow, op_script};
-use super::scripts::{CREATE_NEW, MKDIR, REMOVE, RENAME, RESOLVE, RESOLVE_LIST, RESOLVE_STAT};
+use super::scripts::{
+    CREATE_NEW, MKDIR, REMOVE, RENAME, RESOLVE, RESOLVE_LIST, RESOLVE_STAT, WRITE,
+};
 
 #[test]
 fn file_scripts_refuse_links_out_in_sh_and_busybox() {
@@ -94,5 +96,38 @@ fn file_scripts_refuse_links_out_in_sh_and_busybox() {
         let r = run(&both, CREATE_NEW, &[&at("tmp"), &at("dang"), "-"]);
         assert_eq!(r.0, codes::EXISTS, "{n}");
         assert!(!w.join("tmp").exists(), "{n}");
+    }
+}
+
+#[test]
+fn appends_are_line_safe_in_sh_and_busybox() {
+    use super::confine::test_shells::shells;
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(&w).unwrap();
+        let f = w.join("j.jsonl");
+        let at = f.display().to_string();
+        let append = |args: &[&str], data: &[u8]| {
+            let mut all = vec![at.as_str()];
+            all.extend_from_slice(args);
+            sh.run(&w, &op_script(&[Follow::Yes], WRITE), &all, data).0
+        };
+        // A torn last record gets its line ended before the next one.
+        std::fs::write(&f, "{\"a\":1}\n{\"to").unwrap();
+        assert_eq!(append(&["8", "a", "nl"], b"{\"b\":2}\n"), 0, "{n}");
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            "{\"a\":1}\n{\"to\n{\"b\":2}\n",
+            "{n}"
+        );
+        // A short append (fewer bytes arrived than were sent) is cut back.
+        let before = std::fs::read(&f).unwrap();
+        assert_eq!(append(&["20", "a", "nl"], b"{\"c\""), codes::SHORT, "{n}");
+        assert_eq!(std::fs::read(&f).unwrap(), before, "{n}");
+        // Data that is not a line is appended as it is.
+        assert_eq!(append(&["2", "a", "-"], b"xy"), 0, "{n}");
+        assert!(std::fs::read(&f).unwrap().ends_with(b"}\nxy"), "{n}");
     }
 }
