@@ -16,11 +16,19 @@
 //! has `diff_old_omitted: true`); an existing file that is not valid UTF-8
 //! is decoded lossily for the diff rather than treated as empty. There is
 //! no read-before-write check: wsbench has no per-agent read cache.
+//!
+//! Writes to one file are serialised with Edit's ([`super::filelock`]).
+//! wsbench's own optional argument `expected_sha256` (hex SHA-256 of the
+//! content the caller last saw; not in the model's schema) makes the write
+//! a compare-and-swap: when the file now holds something else it is not
+//! written and the result is `Error: <path> changed since it was read`
+//! with metadata `changed_since_read: true`. The TUI editor saves this way.
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::filelock;
 use super::textfile::{self, DIFF_MAX_BYTES, OpenError};
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
 use crate::backend::BackendError;
@@ -32,6 +40,9 @@ pub struct Write;
 struct Args {
     file_path: String,
     content: String,
+    /// Compare-and-swap: hex SHA-256 the file must still have.
+    #[serde(default)]
+    expected_sha256: Option<String>,
 }
 
 const DESCRIPTION: &str = "Writes a file in the workspace, replacing it if it exists.
@@ -83,6 +94,7 @@ impl Tool for Write {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
+        let _guard = filelock::lock(ctx.env.sandbox, &path).await;
         let sb = ctx.env.sandbox.as_ref();
 
         let stat = match sb.stat(&path).await {
@@ -112,6 +124,20 @@ impl Tool for Write {
             }
         }
 
+        if let Some(want) = &args.expected_sha256 {
+            let now = match sb.read(&path, None).await {
+                Ok(b) => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&b)),
+                Err(e) if e.is_not_found() => String::new(),
+                Err(e) => return ToolResult::error(format!("Error reading file: {e}")),
+            };
+            if !now.eq_ignore_ascii_case(want) {
+                return ToolResult::error(format!(
+                    "Error: {path} changed since it was read (its content is not the one expected); \
+                     nothing was written."
+                ))
+                .with_meta("changed_since_read", true);
+            }
+        }
         if ctx.cancel.is_cancelled() {
             return ToolResult {
                 state: ToolState::Interrupted,
