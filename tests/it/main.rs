@@ -18,6 +18,7 @@ mod cloud_e2b;
 mod cloud_opensandbox;
 mod concurrent_edits;
 mod disk_full;
+mod file_modes;
 mod k8s_backend;
 mod k8s_cluster;
 mod k8s_kubectl;

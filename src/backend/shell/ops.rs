@@ -89,7 +89,7 @@ async fn write_mode<H: ScriptHost + ?Sized>(
 pub(crate) fn temp_name(abs: &str) -> String {
     bpath::join(
         &bpath::parent(abs),
-        &format!(".wsbench-new-{}", uuid::Uuid::new_v4().simple()),
+        &format!("{}{}", bpath::NEW_PREFIX, uuid::Uuid::new_v4().simple()),
     )
 }
 

@@ -25,6 +25,9 @@ tail -c +"$(($1 + 1))" -- "$p" | head -c "$2""#;
 /// there is none). Limit: the old length is taken without a lock, so this
 /// relies on the caller serialising appends to one file, as the engine
 /// does.
+///
+/// A replaced file keeps its mode (the temp file takes it before the
+/// `mv`); a new one has the shell's umask applied, as any new file.
 pub(crate) const WRITE: &str = r#"p=$P1
 d=${p%/*}; d=${d:-/}
 if [ -d "$p" ]; then exit 11; fi
@@ -47,6 +50,7 @@ else
   head -c "$1" > "$tmp" || { rm -f -- "$tmp"; exit 1; }
   if [ "$(wc -c < "$tmp")" -ne "$1" ]; then rm -f -- "$tmp"; exit 15; fi
 fi
+if [ -e "$p" ]; then m=$(stat -L -c %a -- "$p" 2>/dev/null) && chmod "$m" -- "$tmp"; fi
 mv -f -- "$tmp" "$p""#;
 
 /// Exclusive create: `$P1` a temp name next to the target, `$P2` the

@@ -131,3 +131,29 @@ fn appends_are_line_safe_in_sh_and_busybox() {
         assert!(std::fs::read(&f).unwrap().ends_with(b"}\nxy"), "{n}");
     }
 }
+
+#[test]
+fn writes_keep_a_replaced_files_mode_in_sh_and_busybox() {
+    use super::confine::test_shells::shells;
+    use std::os::unix::fs::PermissionsExt;
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(&w).unwrap();
+        let f = w.join("f.sh");
+        std::fs::write(&f, "old").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let at = f.display().to_string();
+        let (c, _) = sh.run(
+            &w,
+            &op_script(&[Follow::Yes], WRITE),
+            &[&at, "3", "w"],
+            b"new",
+        );
+        assert_eq!(c, 0, "{n}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"new", "{n}");
+        let m = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o750, "{n}");
+    }
+}

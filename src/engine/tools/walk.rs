@@ -22,6 +22,9 @@
 //!   link loop cannot make a walk endless, case C28), and file links are
 //!   not listed or searched — the target is found under its real path if it
 //!   lies in the tree. A search root that is itself a link is resolved.
+//! * **wsbench's temp files are never listed**: `.wsbench-tmp-*` and
+//!   `.wsbench-new-*` (an atomic write in flight, or the debris of one
+//!   killed mid-way; [`crate::backend::path::is_temp_name`]).
 //! * **wsbench's journals are never searched**: `sessions/<id>/journal.jsonl`
 //!   records earlier calls' arguments, so a search would find its own past
 //!   patterns ([`JOURNAL_GLOB`]). Offloaded tool results and `context.jsonl`
@@ -48,6 +51,7 @@ use ignore::{DirEntry, WalkBuilder, WalkState};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::path::{NEW_PREFIX, TEMP_PREFIX, is_temp_name};
 use crate::backend::{BackendResult, ExecOutcome, ExecRequest, OutputChunk, Sandbox, StreamKind};
 
 /// Entries never walked below a search root (docs/contract.md §3.6).
@@ -146,6 +150,12 @@ fn is_journal(path: &Path, workdir: Option<&PathBuf>) -> bool {
             .is_some_and(|p| p == workdir.join(crate::engine::layout::names::SESSIONS_DIR))
 }
 
+/// wsbench's temp files (in-flight atomic writes, or debris of one killed
+/// mid-way) are never listed or searched.
+fn is_temp(entry: &DirEntry) -> bool {
+    entry.file_name().to_str().is_some_and(is_temp_name)
+}
+
 fn is_vcs_name(entry: &DirEntry) -> bool {
     entry
         .file_name()
@@ -232,8 +242,10 @@ where
         b.filter_entry(move |e| {
             let p = e.path();
             if p.starts_with(root.as_path()) {
-                // Below the root: VCS names and journals are never walked.
-                p == root.as_path() || !(is_vcs_name(e) || is_journal(p, workdir.as_ref()))
+                // Below the root: VCS names, wsbench's temp files and
+                // journals are never walked.
+                p == root.as_path()
+                    || !(is_vcs_name(e) || is_temp(e) || is_journal(p, workdir.as_ref()))
             } else {
                 // Above the root (workdir walk): only the way down to it.
                 root.starts_with(p)
@@ -430,6 +442,10 @@ pub fn rg_walk_args() -> Vec<String> {
     }
     args.push("--glob".into());
     args.push(JOURNAL_GLOB.into());
+    for prefix in [TEMP_PREFIX, NEW_PREFIX] {
+        args.push("--glob".into());
+        args.push(format!("!{prefix}*"));
+    }
     args
 }
 
