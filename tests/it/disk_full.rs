@@ -88,6 +88,7 @@ fn entry(n: usize, command: String) -> JournalEntry {
         session: "s".into(),
         tool: "Bash".into(),
         args: json!({ "command": command }),
+        args_cut_bytes: 0,
         state: ToolState::Success,
         exit_code: Some(0),
         timed_out: false,

@@ -67,3 +67,40 @@ async fn temp_files_of_killed_writes_are_never_listed() {
     assert!(!r.text().contains(".wsbench-"), "{}", r.text());
     assert!(r.text().contains("real.txt"), "{}", r.text());
 }
+
+/// A Write to bubblewrap's private `/tmp` succeeds but says the file is
+/// not kept with the workspace (issue 14, smaller gaps).
+#[tokio::test]
+async fn a_write_outside_the_workspace_says_it_is_not_kept() {
+    use std::sync::Arc;
+    use wsbench::backend::bubblewrap::{BubblewrapOptions, BubblewrapSandbox};
+    use wsbench::engine::{EventBus, Workspace, WorkspaceConfig};
+    if let Err(why) = support::images::bwrap_ready().await {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{why}");
+        }
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+    let ws = Workspace::open(
+        Arc::new(sb),
+        WorkspaceConfig::default(),
+        EventBus::default(),
+    )
+    .await
+    .unwrap();
+    let r = support::call(
+        &ws,
+        "Write",
+        json!({"file_path": "/tmp/scratch.txt", "content": "x"}),
+    )
+    .await;
+    assert!(r.is_success(), "{}", r.text());
+    assert!(r.text().contains("outside the workspace"), "{}", r.text());
+    assert_eq!(r.metadata.get("outside_workspace"), Some(&json!(true)));
+    let inside = format!("{}/in.txt", ws.layout().workdir());
+    let r = support::call(&ws, "Write", json!({"file_path": inside, "content": "x"})).await;
+    assert!(!r.text().contains("outside"), "{}", r.text());
+}

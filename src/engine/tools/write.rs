@@ -17,6 +17,11 @@
 //! is decoded lossily for the diff rather than treated as empty. There is
 //! no read-before-write check: wsbench has no per-agent read cache.
 //!
+//! A path outside the workspace directory is written, with a note in the
+//! result (and metadata `outside_workspace: true`) that it is not kept
+//! with the workspace: on bubblewrap `/tmp` is private to the sandbox and
+//! vanishes with it.
+//!
 //! Writes to one file are serialised with Edit's ([`super::filelock`]).
 //! wsbench's own optional argument `expected_sha256` (hex SHA-256 of the
 //! content the caller last saw; not in the model's schema) makes the write
@@ -160,14 +165,28 @@ impl Tool for Write {
         };
         let diff = textfile::unified_diff(&old, &args.content, &from, &format!("b/{path}"));
         let lines = textfile::count_lines(&args.content);
+        let workdir = ctx.env.layout.workdir();
+        let outside = crate::backend::path::strip_root(workdir, &path).is_none();
+        let note = if outside {
+            // Reported, not refused: scratch files have their uses.
+            format!(
+                "\nNote: {path} is outside the workspace ({workdir}): it is not kept with the \
+                 workspace, and on a sandboxed backend it is lost when the sandbox stops."
+            )
+        } else {
+            String::new()
+        };
         let mut r = ToolResult::ok(format!(
-            "The file {path} has been written successfully ({lines} lines)."
+            "The file {path} has been written successfully ({lines} lines).{note}"
         ))
         .with_meta("diff", diff)
         .with_meta("file_path", path.as_str())
         .with_meta("occurrences", 1);
         if old_omitted {
             r = r.with_meta("diff_old_omitted", true);
+        }
+        if outside {
+            r = r.with_meta("outside_workspace", true);
         }
         r
     }
