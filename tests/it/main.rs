@@ -29,6 +29,7 @@ mod mcp_decl;
 mod mcp_real;
 mod mcp_stdio;
 mod offload;
+mod search_skips;
 mod skills;
 mod tools_rwe;
 mod tools_search;

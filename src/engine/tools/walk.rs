@@ -78,6 +78,66 @@ pub struct WalkSpec {
     pub overrides: Option<Override>,
     /// File-type selection (Grep's `type`).
     pub types: Option<Types>,
+    /// Where the walk reports what it could not list (shared with the
+    /// tool, which names them in its result).
+    pub skipped: Arc<Skipped>,
+}
+
+/// Paths a walk left out: entries it could not read (a name too long for
+/// the OS, a permission error) and files whose names are not UTF-8 (a
+/// tool path is a JSON string, so Read could not open them by name).
+/// Bounded: the first [`Skipped::SHOWN`] are kept, the rest counted.
+#[derive(Debug, Default)]
+pub struct Skipped {
+    count: std::sync::atomic::AtomicUsize,
+    first: std::sync::Mutex<Vec<String>>,
+}
+
+impl Skipped {
+    /// Skipped paths named in a result; the rest are only counted.
+    pub const SHOWN: usize = 10;
+
+    fn add(&self, what: String) {
+        let n = self.count.fetch_add(1, Ordering::Relaxed);
+        if n < Self::SHOWN {
+            self.first.lock().expect("skipped lock").push(what);
+        }
+    }
+
+    /// The note for a result, or `None` when nothing was skipped.
+    pub fn note(&self) -> Option<String> {
+        let n = self.count.load(Ordering::Relaxed);
+        if n == 0 {
+            return None;
+        }
+        let mut first = self.first.lock().expect("skipped lock").clone();
+        first.sort();
+        let mut out = format!("\n{n} path(s) could not be searched and are not listed:");
+        for f in &first {
+            out.push_str("\n  ");
+            out.push_str(f);
+        }
+        if n > first.len() {
+            out.push_str(&format!("\n  ... and {} more", n - first.len()));
+        }
+        Some(out)
+    }
+}
+
+/// `p` with bytes that are not UTF-8 shown as `\xNN` (a display form only).
+fn escaped(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str()
+        .as_bytes()
+        .utf8_chunks()
+        .map(|c| {
+            let mut s = c.valid().to_string();
+            for b in c.invalid() {
+                s.push_str(&format!("\\x{b:02X}"));
+            }
+            s
+        })
+        .collect()
 }
 
 /// What a search root is on the host.
@@ -184,8 +244,9 @@ fn builder(base: &Path) -> WalkBuilder {
 /// thread, made by `make_visitor`) with each regular file strictly below
 /// the root, until the end or until `stop` is raised.
 ///
-/// Unreadable directories and files are skipped silently, as `rg` does
-/// apart from its stderr messages.
+/// What cannot be walked (unreadable directories, names too long for the
+/// OS) and files whose names are not UTF-8 are left out and reported in
+/// `spec.skipped`.
 pub fn walk_files<B, V>(spec: &WalkSpec, stop: &AtomicBool, make_visitor: B) -> WalkEnd
 where
     B: Fn() -> V + Sync,
@@ -262,8 +323,12 @@ where
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
-            let Ok(entry) = res else {
-                return WalkState::Continue;
+            let entry = match res {
+                Ok(e) => e,
+                Err(e) => {
+                    spec.skipped.add(e.to_string());
+                    return WalkState::Continue;
+                }
             };
             let path = entry.path();
             if path == root.as_path() {
@@ -273,7 +338,14 @@ where
                 return WalkState::Continue;
             }
             if entry.file_type().is_some_and(|t| t.is_file()) && path.starts_with(root.as_path()) {
-                visit(&entry);
+                if path.to_str().is_none() {
+                    spec.skipped.add(format!(
+                        "{} (the name is not UTF-8: rename it with Bash to open it)",
+                        escaped(path)
+                    ));
+                } else {
+                    visit(&entry);
+                }
             }
             WalkState::Continue
         })
