@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 
 use super::filelock;
 use super::textfile::{self, human_size, normalize_newlines};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::BackendError;
 
 /// The Edit tool.
@@ -80,24 +80,10 @@ impl Tool for Edit {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The absolute path to the file to edit."
-                },
-                "old_string": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The exact string to replace. Must match exactly including whitespace and indentation."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The string to replace old_string with."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "If true, replace all occurrences. If false (default), only replace if there is exactly one occurrence.",
-                    "default": false
-                }
+                "file_path": {"type": "string", "description": "The absolute path to the file to edit."},
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact string to replace. Must match exactly including whitespace and indentation."},
+                "new_string": {"type": "string", "description": "The string to replace old_string with."},
+                "replace_all": {"type": "boolean", "description": "If true, replace all occurrences. If false (default), only replace if there is exactly one occurrence.", "default": false}
             },
             "required": ["file_path", "old_string", "new_string"]
         })
@@ -187,10 +173,9 @@ impl Tool for Edit {
             }
         };
         if ctx.cancel.is_cancelled() {
-            return ToolResult {
-                state: ToolState::Interrupted,
-                ..ToolResult::error(format!("Edit was interrupted; {path} was not changed."))
-            };
+            return ToolResult::interrupted(format!(
+                "Edit was interrupted; {path} was not changed."
+            ));
         }
         // The lock covers wsbench processes; this catches other writers
         // (and every writer on backends without a host view).
