@@ -83,6 +83,13 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         result.exit_code.unwrap_or(1)
     };
+    let offload_error = result
+        .metadata
+        .get("offload_error")
+        .and_then(|v| v.as_str());
+    if let (false, Some(e)) = (ctx.json, offload_error) {
+        eprintln!("wsbench: the output was cut and the full output could not be saved: {e}");
+    }
     if ctx.json {
         output::json(&result)?;
     } else if result.timed_out {

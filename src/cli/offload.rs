@@ -88,7 +88,7 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
         let ctx_read = parse_context(&bytes);
         if ctx.json {
             output::json(
-                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
+                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines, "torn": ctx_read.torn}),
             )?;
         } else {
             for m in &ctx_read.messages {

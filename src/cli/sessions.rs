@@ -98,6 +98,12 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
             for (line, msg) in &d.journal.bad_lines {
                 println!("  journal line {line} unreadable: {msg}");
             }
+            if d.journal.torn > 0 {
+                println!(
+                    "  {} torn journal record(s): a write was cut short; the entries after it are intact",
+                    d.journal.torn
+                );
+            }
             let files = d
                 .offloads
                 .iter()
