@@ -13,6 +13,7 @@ use crate::support::fake_daytona;
 use crate::support::fake_e2b;
 use crate::support::fake_opensandbox;
 use crate::support::fake_sandbox;
+use crate::support::leak;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -184,6 +185,8 @@ impl Home {
         .args(args)
         .stdin(Stdio::null());
         cmd.env(self.key_var, key);
+        // A variable only wsbench has: never readable inside (issue 14).
+        cmd.env(leak::VAR, leak::VALUE);
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
@@ -309,9 +312,11 @@ async fn lifecycle<S: Service>(s: &S) {
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
     assert_eq!(out(&o), "out\n");
     assert!(err(&o).contains("err\n"), "{}", err(&o));
-    // The API key never reaches the sandbox's environment.
-    let env_out = ok(&home.run(key, &["exec", "--", "env"]).await);
-    assert!(env_out.contains("PATH="), "{env_out}");
+    // Neither the API key nor anything else of wsbench's environment
+    // reaches the sandbox (env, /proc/*/environ, files).
+    let o = home.run(key, &["exec", "--", &leak::script(true)]).await;
+    leak::assert_clean(S::NAME, &o);
+    assert!(!out(&o).contains(key), "{}", out(&o));
     let o = home
         .run(key, &["tool", "Bash", r#"{"command": "cat note.txt"}"#])
         .await;

@@ -16,6 +16,7 @@ mod cloud_cli;
 mod cloud_daytona;
 mod cloud_e2b;
 mod cloud_opensandbox;
+mod isolation_env;
 mod k8s_backend;
 mod k8s_cluster;
 mod k8s_kubectl;
