@@ -28,6 +28,7 @@ mod mcp_real;
 mod mcp_stdio;
 mod offload;
 mod skills;
+mod skills_hostile;
 mod tools_rwe;
 mod tools_search;
 mod tui_agent;
