@@ -7,6 +7,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use tokio::io::{AsyncRead, AsyncWriteExt};
+
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat};
 
 fn system_time(meta: &std::fs::Metadata) -> Option<SystemTime> {
@@ -90,6 +92,27 @@ pub fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Re
     Ok(())
 }
 
+/// Streams `reader` into a new temp file in `dir` (made first, with its
+/// parents), for [`finish_atomic`] to rename over the target; returns the
+/// file and the bytes written. Unbounded by design: the caller asked to
+/// write this stream, and the disk is the limit.
+pub async fn stream_to_temp(
+    dir: &Path,
+    reader: &mut (dyn AsyncRead + Send + Unpin),
+) -> std::io::Result<(tempfile::NamedTempFile, u64)> {
+    tokio::fs::create_dir_all(dir).await?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".wsbench-tmp-")
+        .tempfile_in(dir)?;
+    // A large buffer: each flush of tokio's File is one blocking-pool trip.
+    let mut file =
+        tokio::io::BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(tmp.reopen()?));
+    let n = tokio::io::copy(reader, &mut file).await?;
+    file.flush().await?;
+    drop(file);
+    Ok((tmp, n))
+}
+
 /// Appends `data` under an exclusive `flock`, so concurrent appenders in
 /// this or another process never interleave. Creates the file and parents.
 pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
@@ -105,6 +128,28 @@ pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
     std::io::Write::write_all(&mut &*locked, data)?;
     drop(locked);
     Ok(())
+}
+
+/// Creates the host file `p` exclusively with `data` (parents made first);
+/// `Ok(false)` when something, even a dangling link, is already there.
+/// Errors name `path_s`, the path as the caller was given it.
+pub fn create_new_host(p: &Path, data: &[u8], path_s: &str) -> BackendResult<bool> {
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| BackendError::from_io(e, path_s))?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(p)
+    {
+        Ok(mut f) => {
+            std::io::Write::write_all(&mut f, data)
+                .map_err(|e| BackendError::from_io(e, path_s))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(BackendError::from_io(e, path_s)),
+    }
 }
 
 /// Reads the host file `p` whole or `range` of it (blocking); errors name

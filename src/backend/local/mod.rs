@@ -18,7 +18,10 @@ use tokio::process::{Child, Command};
 use super::child::{ChildStatus, exit_code_of, pump};
 use super::host::fs::{finish_atomic, resolve_link_target};
 pub use super::host::sanitize_segment;
-use super::host::{append_host, atomic_write_host, read_host, stat_host, watch_host};
+use super::host::{
+    append_host, atomic_write_host, create_new_host, read_host, stat_host, stream_to_temp,
+    watch_host,
+};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
@@ -272,19 +275,7 @@ impl Sandbox for LocalSandbox {
         let target = resolve_link_target(&self.resolve(path));
         let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
         let io = |e| BackendError::from_io(e, path);
-        tokio::fs::create_dir_all(&dir).await.map_err(io)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".wsbench-tmp-")
-            .tempfile_in(&dir)
-            .map_err(io)?;
-        // A large buffer: each flush of tokio's File is one blocking-pool trip.
-        let mut file = tokio::io::BufWriter::with_capacity(
-            1 << 20,
-            tokio::fs::File::from_std(tmp.reopen().map_err(io)?),
-        );
-        let n = tokio::io::copy(&mut reader, &mut file).await.map_err(io)?;
-        file.flush().await.map_err(io)?;
-        drop(file);
+        let (tmp, n) = stream_to_temp(&dir, &mut *reader).await.map_err(io)?;
         tokio::task::spawn_blocking(move || finish_atomic(tmp, &target))
             .await
             .expect("persist task")
@@ -307,26 +298,9 @@ impl Sandbox for LocalSandbox {
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| BackendError::from_io(e, &path_s))?;
-            }
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-            {
-                Ok(mut f) => {
-                    std::io::Write::write_all(&mut f, &data)
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    Ok(true)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                Err(e) => Err(BackendError::from_io(e, path_s)),
-            }
-        })
-        .await
-        .expect("create task")
+        tokio::task::spawn_blocking(move || create_new_host(&p, &data, &path_s))
+            .await
+            .expect("create task")
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
