@@ -210,7 +210,8 @@ pub fn cancel_on_signals(
 }
 
 /// The message of a failed command as one line: the error and its causes
-/// joined with `: `, each text once. Errors that print their source in
+/// joined with `: `, each text once, terminal-safe
+/// ([`crate::root::safe_text::for_lines`]). Errors that print their source in
 /// their own message (the manager's) would otherwise show it twice, as
 /// `{:#}` does.
 pub fn error_line(e: &anyhow::Error) -> String {
@@ -225,7 +226,9 @@ pub fn error_line(e: &anyhow::Error) -> String {
         }
         out.push_str(&text);
     }
-    out
+    // Causes carry server and workspace text (error bodies, names): their
+    // control characters are shown as visible stand-ins.
+    crate::root::safe_text::for_lines(&out).into_owned()
 }
 
 /// Runs a sub-command (or, with none, prints the workspace summary: the

@@ -11,7 +11,9 @@
 //!   for the built-in `local` profile);
 //! * [`sandbox_record`] keeps the records of cloud sandboxes, so one that
 //!   vanished on the service is reported;
-//! * [`JournalWatch`] collects journal failures to print at exit.
+//! * [`JournalWatch`] collects journal failures to print at exit;
+//! * [`safe_text`] is the one rule that keeps workspace and server text
+//!   from driving the terminal (both front ends print through it).
 //!
 //! Layering: `cli` and `tui` use this module and never each other; it
 //! uses `config`, `manager`, `engine` and `backend`, and nothing here
@@ -19,6 +21,7 @@
 
 mod journal_watch;
 pub mod profile;
+pub mod safe_text;
 pub mod sandbox_record;
 mod workdir;
 
