@@ -26,6 +26,7 @@ mod layers;
 mod manager;
 mod mcp_decl;
 mod mcp_real;
+mod mcp_redact;
 mod mcp_stdio;
 mod offload;
 mod skills;

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::decl::{HttpConfig, McpConfig, McpDecl, McpTransport};
 use super::health::{LogLine, McpState, ServerLog};
+use super::redact::Redactor;
 use super::sse::SseTransport;
 use super::stdio::{self, StdioOptions, StdioProcess};
 use crate::backend::Sandbox;
@@ -339,6 +340,8 @@ pub struct McpInstance {
     decl: McpDecl,
     env: Arc<InstanceEnv>,
     log: Arc<ServerLog>,
+    /// Hides the secrets this instance sends in every error and log line.
+    redact: Redactor,
     inner: Mutex<Inner>,
     connect_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
@@ -448,8 +451,15 @@ impl McpInstance {
         decl: McpDecl,
         env: Arc<InstanceEnv>,
     ) -> Arc<Self> {
-        let log = Arc::new(ServerLog::new(env.bus.clone(), &env.workspace, &decl.name));
+        // The values as sent: the declaration keeps `${VAR}` references,
+        // the connection uses them expanded.
+        let redact = Redactor::for_decl(&decl.resolved().unwrap_or_else(|_| decl.clone()));
+        let log = Arc::new(
+            ServerLog::new(env.bus.clone(), &env.workspace, &decl.name)
+                .with_redactor(redact.clone()),
+        );
         Arc::new(McpInstance {
+            redact,
             agent: agent.to_string(),
             session: session.to_string(),
             decl,
@@ -526,6 +536,20 @@ impl McpInstance {
     }
 
     fn set_state(&self, state: McpState) {
+        // A failure's reason and stderr tail are server text: secrets the
+        // server echoed never reach the bus, the status or the CLI.
+        let state = match state {
+            McpState::Failed {
+                reason,
+                exit_status,
+                stderr_tail,
+            } => McpState::Failed {
+                reason: self.redact.apply_bounded(&reason),
+                exit_status,
+                stderr_tail: self.redact.apply(&stderr_tail),
+            },
+            other => other,
+        };
         {
             let mut inner = self.inner.lock().expect("inner lock");
             if matches!(state, McpState::Failed { .. }) {
@@ -607,7 +631,15 @@ impl McpInstance {
     fn unavailable(&self, reason: String) -> McpError {
         McpError::Unavailable {
             server: self.decl.name.clone(),
-            reason,
+            reason: self.redact.apply_bounded(&reason),
+        }
+    }
+
+    /// A JSON-RPC or protocol error of the server, its text redacted.
+    fn server_error(&self, message: &str) -> McpError {
+        McpError::Server {
+            server: self.decl.name.clone(),
+            message: self.redact.apply_bounded(message),
         }
     }
 

@@ -104,10 +104,7 @@ impl McpInstance {
                 secs: t.as_secs_f64(),
             }),
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(ServiceError::McpError(e))) => Err(McpError::Server {
-                server: self.decl.name.clone(),
-                message: e.message.to_string(),
-            }),
+            Ok(Err(ServiceError::McpError(e))) => Err(self.server_error(&e.message)),
             Ok(Err(e)) => {
                 if let Some(p) = &conn.process {
                     let st = died_or(p, format!("the call failed: {e}")).await;
@@ -127,10 +124,7 @@ impl McpInstance {
                     }
                     return Err(self.unavailable(format!("during `{tool}`: {reason}")));
                 }
-                Err(McpError::Server {
-                    server: self.decl.name.clone(),
-                    message: e.to_string(),
-                })
+                Err(self.server_error(&e.to_string()))
             }
         }
     }
