@@ -27,6 +27,7 @@ mod manager;
 mod mcp_decl;
 mod mcp_real;
 mod mcp_redact;
+mod mcp_serve_limits;
 mod mcp_stdio;
 mod offload;
 mod skills;
