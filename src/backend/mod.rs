@@ -248,6 +248,34 @@ pub struct Capabilities {
     pub watch: bool,
 }
 
+impl Capabilities {
+    /// Every capability on (a sandbox on this host: local, bubblewrap);
+    /// other sandboxes start from it and turn off what they lack.
+    pub const ALL: Capabilities = Capabilities {
+        exec_stdin: true,
+        byte_exact_output: true,
+        kill_on_timeout: true,
+        processes: true,
+        read_range: true,
+        atomic_write: true,
+        append: true,
+        watch: true,
+    };
+
+    /// Every capability off; remote services start from it and turn on
+    /// what their API offers.
+    pub const NONE: Capabilities = Capabilities {
+        exec_stdin: false,
+        byte_exact_output: false,
+        kill_on_timeout: false,
+        processes: false,
+        read_range: false,
+        atomic_write: false,
+        append: false,
+        watch: false,
+    };
+}
+
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::textfile::{self, human_size, normalize_newlines};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::BackendError;
 
 /// The Edit tool.
@@ -74,24 +74,10 @@ impl Tool for Edit {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The absolute path to the file to edit."
-                },
-                "old_string": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The exact string to replace. Must match exactly including whitespace and indentation."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The string to replace old_string with."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "If true, replace all occurrences. If false (default), only replace if there is exactly one occurrence.",
-                    "default": false
-                }
+                "file_path": {"type": "string", "description": "The absolute path to the file to edit."},
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact string to replace. Must match exactly including whitespace and indentation."},
+                "new_string": {"type": "string", "description": "The string to replace old_string with."},
+                "replace_all": {"type": "boolean", "description": "If true, replace all occurrences. If false (default), only replace if there is exactly one occurrence.", "default": false}
             },
             "required": ["file_path", "old_string", "new_string"]
         })
@@ -178,10 +164,9 @@ impl Tool for Edit {
             }
         };
         if ctx.cancel.is_cancelled() {
-            return ToolResult {
-                state: ToolState::Interrupted,
-                ..ToolResult::error(format!("Edit was interrupted; {path} was not changed."))
-            };
+            return ToolResult::interrupted(format!(
+                "Edit was interrupted; {path} was not changed."
+            ));
         }
         if let Err(e) = sb.write(&path, applied.content.as_bytes()).await {
             return ToolResult::error(format!("Error writing file: {e}"));

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, Budgeted, Page, RootKind, WalkEnd, WalkSpec};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::{ExecRequest, Sandbox, path as bpath};
 
 /// The Glob tool (docs/contract.md §3.5).
@@ -391,20 +391,6 @@ fn parse_stat_mtime(line: &str) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::new(secs, nanos)
 }
 
-fn timeout_error(ctx: &ToolContext<'_>) -> ToolResult {
-    ToolResult::error(format!(
-        "Glob timed out after {} seconds. Try a more specific pattern or path.",
-        walk::format_secs(ctx.env.limits.search_timeout_ms)
-    ))
-}
-
-fn interrupted() -> ToolResult {
-    ToolResult {
-        state: ToolState::Interrupted,
-        ..ToolResult::ok("Glob was cancelled.")
-    }
-}
-
 #[async_trait]
 impl Tool for Glob {
     fn name(&self) -> &'static str {
@@ -419,25 +405,10 @@ impl Tool for Glob {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "The glob pattern to match file paths against (e.g. '**/*.py', 'src/**/*.{ts,tsx}')"
-                },
-                "path": {
-                    "type": "string",
-                    "description": "The base directory to search from; relative paths resolve against the workspace directory (default: the workspace directory)"
-                },
-                "head_limit": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Limit output to the first N paths. Defaults to 250 when unspecified. Pass 0 for unlimited."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "default": 0,
-                    "description": "Number of matching files to skip before returning results"
-                }
+                "pattern": {"type": "string", "description": "The glob pattern to match file paths against (e.g. '**/*.py', 'src/**/*.{ts,tsx}')"},
+                "path": {"type": "string", "description": "The base directory to search from; relative paths resolve against the workspace directory (default: the workspace directory)"},
+                "head_limit": {"type": "integer", "minimum": 0, "description": "Limit output to the first N paths. Defaults to 250 when unspecified. Pass 0 for unlimited."},
+                "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Number of matching files to skip before returning results"}
             },
             "required": ["pattern"],
             "additionalProperties": false
@@ -508,6 +479,17 @@ impl Tool for Glob {
             }
         }
     }
+}
+
+fn timeout_error(ctx: &ToolContext<'_>) -> ToolResult {
+    ToolResult::error(format!(
+        "Glob timed out after {} seconds. Try a more specific pattern or path.",
+        walk::format_secs(ctx.env.limits.search_timeout_ms)
+    ))
+}
+
+fn interrupted() -> ToolResult {
+    ToolResult::interrupted("Glob was cancelled.")
 }
 
 /// Host path of the workdir, when the sandbox shares it.

@@ -166,6 +166,15 @@ impl ToolResult {
         }
     }
 
+    /// A result for a call stopped by its cancel token, with a message
+    /// saying what was (or was not) done.
+    pub fn interrupted(text: impl Into<String>) -> Self {
+        ToolResult {
+            state: ToolState::Interrupted,
+            ..Self::ok(text)
+        }
+    }
+
     /// Adds a metadata entry.
     pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.metadata.insert(key.to_string(), value.into());

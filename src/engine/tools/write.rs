@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::textfile::{self, DIFF_MAX_BYTES, OpenError};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::BackendError;
 
 /// The Write tool.
@@ -57,14 +57,8 @@ impl Tool for Write {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The absolute path to the file to write (must be absolute, not relative)"
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The content to write to the file"
-                }
+                "file_path": {"type": "string", "description": "The absolute path to the file to write (must be absolute, not relative)"},
+                "content": {"type": "string", "description": "The content to write to the file"}
             },
             "required": ["file_path", "content"]
         })
@@ -113,10 +107,9 @@ impl Tool for Write {
         }
 
         if ctx.cancel.is_cancelled() {
-            return ToolResult {
-                state: ToolState::Interrupted,
-                ..ToolResult::error(format!("Write was interrupted; {path} was not changed."))
-            };
+            return ToolResult::interrupted(format!(
+                "Write was interrupted; {path} was not changed."
+            ));
         }
         if let Err(e) = sb.write(&path, args.content.as_bytes()).await {
             return match e {
