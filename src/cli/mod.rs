@@ -53,6 +53,11 @@ pub struct GlobalArgs {
     /// `--user`/`--agent`/`--session`).
     #[arg(long, global = true, value_name = "DIR", env = "WSBENCH_WORKDIR")]
     pub workdir: Option<PathBuf>,
+    /// Create the `--workdir` directory when it does not exist (its
+    /// parent must exist). Without it a missing `--workdir` is an error,
+    /// so a typo never starts an empty workspace.
+    #[arg(long, global = true, requires = "workdir")]
+    pub create_workdir: bool,
     /// Profile from the config file (default: `default_profile`, else the
     /// built-in `local`).
     #[arg(long, global = true, value_name = "NAME", env = "WSBENCH_PROFILE")]
@@ -86,6 +91,7 @@ impl GlobalArgs {
     pub fn selection(&self) -> Selection {
         Selection {
             workdir: self.workdir.clone(),
+            create_workdir: self.create_workdir,
             profile: self.profile.clone(),
             user: self.user.clone(),
             agent: self.agent.clone(),

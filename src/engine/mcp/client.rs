@@ -83,7 +83,15 @@ pub struct McpOptions {
     /// Cap of live stateful instances; `None` = the reference's
     /// `max(40, 2 × stateful defaults)` (docs/contract.md §1).
     pub max_live_stateful: Option<usize>,
+    /// Time a tool call may take when its declaration sets no
+    /// `execution_timeout` (the reference then waits forever, and so does
+    /// a call here with `None`: `[mcp] call_timeout_secs = 0` in the
+    /// config). Default [`DEFAULT_CALL_TIMEOUT`].
+    pub call_timeout: Option<Duration>,
 }
+
+/// The default of [`McpOptions::call_timeout`]: 10 minutes.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl Default for McpOptions {
     fn default() -> Self {
@@ -94,6 +102,7 @@ impl Default for McpOptions {
             retry_failed_after: Duration::from_secs(30),
             max_result_chars: 100_000,
             max_live_stateful: None,
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }
 }
@@ -168,8 +177,11 @@ pub enum McpError {
         /// Tool name.
         tool: String,
     },
-    /// The call ran past `execution_timeout`.
-    #[error("MCP tool `{tool}` of `{server}` timed out after {secs}s (execution_timeout)")]
+    /// The call ran past `execution_timeout` (or the default
+    /// [`McpOptions::call_timeout`]).
+    #[error(
+        "MCP tool `{tool}` of `{server}` timed out after {secs}s (the server's execution_timeout, else [mcp] call_timeout_secs)"
+    )]
     Timeout {
         /// Server name.
         server: String,

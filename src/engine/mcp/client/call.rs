@@ -35,7 +35,14 @@ impl McpInstance {
         };
         self.check_tool(tool)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        let timeout = self.decl.execution_timeout.map(Duration::from_secs_f64);
+        // The declaration's own timeout wins; else the workspace default,
+        // so a server that never answers cannot hang a call forever.
+        let timeout = self
+            .decl
+            .execution_timeout
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(Duration::from_secs_f64)
+            .or(self.env.options().call_timeout);
         let (conn, temporary) = match conn {
             Some(c) => (c, false),
             None => {
