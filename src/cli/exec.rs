@@ -36,7 +36,7 @@ pub fn command_line(words: &[String]) -> String {
 }
 
 pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     let command = command_line(&args.command);
     let mut call_args = json!({ "command": command });
     if let Some(t) = args.timeout {
@@ -64,8 +64,8 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     });
     let result = ws
         .call_tool(ToolCall {
-            agent: ctx.global.agent.clone(),
-            session: ctx.session(),
+            agent: ctx.root.global.agent.clone(),
+            session: ctx.root.session(),
             tool: "Bash".into(),
             args: call_args,
             output: printer.is_some().then_some(tx),

@@ -27,15 +27,18 @@ pub enum OffloadCmd {
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     match cmd {
         OffloadCmd::List => {
-            if let Some(s) = ctx.global.session.as_deref()
+            if let Some(s) = ctx.root.global.session.as_deref()
                 && !ws.sessions().ids().await?.iter().any(|id| id == s)
             {
                 anyhow::bail!("no session `{s}` in {}", ws.layout().workdir());
             }
-            let items = ws.offload().list(ctx.global.session.as_deref()).await?;
+            let items = ws
+                .offload()
+                .list(ctx.root.global.session.as_deref())
+                .await?;
             if ctx.json {
                 output::json(&items)?;
             } else {

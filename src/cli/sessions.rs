@@ -22,7 +22,7 @@ pub enum SessionsCmd {
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     match cmd {
         SessionsCmd::List => {
             let list = ws.sessions().list().await?;

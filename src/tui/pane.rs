@@ -446,6 +446,96 @@ macro_rules! pane_actions {
     };
 }
 
+/// Declares a pane's action enum and its `ACTIONS` table in one place, so
+/// every table entry has a variant and every variant a table entry (the
+/// footer, help, the palette and `[tui.keys]` all read the table; the
+/// pane matches on the enum, so a variant without a handler does not
+/// compile unless the pane says `_ =>`).
+///
+/// ```ignore
+/// crate::pane_action_enum! {
+///     /// An action of the Command pane.
+///     pub(crate) enum CommandAction in "command";
+///     Prompt => act("command.prompt", ID, "type a command", &["i"], false, true),
+/// }
+/// ```
+///
+/// makes `CommandAction::{Prompt, Nav(Nav)}`, `CommandAction::TABLE` (the
+/// entries in order, then the list navigation ones of
+/// [`pane_actions!`](crate::pane_actions)) and `CommandAction::parse`,
+/// which maps a table name to its variant (`None` for any other name).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! pane_action_enum {
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $E:ident in $id:literal;
+        $($V:ident => act($name:literal, $ctx:expr, $desc:literal, $keys:expr, $danger:expr, $hint:expr)),* $(,)?
+    ) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $E {
+            $(#[doc = $desc] $V,)*
+            /// A list navigation verb (`<id>.down`, `<id>.top`, …).
+            Nav($crate::tui::pane::Nav),
+        }
+
+        impl $E {
+            /// The action table: one entry per variant, in order, then the
+            /// navigation entries.
+            pub const TABLE: &'static [$crate::tui::keymap::ActionSpec] = $crate::pane_actions!($id;
+                $($crate::tui::pane::act($name, $ctx, $desc, $keys, $danger, $hint)),*
+            );
+
+            /// The variant of the table entry named `name`; `None` when the
+            /// table has no such entry.
+            pub fn parse(name: &str) -> Option<Self> {
+                use $crate::tui::pane::Nav;
+                Some(match name {
+                    $($name => Self::$V,)*
+                    concat!($id, ".down") => Self::Nav(Nav::Down),
+                    concat!($id, ".up") => Self::Nav(Nav::Up),
+                    concat!($id, ".page_down") => Self::Nav(Nav::PageDown),
+                    concat!($id, ".page_up") => Self::Nav(Nav::PageUp),
+                    concat!($id, ".top") => Self::Nav(Nav::Top),
+                    concat!($id, ".bottom") => Self::Nav(Nav::Bottom),
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+
+/// A list navigation verb: the six entries
+/// [`pane_actions!`](crate::pane_actions) adds to every list pane's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    /// One row down (`j`).
+    Down,
+    /// One row up (`k`).
+    Up,
+    /// One page down.
+    PageDown,
+    /// One page up.
+    PageUp,
+    /// The first row (`g`).
+    Top,
+    /// The last row (`G`).
+    Bottom,
+}
+
+/// Applies a navigation verb to a list of `len` rows.
+pub fn nav(cursor: &mut ListCursor, verb: Nav, len: usize) {
+    match verb {
+        Nav::Down => cursor.step(1, len),
+        Nav::Up => cursor.step(-1, len),
+        Nav::PageDown => cursor.page(1, len),
+        Nav::PageUp => cursor.page(-1, len),
+        Nav::Top => cursor.top(),
+        Nav::Bottom => cursor.bottom(len),
+    }
+}
+
 /// An action spec of a pane (`context` = the pane id).
 pub const fn act(
     name: &'static str,
@@ -463,21 +553,6 @@ pub const fn act(
         dangerous,
         hint,
     }
-}
-
-/// Applies a navigation verb (`down`, `up`, `page_down`, `page_up`,
-/// `top`, `bottom`) to a list; false if `verb` is not one.
-pub fn navigate(cursor: &mut ListCursor, verb: &str, len: usize) -> bool {
-    match verb {
-        "down" => cursor.step(1, len),
-        "up" => cursor.step(-1, len),
-        "page_down" => cursor.page(1, len),
-        "page_up" => cursor.page(-1, len),
-        "top" => cursor.top(),
-        "bottom" => cursor.bottom(len),
-        _ => return false,
-    }
-    true
 }
 
 /// What a mouse event did to a list drawn in `inner`.
@@ -532,4 +607,45 @@ pub fn filter_bar(f: &mut Frame<'_>, inner: Rect, filter: &Filter, cx: &Ctx) -> 
     f.buffer_mut()
         .set_string(bar.x, bar.y, label, cx.theme.accent);
     Rect::new(inner.x, inner.y, inner.width, inner.height - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Nav;
+
+    const ID: &str = "demo";
+
+    crate::pane_action_enum! {
+        /// A table for the macro's own test.
+        enum DemoAction in "demo";
+        Open => act("demo.open", ID, "open", &["enter"], false, true),
+        CopyPath => act("demo.copy_path", ID, "copy path", &["y"], false, false),
+    }
+
+    /// Every table entry parses to one variant, in table order, and
+    /// nothing else parses: the enum and the table cannot drift apart.
+    #[test]
+    fn every_table_entry_parses_to_its_own_variant() {
+        let parsed: Vec<_> = DemoAction::TABLE
+            .iter()
+            .map(|a| DemoAction::parse(a.name))
+            .collect();
+        assert_eq!(
+            parsed,
+            [
+                Some(DemoAction::Open),
+                Some(DemoAction::CopyPath),
+                Some(DemoAction::Nav(Nav::Down)),
+                Some(DemoAction::Nav(Nav::Up)),
+                Some(DemoAction::Nav(Nav::PageDown)),
+                Some(DemoAction::Nav(Nav::PageUp)),
+                Some(DemoAction::Nav(Nav::Top)),
+                Some(DemoAction::Nav(Nav::Bottom)),
+            ]
+        );
+        assert_eq!(DemoAction::TABLE[1].desc, "copy path");
+        assert_eq!(DemoAction::parse("demo"), None);
+        assert_eq!(DemoAction::parse("open"), None);
+        assert_eq!(DemoAction::parse("other.open"), None);
+    }
 }

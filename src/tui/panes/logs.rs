@@ -18,7 +18,8 @@ use ratatui::text::{Line, Span};
 use crate::engine::events::{Event, OffloadKind};
 use crate::tui::action::{DialogTag, Effect, Level, LogLine, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
+use crate::tui::pane::Nav;
+use crate::tui::pane::{Ctx, Pane, TaskPane, deliver, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::ring::Ring;
@@ -27,19 +28,23 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "logs";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum LogsAction in "logs";
+    Follow => act("logs.follow", ID, "follow / pause", &["f", "space"], false, true),
+    Wrap => act("logs.wrap", ID, "wrap", &["w"], false, true),
+    Level => act("logs.level", ID, "level filter", &["l"], false, true),
+    Source => act("logs.source", ID, "source filter", &["s"], false, true),
+    Search => act("logs.search", ID, "search", &["/"], false, true),
+    Next => act("logs.next", ID, "next match", &["n"], false, false),
+    Prev => act("logs.prev", ID, "previous match", &["N"], false, false),
+    Copy => act("logs.copy", ID, "copy line", &["y", "c"], false, true),
+    Save => act("logs.save", ID, "save to file", &["S"], false, true),
+    Clear => act("logs.clear", ID, "clear", &["C"], false, false),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("logs";
-    act("logs.follow", ID, "follow / pause", &["f", "space"], false, true),
-    act("logs.wrap", ID, "wrap", &["w"], false, true),
-    act("logs.level", ID, "level filter", &["l"], false, true),
-    act("logs.source", ID, "source filter", &["s"], false, true),
-    act("logs.search", ID, "search", &["/"], false, true),
-    act("logs.next", ID, "next match", &["n"], false, false),
-    act("logs.prev", ID, "previous match", &["N"], false, false),
-    act("logs.copy", ID, "copy line", &["y", "c"], false, true),
-    act("logs.save", ID, "save to file", &["S"], false, true),
-    act("logs.clear", ID, "clear", &["C"], false, false),
-);
+pub const ACTIONS: &[ActionSpec] = LogsAction::TABLE;
 
 /// A workspace state as a short phrase: `leased`, `failed: reason`.
 pub(crate) fn workspace_state(s: &crate::engine::events::WorkspaceState) -> String {
@@ -446,28 +451,34 @@ impl Pane for LogsPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("logs.").unwrap_or(action);
+        let Some(action) = LogsAction::parse(action) else {
+            return false;
+        };
         let n = self.filtered.len();
         let page = self.height.max(1);
-        match verb {
-            "down" => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
-            "up" => self.selected = self.selected.saturating_sub(1),
-            "page_down" => self.selected = (self.selected + page).min(n.saturating_sub(1)),
-            "page_up" => self.selected = self.selected.saturating_sub(page),
-            "top" => self.selected = 0,
-            "bottom" => self.selected = n.saturating_sub(1),
-            "follow" => {
+        match action {
+            LogsAction::Nav(Nav::Down) => {
+                self.selected = (self.selected + 1).min(n.saturating_sub(1))
+            }
+            LogsAction::Nav(Nav::Up) => self.selected = self.selected.saturating_sub(1),
+            LogsAction::Nav(Nav::PageDown) => {
+                self.selected = (self.selected + page).min(n.saturating_sub(1))
+            }
+            LogsAction::Nav(Nav::PageUp) => self.selected = self.selected.saturating_sub(page),
+            LogsAction::Nav(Nav::Top) => self.selected = 0,
+            LogsAction::Nav(Nav::Bottom) => self.selected = n.saturating_sub(1),
+            LogsAction::Follow => {
                 self.follow = !self.follow;
                 if self.follow {
                     self.selected = n.saturating_sub(1);
                 }
                 return true;
             }
-            "wrap" => {
+            LogsAction::Wrap => {
                 self.wrap = !self.wrap;
                 return true;
             }
-            "level" => {
+            LogsAction::Level => {
                 self.min_level = match self.min_level {
                     Level::Debug => Level::Info,
                     Level::Info => Level::Warn,
@@ -477,7 +488,7 @@ impl Pane for LogsPane {
                 self.refilter();
                 return true;
             }
-            "source" => {
+            LogsAction::Source => {
                 let known: Vec<&str> = self.sources.iter().map(String::as_str).collect();
                 cx.effect(Effect::Prompt {
                     pane: ID,
@@ -487,23 +498,23 @@ impl Pane for LogsPane {
                 });
                 return true;
             }
-            "search" => {
+            LogsAction::Search => {
                 self.search.begin();
                 return true;
             }
-            "next" | "prev" => {
-                if !self.find(verb == "next") {
+            LogsAction::Next | LogsAction::Prev => {
+                if !self.find(action == LogsAction::Next) {
                     cx.toast(Level::Info, "no match");
                 }
                 return true;
             }
-            "copy" => {
+            LogsAction::Copy => {
                 if let Some(l) = self.entry(self.selected) {
                     cx.effect(Effect::Copy(Self::format(l)));
                 }
                 return true;
             }
-            "save" => {
+            LogsAction::Save => {
                 let name = format!(
                     "wsbench-logs-{}.txt",
                     chrono::Local::now().format("%Y%m%d-%H%M%S")
@@ -521,13 +532,12 @@ impl Pane for LogsPane {
                 });
                 return true;
             }
-            "clear" => {
+            LogsAction::Clear => {
                 self.ring.clear();
                 self.filtered.clear();
                 self.selected = 0;
                 return true;
             }
-            _ => return false,
         }
         // Moving the selection pauses following; reaching the end resumes.
         self.follow = self.selected + 1 >= n;

@@ -13,7 +13,7 @@ use crate::engine::offload::OffloadItem;
 use crate::tui::action::{Effect, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
 };
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -22,13 +22,17 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "offload";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum OffloadAction in "offload";
+    Open => act("offload.open", ID, "open", &["enter"], false, true),
+    Copy => act("offload.copy", ID, "copy path", &["y"], false, false),
+    Filter => act("offload.filter", ID, "filter", &["/"], false, true),
+    Refresh => act("offload.refresh", ID, "refresh", &["r"], false, false),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("offload";
-    act("offload.open", ID, "open", &["enter"], false, true),
-    act("offload.copy", ID, "copy path", &["y"], false, false),
-    act("offload.filter", ID, "filter", &["/"], false, true),
-    act("offload.refresh", ID, "refresh", &["r"], false, false),
-);
+pub const ACTIONS: &[ActionSpec] = OffloadAction::TABLE;
 
 pub(crate) struct Listed(String, Result<Vec<OffloadItem>, String>);
 
@@ -165,30 +169,29 @@ impl Pane for OffloadPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("offload.").unwrap_or(action);
-        if navigate(&mut self.cursor, verb, self.shown.len()) {
-            return true;
-        }
+        let Some(action) = OffloadAction::parse(action) else {
+            return false;
+        };
         let sel = self
             .shown
             .get(self.cursor.selected)
             .map(|&i| &self.items[i]);
-        match verb {
-            "open" => {
+        match action {
+            OffloadAction::Nav(verb) => nav(&mut self.cursor, verb, self.shown.len()),
+            OffloadAction::Open => {
                 if let Some(o) = sel {
                     cx.effect(Effect::OpenLink(o.path.clone()));
                 }
             }
-            "copy" => {
+            OffloadAction::Copy => {
                 if let Some(o) = sel {
                     cx.effect(Effect::Copy(
                         o.url.clone().unwrap_or_else(|| o.path.clone()),
                     ));
                 }
             }
-            "filter" => self.filter.begin(),
-            "refresh" => self.load(cx),
-            _ => return false,
+            OffloadAction::Filter => self.filter.begin(),
+            OffloadAction::Refresh => self.load(cx),
         }
         true
     }

@@ -12,7 +12,7 @@ use crate::engine::sessions::SessionSummary;
 use crate::tui::action::{Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
 };
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -21,12 +21,16 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "sessions";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum SessionsAction in "sessions";
+    Select => act("sessions.select", ID, "select session", &["enter", "space"], false, true),
+    Filter => act("sessions.filter", ID, "filter", &["/"], false, true),
+    Refresh => act("sessions.refresh", ID, "refresh", &["r"], false, true),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("sessions";
-    act("sessions.select", ID, "select session", &["enter", "space"], false, true),
-    act("sessions.filter", ID, "filter", &["/"], false, true),
-    act("sessions.refresh", ID, "refresh", &["r"], false, true),
-);
+pub const ACTIONS: &[ActionSpec] = SessionsAction::TABLE;
 
 /// The Sessions pane.
 pub struct SessionsPane {
@@ -143,19 +147,20 @@ impl Pane for SessionsPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("sessions.").unwrap_or(action);
-        if navigate(&mut self.cursor, verb, self.shown.len()) {
-            return true;
-        }
-        match verb {
-            "select" => {
+        let Some(action) = SessionsAction::parse(action) else {
+            return false;
+        };
+        match action {
+            SessionsAction::Nav(verb) => {
+                nav(&mut self.cursor, verb, self.shown.len());
+            }
+            SessionsAction::Select => {
                 if let Some(s) = self.selected() {
                     cx.effect(Effect::SelectSession(s.id.clone()));
                 }
             }
-            "filter" => self.filter.begin(),
-            "refresh" => self.load(cx),
-            _ => return false,
+            SessionsAction::Filter => self.filter.begin(),
+            SessionsAction::Refresh => self.load(cx),
         }
         true
     }

@@ -14,7 +14,7 @@ use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
 use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
 };
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
@@ -25,14 +25,18 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "skills";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum SkillsAction in "skills";
+    View => act("skills.view", ID, "view SKILL.md", &["enter"], false, true),
+    Add => act("skills.add", ID, "add from host", &["a"], true, true),
+    Remove => act("skills.remove", ID, "remove", &["D", "delete"], true, true),
+    Filter => act("skills.filter", ID, "filter", &["/"], false, true),
+    Refresh => act("skills.refresh", ID, "refresh", &["r"], false, false),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("skills";
-    act("skills.view", ID, "view SKILL.md", &["enter"], false, true),
-    act("skills.add", ID, "add from host", &["a"], true, true),
-    act("skills.remove", ID, "remove", &["D", "delete"], true, true),
-    act("skills.filter", ID, "filter", &["/"], false, true),
-    act("skills.refresh", ID, "refresh", &["r"], false, false),
-);
+pub const ACTIONS: &[ActionSpec] = SkillsAction::TABLE;
 
 enum Row {
     Valid(Skill),
@@ -222,12 +226,14 @@ impl Pane for SkillsPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("skills.").unwrap_or(action);
-        if navigate(&mut self.cursor, verb, self.shown.len()) {
-            return true;
-        }
-        match verb {
-            "view" => match self.selected() {
+        let Some(action) = SkillsAction::parse(action) else {
+            return false;
+        };
+        match action {
+            SkillsAction::Nav(verb) => {
+                nav(&mut self.cursor, verb, self.shown.len());
+            }
+            SkillsAction::View => match self.selected() {
                 Some(Row::Valid(s)) => {
                     let header = vec![
                         ("name".to_string(), s.name.clone()),
@@ -255,13 +261,13 @@ impl Pane for SkillsPane {
                 }
                 None => {}
             },
-            "add" => cx.effect(Effect::Prompt {
+            SkillsAction::Add => cx.effect(Effect::Prompt {
                 pane: ID,
                 title: "Add a skill: host directory or .zip/.tar/.tar.gz".into(),
                 initial: String::new(),
                 tag: DialogTag::SkillAdd,
             }),
-            "remove" => {
+            SkillsAction::Remove => {
                 if let Some(r) = self.selected() {
                     let name = r.name();
                     cx.effect(Effect::Confirm {
@@ -274,9 +280,8 @@ impl Pane for SkillsPane {
                     });
                 }
             }
-            "filter" => self.filter.begin(),
-            "refresh" => self.load(cx),
-            _ => return false,
+            SkillsAction::Filter => self.filter.begin(),
+            SkillsAction::Refresh => self.load(cx),
         }
         true
     }

@@ -15,7 +15,8 @@ use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
 use crate::engine::sessions::{ContextRead, parse_context};
 use crate::tui::action::{Doc, Effect, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
+use crate::tui::pane::Nav;
+use crate::tui::pane::{Ctx, Pane, TaskPane, deliver, placeholder};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::text;
@@ -26,15 +27,19 @@ pub const ID: &str = "viewer";
 /// Largest text shown whole (1 MiB); longer files show their start.
 pub const MAX_VIEW_BYTES: u64 = 1024 * 1024;
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum ViewerAction in "viewer";
+    Back => act("viewer.back", ID, "back / close", &["esc", "q"], false, true),
+    NextLink => act("viewer.next_link", ID, "next link", &["tab", "n"], false, true),
+    PrevLink => act("viewer.prev_link", ID, "previous link", &["shift-tab", "N"], false, false),
+    OpenLink => act("viewer.open_link", ID, "open link", &["enter"], false, true),
+    Copy => act("viewer.copy", ID, "copy document", &["y"], false, false),
+    Wrap => act("viewer.wrap", ID, "wrap", &["w"], false, true),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("viewer";
-    act("viewer.back", ID, "back / close", &["esc", "q"], false, true),
-    act("viewer.next_link", ID, "next link", &["tab", "n"], false, true),
-    act("viewer.prev_link", ID, "previous link", &["shift-tab", "N"], false, false),
-    act("viewer.open_link", ID, "open link", &["enter"], false, true),
-    act("viewer.copy", ID, "copy document", &["y"], false, false),
-    act("viewer.wrap", ID, "wrap", &["w"], false, true),
-);
+pub const ACTIONS: &[ActionSpec] = ViewerAction::TABLE;
 
 /// The viewer pane.
 pub struct ViewerPane {
@@ -352,18 +357,20 @@ impl Pane for ViewerPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("viewer.").unwrap_or(action);
+        let Some(action) = ViewerAction::parse(action) else {
+            return false;
+        };
         let len = self.doc.as_ref().map(|d| d.lines.len()).unwrap_or(0);
         let max = len.saturating_sub(self.height.max(1));
         let h = self.height.max(1);
-        match verb {
-            "down" => self.offset = (self.offset + 1).min(max),
-            "up" => self.offset = self.offset.saturating_sub(1),
-            "page_down" => self.offset = (self.offset + h).min(max),
-            "page_up" => self.offset = self.offset.saturating_sub(h),
-            "top" => self.offset = 0,
-            "bottom" => self.offset = max,
-            "back" => match self.stack.pop() {
+        match action {
+            ViewerAction::Nav(Nav::Down) => self.offset = (self.offset + 1).min(max),
+            ViewerAction::Nav(Nav::Up) => self.offset = self.offset.saturating_sub(1),
+            ViewerAction::Nav(Nav::PageDown) => self.offset = (self.offset + h).min(max),
+            ViewerAction::Nav(Nav::PageUp) => self.offset = self.offset.saturating_sub(h),
+            ViewerAction::Nav(Nav::Top) => self.offset = 0,
+            ViewerAction::Nav(Nav::Bottom) => self.offset = max,
+            ViewerAction::Back => match self.stack.pop() {
                 Some((doc, off, link)) => {
                     self.doc = Some(doc);
                     self.offset = off;
@@ -374,26 +381,26 @@ impl Pane for ViewerPane {
                     cx.effect(Effect::CloseModal);
                 }
             },
-            "next_link" | "prev_link" => {
+            ViewerAction::NextLink | ViewerAction::PrevLink => {
                 let n = self.doc.as_ref().map(|d| d.links.len()).unwrap_or(0);
                 if n > 0 {
-                    self.link = Some(match (self.link, verb) {
-                        (None, "next_link") => 0,
+                    self.link = Some(match (self.link, action) {
+                        (None, ViewerAction::NextLink) => 0,
                         (None, _) => n - 1,
-                        (Some(i), "next_link") => (i + 1) % n,
+                        (Some(i), ViewerAction::NextLink) => (i + 1) % n,
                         (Some(i), _) => (i + n - 1) % n,
                     });
                     self.scroll_to_link();
                 }
             }
-            "open_link" => {
+            ViewerAction::OpenLink => {
                 if let (Some(doc), Some(l)) = (&self.doc, self.link)
                     && let Some((_, url)) = doc.links.get(l)
                 {
                     cx.effect(Effect::OpenLink(url.clone()));
                 }
             }
-            "wrap" => {
+            ViewerAction::Wrap => {
                 self.wrap = !self.wrap;
                 let m = if self.wrap {
                     "long lines wrap (w cuts them again)"
@@ -402,13 +409,12 @@ impl Pane for ViewerPane {
                 };
                 cx.toast(crate::tui::action::Level::Info, m);
             }
-            "copy" => {
+            ViewerAction::Copy => {
                 if let Some(doc) = &self.doc {
                     let all: Vec<&str> = doc.lines.iter().map(|l| l.text.as_str()).collect();
                     cx.effect(Effect::Copy(all.join("\n")));
                 }
             }
-            _ => return false,
         }
         true
     }

@@ -22,7 +22,7 @@ use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
 use crate::tui::action::{DialogTag, Level, PaneEvent, TaskResult};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, act, deliver, filter_bar, list_mouse, navigate, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
 };
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::list::{ListCursor, render_rows};
@@ -31,16 +31,20 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "workspaces";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum WorkspacesAction in "workspaces";
+    Open => act("workspaces.open", ID, "open", &["enter"], false, true),
+    New => act("workspaces.new", ID, "new workspace", &["n"], true, true),
+    Close => act("workspaces.close", ID, "close", &["c"], false, true),
+    Destroy => act("workspaces.destroy", ID, "destroy", &["D", "delete"], true, true),
+    Retry => act("workspaces.retry", ID, "retry failed", &["R"], false, true),
+    Refresh => act("workspaces.refresh", ID, "refresh", &["r"], false, false),
+    Filter => act("workspaces.filter", ID, "filter", &["/"], false, true),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("workspaces";
-    act("workspaces.open", ID, "open", &["enter"], false, true),
-    act("workspaces.new", ID, "new workspace", &["n"], true, true),
-    act("workspaces.close", ID, "close", &["c"], false, true),
-    act("workspaces.destroy", ID, "destroy", &["D", "delete"], true, true),
-    act("workspaces.retry", ID, "retry failed", &["R"], false, true),
-    act("workspaces.refresh", ID, "refresh", &["r"], false, false),
-    act("workspaces.filter", ID, "filter", &["/"], false, true),
-);
+pub const ACTIONS: &[ActionSpec] = WorkspacesAction::TABLE;
 
 /// Tag of the "create a new workspace?" dialog (not a workspace id:
 /// ids cannot contain a space).
@@ -293,24 +297,24 @@ impl WorkspacesPane {
         (display::state(w), w.reason.as_deref())
     }
 
-    fn act_on_selected(&mut self, verb: &str, cx: &mut Ctx) {
+    fn act_on_selected(&mut self, action: WorkspacesAction, cx: &mut Ctx) {
         let Some(w) = self.selected() else {
             return;
         };
         let id = w.id.clone();
         let failed = w.state == "failed" || self.failures.contains_key(&id);
-        match verb {
-            "open" => self.open_id(&id, cx),
-            "retry" if failed => {
+        match action {
+            WorkspacesAction::Open => self.open_id(&id, cx),
+            WorkspacesAction::Retry if failed => {
                 self.failures.remove(&id);
                 self.open_id(&id, cx)
             }
-            "retry" => cx.toast(Level::Info, format!("{id} has not failed")),
-            "close" | "destroy" if id == cx.ws.id() => cx.toast(
+            WorkspacesAction::Retry => cx.toast(Level::Info, format!("{id} has not failed")),
+            WorkspacesAction::Close | WorkspacesAction::Destroy if id == cx.ws.id() => cx.toast(
                 Level::Warn,
                 format!("{id} is the open workspace: open another one first"),
             ),
-            "close" => {
+            WorkspacesAction::Close => {
                 let Some(m) = cx.manager.clone() else { return };
                 cx.spawn::<WorkspacesPane>(async move {
                     Msg::Done(match m.close(&id).await {
@@ -320,7 +324,7 @@ impl WorkspacesPane {
                     })
                 });
             }
-            "destroy" => cx.effect(crate::tui::action::Effect::Confirm {
+            WorkspacesAction::Destroy => cx.effect(crate::tui::action::Effect::Confirm {
                 pane: ID,
                 message: format!("Destroy workspace {id} and all its files?"),
                 tag: DialogTag::WorkspaceDestroy { id },
@@ -377,13 +381,18 @@ impl Pane for WorkspacesPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("workspaces.").unwrap_or(action);
-        if navigate(&mut self.cursor, verb, self.shown.len()) {
-            return true;
-        }
-        match verb {
-            "open" | "close" | "destroy" | "retry" => self.act_on_selected(verb, cx),
-            "new" => match &cx.manager {
+        let Some(action) = WorkspacesAction::parse(action) else {
+            return false;
+        };
+        match action {
+            WorkspacesAction::Nav(verb) => {
+                nav(&mut self.cursor, verb, self.shown.len());
+            }
+            WorkspacesAction::Open
+            | WorkspacesAction::Close
+            | WorkspacesAction::Destroy
+            | WorkspacesAction::Retry => self.act_on_selected(action, cx),
+            WorkspacesAction::New => match &cx.manager {
                 Some(m) => {
                     let msg = format!(
                         "Create a new workspace in profile {} for agent {:?}, session {:?}?",
@@ -402,9 +411,8 @@ impl Pane for WorkspacesPane {
                     "no workspace manager: this TUI was opened on a single directory",
                 ),
             },
-            "refresh" => self.load(cx),
-            "filter" => self.filter.begin(),
-            _ => return false,
+            WorkspacesAction::Refresh => self.load(cx),
+            WorkspacesAction::Filter => self.filter.begin(),
         }
         true
     }

@@ -3,6 +3,7 @@
 
 pub mod ansi;
 pub mod filter;
+pub mod follow;
 pub mod line;
 pub mod list;
 pub mod paste;

@@ -38,7 +38,6 @@ use crate::agent::script::{self, Transcript};
 use crate::agent::{AgentHandle, AgentReceived, FinishReason};
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::act;
 use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::ring::Ring;
 
@@ -52,24 +51,28 @@ pub const ID: &str = "agent";
 /// Keymap context while the prompt has the keyboard.
 pub const PROMPT: &str = "agent.prompt";
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum AgentAction in "agent";
+    Run => act("agent.run", ID, "run demo", &["enter", "r"], true, true),
+    StepMode => act("agent.step_mode", ID, "step mode on/off", &["t"], false, true),
+    Step => act("agent.step", ID, "next step", &["space", "n"], false, true),
+    Continue => act("agent.continue", ID, "continue (step mode off)", &["c"], false, true),
+    Stop => act("agent.stop", ID, "stop", &["x", "ctrl-c"], false, true),
+    Prompt => act("agent.prompt", ID, "prompt the model", &["i"], true, true),
+    Model => act("agent.model", ID, "set model URL", &["m"], false, true),
+    Clear => act("agent.clear", ID, "clear conversation", &["C"], false, false),
+    Close => act("agent.close", ID, "close", &["esc"], false, true),
+    Send => act("agent.send", PROMPT, "send", &["enter"], true, true),
+    Newline => act("agent.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
+    StopTyping => act("agent.stop_typing", PROMPT, "stop", &["ctrl-c"], false, false),
+    Leave => act("agent.leave", PROMPT, "leave prompt", &["esc"], false, true),
+}
+
 /// Keys of the pane. List keys (`j`/`k`, `g`/`G`) move in the demo list;
 /// page keys scroll the conversation (paging down to its end follows it
 /// again).
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("agent";
-    act("agent.run", ID, "run demo", &["enter", "r"], true, true),
-    act("agent.step_mode", ID, "step mode on/off", &["t"], false, true),
-    act("agent.step", ID, "next step", &["space", "n"], false, true),
-    act("agent.continue", ID, "continue (step mode off)", &["c"], false, true),
-    act("agent.stop", ID, "stop", &["x", "ctrl-c"], false, true),
-    act("agent.prompt", ID, "prompt the model", &["i"], true, true),
-    act("agent.model", ID, "set model URL", &["m"], false, true),
-    act("agent.clear", ID, "clear conversation", &["C"], false, false),
-    act("agent.close", ID, "close", &["esc"], false, true),
-    act("agent.send", PROMPT, "send", &["enter"], true, true),
-    act("agent.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
-    act("agent.stop_typing", PROMPT, "stop", &["ctrl-c"], false, false),
-    act("agent.leave", PROMPT, "leave prompt", &["esc"], false, true),
-);
+pub const ACTIONS: &[ActionSpec] = AgentAction::TABLE;
 
 /// Environment variables the model settings start from (the same ones
 /// `wsbench agent` reads).

@@ -12,6 +12,8 @@ use ratatui::text::{Line, Span};
 use crate::agent::AgentReceived;
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, deliver, list_mouse};
+use crate::tui::pane::{Nav, nav};
+use crate::tui::widgets::follow;
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
@@ -162,44 +164,46 @@ impl Pane for AgentPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("agent.").unwrap_or(action);
-        match verb {
-            "down" | "up" | "top" | "bottom" => {
-                crate::tui::pane::navigate(&mut self.cursor, verb, self.demos.len());
+        let Some(action) = AgentAction::parse(action) else {
+            return false;
+        };
+        match action {
+            AgentAction::Nav(verb @ (Nav::Down | Nav::Up | Nav::Top | Nav::Bottom)) => {
+                nav(&mut self.cursor, verb, self.demos.len());
             }
-            "page_down" => {
+            AgentAction::Nav(Nav::PageDown) => {
                 self.back = self.back.saturating_sub(self.view_height.max(1));
                 self.follow = self.back == 0;
             }
-            "page_up" => {
+            AgentAction::Nav(Nav::PageUp) => {
                 self.back += self.view_height.max(1);
                 self.follow = false;
             }
-            "run" => self.run_demo(cx),
-            "step_mode" => {
+            AgentAction::Run => self.run_demo(cx),
+            AgentAction::StepMode => {
                 let on = !self.stepping;
                 self.set_stepping(on, cx);
             }
-            "step" => match self.run.as_ref().and_then(|r| r.handle.as_ref()) {
+            AgentAction::Step => match self.run.as_ref().and_then(|r| r.handle.as_ref()) {
                 Some(h) if h.step_control().is_stepping() => h.step_control().step(),
                 _ => cx.toast(
                     Level::Info,
                     "nothing waits for a step (t turns step mode on)",
                 ),
             },
-            "continue" => {
+            AgentAction::Continue => {
                 if self.stepping {
                     self.set_stepping(false, cx);
                 }
             }
-            "stop" | "stop_typing" => {
+            AgentAction::Stop | AgentAction::StopTyping => {
                 if self.run.is_some() {
                     self.stop(cx);
                 } else if self.typing {
                     self.prompt = new_prompt();
                 }
             }
-            "prompt" => {
+            AgentAction::Prompt => {
                 if self.model.is_none() {
                     cx.toast(Level::Warn, "set a model first: m, or :agent URL MODEL");
                     self.ask_model(cx);
@@ -208,19 +212,19 @@ impl Pane for AgentPane {
                     self.typing = true;
                 }
             }
-            "model" => {
+            AgentAction::Model => {
                 self.type_after_model = false;
                 self.ask_model(cx)
             }
-            "clear" => {
+            AgentAction::Clear => {
                 self.lines.clear();
                 self.partial = None;
                 self.partial_chars = 0;
                 self.back = 0;
                 self.follow = true;
             }
-            "close" => cx.effect(Effect::CloseModal),
-            "send" => {
+            AgentAction::Close => cx.effect(Effect::CloseModal),
+            AgentAction::Send => {
                 let text_ = self.prompt.lines().join("\n");
                 if text_.trim().is_empty() {
                     return true;
@@ -232,9 +236,8 @@ impl Pane for AgentPane {
                 self.prompt = new_prompt();
                 self.run_prompt(text_, cx);
             }
-            "newline" => self.prompt.insert_newline(),
-            "leave" => self.typing = false,
-            _ => return false,
+            AgentAction::Newline => self.prompt.insert_newline(),
+            AgentAction::Leave => self.typing = false,
         }
         true
     }
@@ -285,17 +288,10 @@ impl Pane for AgentPane {
                 _ => true,
             };
         }
+        if follow::wheel(ev.kind, &mut self.back, &mut self.follow) {
+            return true;
+        }
         match ev.kind {
-            MouseEventKind::ScrollUp => {
-                self.back += 3;
-                self.follow = false;
-                true
-            }
-            MouseEventKind::ScrollDown => {
-                self.back = self.back.saturating_sub(3);
-                self.follow = self.back == 0;
-                true
-            }
             MouseEventKind::Down(MouseButton::Left) if self.model.is_some() => {
                 if ev.row + 4 >= area.y + area.height {
                     self.typing = true;

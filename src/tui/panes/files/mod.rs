@@ -28,7 +28,6 @@ use ratatui::layout::Rect;
 
 use crate::backend::{FileKind, FileStat};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::act;
 use crate::tui::widgets::filter::Filter;
 use crate::tui::widgets::list::ListCursor;
 
@@ -52,23 +51,27 @@ const SNIFF_BYTES: u64 = 1024;
 /// Rows sniffed per batch.
 const SNIFF_BATCH: usize = 64;
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum FilesAction in "files";
+    Open => act("files.open", ID, "open / expand", &["enter", "l", "right"], false, true),
+    Collapse => act("files.collapse", ID, "collapse / parent", &["h", "left"], false, false),
+    Edit => act("files.edit", ID, "edit", &["e"], false, true),
+    View => act("files.view", ID, "view full screen", &["v"], false, false),
+    Filter => act("files.filter", ID, "filter", &["/"], false, true),
+    Refresh => act("files.refresh", ID, "refresh", &["r"], false, false),
+    Upload => act("files.upload", ID, "upload host file", &["u"], true, true),
+    Download => act("files.download", ID, "download to host", &["d"], false, true),
+    Rename => act("files.rename", ID, "rename", &["R"], true, true),
+    Delete => act("files.delete", ID, "delete", &["D", "delete"], true, true),
+    CopyPath => act("files.copy_path", ID, "copy path", &["y"], false, false),
+    PreviewDown => act("files.preview_down", ID, "scroll preview down", &["J", "shift-down"], false, false),
+    PreviewUp => act("files.preview_up", ID, "scroll preview up", &["K", "shift-up"], false, false),
+    TogglePreview => act("files.toggle_preview", ID, "toggle preview", &["p"], false, false),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = crate::pane_actions!("files";
-    act("files.open", ID, "open / expand", &["enter", "l", "right"], false, true),
-    act("files.collapse", ID, "collapse / parent", &["h", "left"], false, false),
-    act("files.edit", ID, "edit", &["e"], false, true),
-    act("files.view", ID, "view full screen", &["v"], false, false),
-    act("files.filter", ID, "filter", &["/"], false, true),
-    act("files.refresh", ID, "refresh", &["r"], false, false),
-    act("files.upload", ID, "upload host file", &["u"], true, true),
-    act("files.download", ID, "download to host", &["d"], false, true),
-    act("files.rename", ID, "rename", &["R"], true, true),
-    act("files.delete", ID, "delete", &["D", "delete"], true, true),
-    act("files.copy_path", ID, "copy path", &["y"], false, false),
-    act("files.preview_down", ID, "scroll preview down", &["J", "shift-down"], false, false),
-    act("files.preview_up", ID, "scroll preview up", &["K", "shift-up"], false, false),
-    act("files.toggle_preview", ID, "toggle preview", &["p"], false, false),
-);
+pub const ACTIONS: &[ActionSpec] = FilesAction::TABLE;
 
 /// One entry of the tree.
 #[derive(Debug, Clone)]

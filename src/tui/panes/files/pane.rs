@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use crate::backend::{FileKind, path as bpath};
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, navigate, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
 };
 use crate::tui::widgets::filter::FilterOutcome;
 use crate::tui::widgets::list::render_rows;
@@ -85,13 +85,15 @@ impl Pane for FilesPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let verb = action.strip_prefix("files.").unwrap_or(action);
-        if navigate(&mut self.cursor, verb, self.visible.len()) {
-            self.want_preview(cx);
-            return true;
-        }
-        match verb {
-            "open" => {
+        let Some(action) = FilesAction::parse(action) else {
+            return false;
+        };
+        match action {
+            FilesAction::Nav(verb) => {
+                nav(&mut self.cursor, verb, self.visible.len());
+                self.want_preview(cx);
+            }
+            FilesAction::Open => {
                 let Some(i) = self.selected() else {
                     return true;
                 };
@@ -116,7 +118,7 @@ impl Pane for FilesPane {
                     cx.effect(Effect::OpenEditor(self.nodes[i].path.clone()));
                 }
             }
-            "collapse" => {
+            FilesAction::Collapse => {
                 if let Some(i) = self.selected() {
                     if self.nodes[i].is_dir() && self.nodes[i].expanded {
                         self.nodes[i].expanded = false;
@@ -130,18 +132,18 @@ impl Pane for FilesPane {
                     }
                 }
             }
-            "edit" => {
+            FilesAction::Edit => {
                 if let Some(n) = self.selected_node().filter(|n| !n.is_dir()) {
                     cx.effect(Effect::OpenEditor(n.path.clone()));
                 }
             }
-            "view" => {
+            FilesAction::View => {
                 if let Some(n) = self.selected_node().filter(|n| !n.is_dir()) {
                     cx.effect(Effect::OpenLink(n.path.clone()));
                 }
             }
-            "filter" => self.filter.begin(),
-            "refresh" => {
+            FilesAction::Filter => self.filter.begin(),
+            FilesAction::Refresh => {
                 let dirs: Vec<String> = self
                     .nodes
                     .iter()
@@ -154,7 +156,7 @@ impl Pane for FilesPane {
                 self.preview = None;
                 self.want_preview(cx);
             }
-            "upload" => {
+            FilesAction::Upload => {
                 let dir = self.target_dir();
                 cx.effect(Effect::Prompt {
                     pane: ID,
@@ -163,7 +165,7 @@ impl Pane for FilesPane {
                     tag: DialogTag::Upload { dir },
                 });
             }
-            "download" => {
+            FilesAction::Download => {
                 if let Some(n) = self.selected_node().filter(|n| !n.is_dir()) {
                     let cwd = std::env::current_dir().unwrap_or_default();
                     let initial = cwd.join(&n.name).display().to_string();
@@ -177,7 +179,7 @@ impl Pane for FilesPane {
                     });
                 }
             }
-            "rename" => {
+            FilesAction::Rename => {
                 if let Some(n) = self.selected_node() {
                     cx.effect(Effect::Prompt {
                         pane: ID,
@@ -189,7 +191,7 @@ impl Pane for FilesPane {
                     });
                 }
             }
-            "delete" => {
+            FilesAction::Delete => {
                 if let Some(n) = self.selected_node() {
                     let what = if n.is_dir() && n.kind == FileKind::Dir {
                         "directory and everything in it"
@@ -205,18 +207,22 @@ impl Pane for FilesPane {
                     });
                 }
             }
-            "copy_path" => {
+            FilesAction::CopyPath => {
                 if let Some(n) = self.selected_node() {
                     cx.effect(Effect::Copy(n.path.clone()));
                 }
             }
-            "preview_down" | "preview_up" => {
+            FilesAction::PreviewDown | FilesAction::PreviewUp => {
                 if let Some(p) = &mut self.preview {
-                    let d: isize = if verb == "preview_down" { 5 } else { -5 };
+                    let d: isize = if action == FilesAction::PreviewDown {
+                        5
+                    } else {
+                        -5
+                    };
                     p.scroll = (p.scroll as isize + d).max(0) as usize;
                 }
             }
-            "toggle_preview" => {
+            FilesAction::TogglePreview => {
                 self.show_preview = !self.show_preview;
                 let msg = if !self.show_preview {
                     "preview off (p shows it)".to_string()
@@ -230,7 +236,6 @@ impl Pane for FilesPane {
                 };
                 cx.toast(Level::Info, msg);
             }
-            _ => return false,
         }
         true
     }

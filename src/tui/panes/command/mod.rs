@@ -1,0 +1,192 @@
+//! The Command stream: a multi-line prompt that runs commands through the
+//! Bash tool in the selected session, their output live, and the session's
+//! past commands from the journal.
+//!
+//! * Output keeps SGR colours; every other escape or control sequence is
+//!   swallowed ([`crate::tui::widgets::ansi`], C24). The engine still
+//!   stores and offloads the raw bytes.
+//! * Output lives in a ring of `output_buffer_lines` lines: memory stays
+//!   flat however much a command prints.
+//! * Each session has its own ring: the pane, titled with the session,
+//!   shows only what ran there; switching back shows the old output again,
+//!   and a command still running in another session keeps writing to that
+//!   session's ring.
+//! * A paste goes into the prompt as text: newlines never submit, ESC is
+//!   shown as `␛` (C23). Enter runs; Alt-Enter / Ctrl-J add a line.
+//! * Commands get the Bash tool's largest timeout (`bash_max_timeout_ms`)
+//!   rather than its 2-minute default, since a person is watching and can
+//!   kill them (Ctrl-C).
+//!
+//! Files of the pane, one job each:
+//! * `mod.rs`: the pane's types, settings and state accessors.
+//! * [`output`]: the per-session output rings (feeding, parking, drawing).
+//! * [`history`]: the prompt history and the journal's past commands.
+//! * [`run`]: running a command through the Bash tool and its result.
+//! * [`pane`]: the `Pane` glue (keys, actions, events, mouse, render).
+
+use std::time::Instant;
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui_textarea::TextArea;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::OutputChunk;
+use crate::engine::journal::JournalEntry;
+use crate::tui::config::TuiConfig;
+use crate::tui::keymap::ActionSpec;
+use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
+use crate::tui::widgets::list::ListCursor;
+use crate::tui::widgets::ring::Ring;
+
+mod history;
+mod output;
+mod pane;
+mod run;
+
+pub use output::exit_label;
+
+/// Pane id (and keymap context outside the prompt).
+pub const ID: &str = "command";
+
+/// Keymap context while the prompt has the keyboard.
+pub const PROMPT: &str = "command.prompt";
+
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum CommandAction in "command";
+    Prompt => act("command.prompt", ID, "type a command", &["i", "enter"], false, true),
+    History => act("command.history", ID, "past commands", &["h"], false, true),
+    Rerun => act("command.rerun", ID, "re-run selected", &["r"], true, true),
+    Kill => act("command.kill", ID, "kill running", &["ctrl-c"], true, true),
+    Follow => act("command.follow", ID, "follow / pause", &["f"], false, true),
+    Copy => act("command.copy", ID, "copy last output", &["y"], false, false),
+    Clear => act("command.clear", ID, "clear output", &["C"], false, false),
+    Run => act("command.run", PROMPT, "run", &["enter"], true, true),
+    Newline => act("command.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
+    Leave => act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
+}
+
+/// Keys of the pane.
+pub const ACTIONS: &[ActionSpec] = CommandAction::TABLE;
+
+/// One line of the output buffer.
+#[derive(Debug, Clone)]
+pub struct OutLine {
+    /// Which command printed it.
+    pub run: u64,
+    /// The text and styles.
+    pub line: StyledLine,
+}
+
+struct Running {
+    run: u64,
+    /// The session it runs in: its output goes to that session's ring.
+    session: String,
+    /// The command line (the kill dialog names it).
+    command: String,
+    call_id: String,
+    started: Instant,
+    cancel: CancellationToken,
+    out: AnsiParser,
+    err: AnsiParser,
+}
+
+pub(crate) enum Msg {
+    Chunk(String, OutputChunk),
+    Finished {
+        call_id: String,
+        exit_code: Option<i32>,
+        state: String,
+        timed_out: bool,
+        error: Option<String>,
+    },
+    Journal(String, Result<Vec<JournalEntry>, String>),
+}
+
+/// The Command pane.
+pub struct CommandPane {
+    prompt: TextArea<'static>,
+    typing: bool,
+    /// Output of the session shown ([`Self::output_session`]).
+    output: Ring<OutLine>,
+    /// The session whose output `output` holds.
+    output_session: String,
+    /// Output rings of the other sessions, set aside on a switch.
+    parked: std::collections::HashMap<String, Ring<OutLine>>,
+    follow: bool,
+    /// Lines up from the bottom when not following.
+    back: usize,
+    running: Option<Running>,
+    runs: u64,
+    history: Vec<String>,
+    hist_pos: Option<usize>,
+    draft: Vec<String>,
+    max_history: usize,
+    past: Vec<JournalEntry>,
+    show_past: bool,
+    past_cursor: ListCursor,
+    out_height: usize,
+    list_area: Rect,
+    sent: Vec<String>,
+}
+
+fn new_prompt() -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_placeholder_text("type a command · enter runs · alt-enter new line");
+    t.set_cursor_line_style(Style::default());
+    t
+}
+
+impl CommandPane {
+    /// A pane with buffers sized from the config.
+    pub fn new(cfg: &TuiConfig) -> Self {
+        CommandPane {
+            prompt: new_prompt(),
+            typing: true,
+            output: Ring::new(cfg.output_buffer_lines),
+            output_session: String::new(),
+            parked: std::collections::HashMap::new(),
+            follow: true,
+            back: 0,
+            running: None,
+            runs: 0,
+            history: Vec::new(),
+            hist_pos: None,
+            draft: Vec::new(),
+            max_history: cfg.prompt_history.max(1),
+            past: Vec::new(),
+            show_past: false,
+            past_cursor: ListCursor::default(),
+            out_height: 10,
+            list_area: Rect::default(),
+            sent: Vec::new(),
+        }
+    }
+
+    /// The prompt's lines (tests).
+    pub fn prompt_lines(&self) -> &[String] {
+        self.prompt.lines()
+    }
+
+    /// The prompt's cursor as (row, column) (tests).
+    pub fn prompt_cursor(&self) -> (usize, usize) {
+        let c = self.prompt.cursor();
+        (c.0, c.1)
+    }
+
+    /// Command lines sent to the Bash tool so far (tests).
+    pub fn sent(&self) -> &[String] {
+        &self.sent
+    }
+
+    /// The output buffer.
+    pub fn output(&self) -> &Ring<OutLine> {
+        &self.output
+    }
+
+    /// Whether a command is running.
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+}

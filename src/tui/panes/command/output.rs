@@ -1,0 +1,224 @@
+//! The Command pane's output: one ring per session (the shown one and
+//! the parked ones), fed by the running command, and drawn.
+
+use std::time::Instant;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::StreamKind;
+use crate::tui::pane::{Ctx, placeholder};
+use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
+use crate::tui::widgets::ring::Ring;
+
+use super::{CommandPane, OutLine, Running};
+
+impl CommandPane {
+    /// Appends raw output bytes of the current run as if they came from
+    /// `stream` (the streaming path; public for benchmarks and tests).
+    pub fn feed(&mut self, stream: StreamKind, data: &[u8], err_style: Style) {
+        let Some(r) = &mut self.running else {
+            return;
+        };
+        let run = r.run;
+        let parser = match stream {
+            StreamKind::Stdout => &mut r.out,
+            StreamKind::Stderr => &mut r.err,
+        };
+        let out = if r.session == self.output_session {
+            &mut self.output
+        } else {
+            let cap = self.output.capacity();
+            self.parked
+                .entry(r.session.clone())
+                .or_insert_with(|| Ring::new(cap))
+        };
+        parser.feed(data, &mut |mut l| {
+            if stream == StreamKind::Stderr {
+                stderr_style(&mut l, err_style);
+            }
+            out.push(OutLine { run, line: l });
+        });
+    }
+
+    /// Starts a run record without a real command (benchmarks, tests).
+    pub fn begin_run(&mut self, command: &str, header: Style) -> u64 {
+        self.runs += 1;
+        let run = self.runs;
+        for (i, l) in command.lines().enumerate() {
+            let p = if i == 0 { "$ " } else { "> " };
+            self.output.push(OutLine {
+                run,
+                line: StyledLine::plain(&format!("{p}{l}"), header),
+            });
+        }
+        self.running = Some(Running {
+            run,
+            session: self.output_session.clone(),
+            command: command.to_string(),
+            call_id: String::new(),
+            started: Instant::now(),
+            cancel: CancellationToken::new(),
+            out: AnsiParser::new(),
+            err: AnsiParser::new(),
+        });
+        run
+    }
+
+    /// The output ring of `session`: the shown one or a parked one.
+    pub(super) fn ring_for(&mut self, session: &str) -> &mut Ring<OutLine> {
+        if session == self.output_session {
+            return &mut self.output;
+        }
+        let cap = self.output.capacity();
+        self.parked
+            .entry(session.to_string())
+            .or_insert_with(|| Ring::new(cap))
+    }
+
+    /// Shows the output of `session`, setting the shown one aside.
+    pub(super) fn show_session(&mut self, session: &str) {
+        if session == self.output_session {
+            return;
+        }
+        let cap = self.output.capacity();
+        let next = self
+            .parked
+            .remove(session)
+            .unwrap_or_else(|| Ring::new(cap));
+        let old = std::mem::replace(&mut self.output, next);
+        let old_session = std::mem::replace(&mut self.output_session, session.to_string());
+        if !old.is_empty() {
+            self.parked.insert(old_session, old);
+        }
+        self.follow = true;
+        self.back = 0;
+    }
+
+    pub(super) fn push_status(&mut self, session: &str, run: u64, text_: String, style: Style) {
+        self.ring_for(session).push(OutLine {
+            run,
+            line: StyledLine::plain(&text_, style),
+        });
+    }
+
+    pub(super) fn last_output(&self) -> String {
+        let last = self.output.iter().last().map(|l| l.run);
+        self.output
+            .iter()
+            .filter(|l| Some(l.run) == last)
+            .map(|l| l.line.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub(super) fn render_output(&mut self, f: &mut Frame<'_>, area: Rect, cx: &Ctx) {
+        let t = &cx.theme;
+        self.out_height = area.height as usize;
+        if self.output.is_empty() {
+            let msg = if cx.can("command.run") {
+                format!("commands run with the Bash tool in session {}", cx.session)
+            } else {
+                "read-only mode: commands cannot run".to_string()
+            };
+            placeholder(f, area, &msg, t.muted);
+            return;
+        }
+        let shown = &self.output_session;
+        let partial: Option<StyledLine> = self
+            .running
+            .as_ref()
+            .filter(|r| &r.session == shown)
+            .and_then(|r| {
+                let p = r.out.partial();
+                (!p.text.is_empty()).then(|| p.clone())
+            });
+        let total = self.output.len() + usize::from(partial.is_some());
+        let h = area.height as usize;
+        let max_back = total.saturating_sub(h);
+        if self.follow {
+            self.back = 0;
+        }
+        self.back = self.back.min(max_back);
+        let end = total - self.back;
+        let start = end.saturating_sub(h);
+        let buf = f.buffer_mut();
+        for (row, i) in (start..end).enumerate() {
+            let y = area.y + row as u16;
+            let line = if i < self.output.len() {
+                self.output.get(i).map(|l| &l.line)
+            } else {
+                partial.as_ref()
+            };
+            if let Some(l) = line {
+                buf.set_line(area.x, y, &l.to_line(t.base), area.width);
+            }
+        }
+    }
+}
+
+/// An exit status, with the signal named when it is 128 + a signal
+/// number (`143 (SIGTERM)`): a process killed from outside (not by
+/// wsbench's timeout, which says so itself).
+pub fn exit_label(code: i32) -> String {
+    if code > 128
+        && let Ok(sig) = nix::sys::signal::Signal::try_from(code - 128)
+    {
+        return format!("{code} ({sig})");
+    }
+    code.to_string()
+}
+
+/// Stderr lines get the warning colour where the program set none.
+pub(super) fn stderr_style(l: &mut StyledLine, style: Style) {
+    if l.runs.first().is_none_or(|r| r.0 > 0) {
+        l.runs.insert(0, (0, style));
+    }
+    for r in &mut l.runs {
+        if r.1.fg.is_none() {
+            r.1.fg = style.fg;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::config::TuiConfig;
+
+    #[test]
+    fn output_memory_is_bounded() {
+        let cfg = TuiConfig {
+            output_buffer_lines: 100,
+            ..Default::default()
+        };
+        let mut p = CommandPane::new(&cfg);
+        p.begin_run("seq", Style::default());
+        for i in 0..10_000 {
+            p.feed(
+                StreamKind::Stdout,
+                format!("{i}\n").as_bytes(),
+                Style::default(),
+            );
+        }
+        assert_eq!(p.output().len(), 100);
+        assert_eq!(p.output().iter().last().unwrap().line.text, "9999");
+    }
+
+    #[test]
+    fn signal_exits_are_named() {
+        assert_eq!(exit_label(143), "143 (SIGTERM)");
+        assert_eq!(exit_label(137), "137 (SIGKILL)");
+        assert_eq!(exit_label(3), "3");
+        assert_eq!(exit_label(128), "128");
+    }
+
+    #[test]
+    fn stderr_gets_the_warning_colour_only_where_unset() {
+        let mut l = StyledLine::plain("x", Style::default());
+        stderr_style(&mut l, Style::default().fg(ratatui::style::Color::Yellow));
+        assert_eq!(l.runs[0].1.fg, Some(ratatui::style::Color::Yellow));
+    }
+}

@@ -1,0 +1,340 @@
+//! The Command pane's `Pane` glue: keys, actions, events, mouse, render.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, deliver, list_mouse, nav};
+use crate::tui::widgets::follow;
+use crate::tui::widgets::paste::clean_paste as editor_paste;
+use crate::tui::widgets::text;
+
+use super::{CommandAction, CommandPane, ID, PROMPT, new_prompt};
+
+impl Pane for CommandPane {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
+        deliver(self, task, cx);
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn title(&self) -> String {
+        "Command".into()
+    }
+
+    fn context(&self) -> &'static str {
+        if self.typing { PROMPT } else { ID }
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.output_session = cx.session.clone();
+        self.load_journal(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            // Left to the key map: run, new line, leave, focus, scroll,
+            // kill, quit, help.
+            KeyCode::Enter | KeyCode::Esc | KeyCode::Tab | KeyCode::BackTab => false,
+            KeyCode::F(_) | KeyCode::PageUp | KeyCode::PageDown => false,
+            KeyCode::Char('c' | 'q' | 'j' | 'z' | 'l') if ctrl => false,
+            KeyCode::Up if self.prompt.cursor().0 == 0 => {
+                self.history_step(-1);
+                true
+            }
+            KeyCode::Down if self.prompt.cursor().0 + 1 >= self.prompt.lines().len() => {
+                self.history_step(1);
+                true
+            }
+            _ => {
+                self.prompt.input(*key);
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if !self.typing {
+            return false;
+        }
+        self.prompt.insert_str(editor_paste(s));
+        true
+    }
+
+    fn busy(&self) -> Option<String> {
+        self.running
+            .as_ref()
+            .map(|_| "a command is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &self.running {
+            r.cancel.cancel();
+        }
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        let Some(action) = CommandAction::parse(action) else {
+            return false;
+        };
+        match action {
+            CommandAction::Run => {
+                let cmd = self.prompt.lines().join("\n");
+                if cmd.trim().is_empty() {
+                    return true;
+                }
+                if self.running.is_some() {
+                    cx.toast(Level::Warn, "a command is running: ctrl-c kills it");
+                    return true;
+                }
+                self.prompt = new_prompt();
+                self.hist_pos = None;
+                self.run(cmd, cx);
+            }
+            CommandAction::Newline => self.prompt.insert_newline(),
+            CommandAction::Leave => self.typing = false,
+            // Read-only: the prompt never takes the keyboard (keys stay
+            // pane and focus keys), and `i`/Enter say why.
+            CommandAction::Prompt if !cx.can("command.run") => {
+                self.show_past = false;
+                cx.toast(
+                    Level::Warn,
+                    "read-only mode: commands do not run (start wsbench without --read-only)",
+                );
+            }
+            CommandAction::Prompt => {
+                if self.show_past {
+                    let n = self.past.len();
+                    if let Some(e) = n
+                        .checked_sub(1 + self.past_cursor.selected)
+                        .and_then(|i| self.past.get(i))
+                    {
+                        let lines = e.summary().lines().map(String::from).collect();
+                        self.set_prompt(lines);
+                    }
+                    self.show_past = false;
+                }
+                self.typing = true;
+            }
+            CommandAction::History => {
+                self.show_past = !self.show_past;
+                if self.show_past {
+                    self.load_journal(cx);
+                }
+            }
+            CommandAction::Rerun => {
+                let n = self.past.len();
+                let cmd = if self.show_past {
+                    n.checked_sub(1 + self.past_cursor.selected)
+                        .and_then(|i| self.past.get(i))
+                        .map(|e| e.summary())
+                } else {
+                    self.history.last().cloned()
+                };
+                // Re-running is marked dangerous (and `r` refreshes elsewhere):
+                // ask first, naming the command.
+                if let Some(c) = cmd {
+                    cx.effect(crate::tui::action::Effect::Confirm {
+                        pane: ID,
+                        message: format!("Run `{c}` again?"),
+                        tag: DialogTag::Rerun(c.clone()),
+                    });
+                }
+            }
+            // Ctrl-C, as in a shell, never quits: it offers to kill what
+            // runs, else clears the line being typed.
+            CommandAction::Kill => match &self.running {
+                Some(r) => {
+                    let shown = r.command.replace('\n', " ⏎ ");
+                    cx.effect(crate::tui::action::Effect::Confirm {
+                        pane: ID,
+                        message: format!("Kill `{shown}` and its children?"),
+                        tag: DialogTag::KillCommand,
+                    });
+                }
+                None => {
+                    if self.typing {
+                        self.prompt = new_prompt();
+                        self.hist_pos = None;
+                    } else {
+                        cx.toast(Level::Info, "no command is running (ctrl-q quits wsbench)");
+                    }
+                }
+            },
+            CommandAction::Follow => {
+                self.follow = !self.follow;
+                let m = if self.follow {
+                    "following output"
+                } else {
+                    "output paused (f follows)"
+                };
+                cx.toast(Level::Info, m);
+            }
+            CommandAction::Copy => {
+                let s = self.last_output();
+                if !s.is_empty() {
+                    cx.effect(Effect::Copy(s));
+                }
+            }
+            CommandAction::Clear => self.output.clear(),
+            CommandAction::Nav(verb) => {
+                if self.show_past {
+                    nav(&mut self.past_cursor, verb, self.past.len());
+                } else {
+                    let page = self.out_height.max(1);
+                    let total = self.output.len();
+                    match verb {
+                        Nav::Down => self.back = self.back.saturating_sub(1),
+                        Nav::Up => self.back += 1,
+                        Nav::PageDown => self.back = self.back.saturating_sub(page),
+                        Nav::PageUp => self.back += page,
+                        Nav::Top => self.back = total,
+                        Nav::Bottom => self.back = 0,
+                    }
+                    self.follow = self.back == 0;
+                }
+            }
+        }
+        true
+    }
+
+    fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
+        match ev {
+            PaneEvent::Confirmed(DialogTag::KillCommand) => match &self.running {
+                Some(r) => {
+                    r.cancel.cancel();
+                    cx.toast(Level::Info, "killing the command and its children");
+                }
+                None => cx.toast(Level::Info, "the command had already ended"),
+            },
+            PaneEvent::Confirmed(DialogTag::Rerun(c)) => {
+                self.show_past = false;
+                self.run(c.to_string(), cx);
+            }
+            PaneEvent::SessionChanged => {
+                let s = cx.session.clone();
+                self.show_session(&s);
+                self.history.clear();
+                self.past.clear();
+                self.load_journal(cx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_mouse(&mut self, ev: &MouseEvent, area: Rect, cx: &mut Ctx) -> bool {
+        use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+        if self.show_past {
+            return match list_mouse(&mut self.past_cursor, ev, self.list_area, self.past.len()) {
+                ListMouse::Clicked(_, true) => self.on_action("command.prompt", cx),
+                ListMouse::None => false,
+                _ => true,
+            };
+        }
+        if follow::wheel(ev.kind, &mut self.back, &mut self.follow) {
+            return true;
+        }
+        match ev.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                // A click on the prompt rows focuses the prompt.
+                if ev.row + 4 >= area.y + area.height && cx.can("command.run") {
+                    self.typing = true;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        let t = &cx.theme;
+        let mut note = String::new();
+        if let Some(r) = &self.running {
+            note = format!(
+                "running {}",
+                text::duration_ms(r.started.elapsed().as_millis() as u64)
+            );
+        } else if !self.follow {
+            note = "paused".into();
+        }
+        if self.output.dropped() > 0 {
+            note = format!("{note} · {} older lines dropped", self.output.dropped())
+                .trim_start_matches(" · ")
+                .to_string();
+        }
+        let title = if self.show_past {
+            format!("Command · past commands of {}", cx.session)
+        } else {
+            format!("Command · session {}", cx.session)
+        };
+        let block = cx.block_for(area, &title, &note, focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        if inner.height == 0 || inner.width == 0 {
+            return;
+        }
+        let prompt_h = (self.prompt.lines().len() as u16)
+            .clamp(1, 5)
+            .min(inner.height.saturating_sub(1).max(1));
+        let sep = u16::from(inner.height > prompt_h);
+        let out_h = inner.height.saturating_sub(prompt_h + sep);
+        let out_area = Rect::new(inner.x, inner.y, inner.width, out_h);
+        if self.show_past {
+            self.render_past(f, out_area, focused && !self.typing, cx);
+        } else {
+            self.render_output(f, out_area, cx);
+        }
+        if sep == 1 {
+            let y = inner.y + out_h;
+            let label = if !cx.can("command.run") {
+                "─ $ (read-only) "
+            } else if self.typing && focused {
+                "─ $ "
+            } else {
+                "─ $ (i to type) "
+            };
+            let line: String = format!("{label}{}", "─".repeat(inner.width as usize));
+            f.buffer_mut().set_stringn(
+                inner.x,
+                y,
+                line,
+                inner.width as usize,
+                if focused { t.border_focused } else { t.border },
+            );
+        }
+        let pa = Rect::new(inner.x, inner.y + out_h + sep, inner.width, prompt_h);
+        let mut st = t.base;
+        if !(self.typing && focused) {
+            st = st.add_modifier(Modifier::DIM);
+        }
+        self.prompt.set_style(st);
+        if !cx.can("command.run") {
+            self.prompt
+                .set_placeholder_text("read-only mode: commands do not run");
+        }
+        self.prompt.set_placeholder_style(t.muted);
+        self.prompt.set_cursor_style(if self.typing && focused {
+            t.base.add_modifier(Modifier::REVERSED)
+        } else {
+            st
+        });
+        f.render_widget(&self.prompt, pa);
+    }
+}
