@@ -15,7 +15,6 @@ use crate::support::fake_opensandbox;
 use crate::support::fake_sandbox;
 use crate::support::leak;
 
-use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::Arc;
 
@@ -240,29 +239,6 @@ fn listed(list: &Value, id: &str) -> Option<Value> {
         .cloned()
 }
 
-/// Whether any file under `dir` contains `needle`.
-fn grep_tree(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return hits;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        match e.file_type() {
-            Ok(t) if t.is_dir() => hits.extend(grep_tree(&p, needle)),
-            Ok(t)
-                if t.is_file()
-                    && std::fs::read(&p)
-                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) =>
-            {
-                hits.push(p);
-            }
-            _ => {}
-        }
-    }
-    hits
-}
-
 /// The one error line of a failed run.
 #[track_caller]
 fn one_line_error(o: &Output) -> String {
@@ -367,10 +343,10 @@ async fn lifecycle<S: Service>(s: &S) {
     // No key in the files wsbench wrote, on the host or in the sandbox.
     let boxed = s.boxed(&sid);
     for m in fake_sandbox::MOUNTS {
-        let hits = grep_tree(&boxed.host(m).unwrap(), key.as_bytes());
+        let hits = leak::files_holding(&boxed.host(m).unwrap(), key.as_bytes());
         assert!(hits.is_empty(), "key written to {hits:?}");
     }
-    let hits = grep_tree(home.dir.path(), key.as_bytes());
+    let hits = leak::files_holding(home.dir.path(), key.as_bytes());
     assert!(hits.is_empty(), "key written to {hits:?}");
 
     // destroy: refused without a terminal unless --yes; then gone.
