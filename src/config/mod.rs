@@ -227,8 +227,8 @@ impl Config {
                 keys.extend(key.as_deref());
                 let what = key
                     .as_ref()
-                    .map_or_else(|| "options".to_string(), |k| format!("options.{k}"));
-                return Err(self.located(&keys, format!("profiles.{name}.{what}: {message}")));
+                    .map_or_else(|| "options".to_string(), |k| format!("option `{k}`"));
+                return Err(self.located(&keys, format!("profiles.{name}: {what}: {message}")));
             }
             if p.prewarm.max_creating == 0 {
                 return Err(self.located(

@@ -46,7 +46,14 @@ pub(super) fn check(kind: BackendKind, options: &toml::Table) -> Result<(), Refu
             }
         }
         BackendKind::Kubernetes => match typed::<KubernetesOptions>(options)? {
-            Some(o) if !has_vars => o.validate().map_err(|e| (None, e)),
+            // Its messages start with the option they are about.
+            Some(o) if !has_vars => o.validate().map_err(|e| {
+                let key = e
+                    .split_whitespace()
+                    .next()
+                    .filter(|w| options.contains_key(*w));
+                (key.map(str::to_string), e)
+            }),
             _ => Ok(()),
         },
         BackendKind::E2b => typed::<E2bOptions>(options).map(drop),
