@@ -1,5 +1,6 @@
 //! `wsbench exec`: a command through the Bash tool, output streamed live.
 
+use super::output::say_err;
 use std::io::Write as _;
 
 use clap::Args;
@@ -93,12 +94,12 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     if ctx.json {
         output::json(&result)?;
     } else if result.timed_out {
-        eprintln!(
+        say_err!(
             "wsbench: {}",
             result.text().lines().next().unwrap_or("timed out")
         );
     } else if result.exit_code.is_none() {
-        eprintln!("wsbench: {}", result.text());
+        say_err!("wsbench: {}", result.text());
     }
     Ok(code)
 }
