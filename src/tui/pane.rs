@@ -536,6 +536,45 @@ pub fn nav(cursor: &mut ListCursor, verb: Nav, len: usize) {
     }
 }
 
+/// The keyboard half of a pane that lists through a
+/// [`FilteredList`](crate::tui::widgets::filtered::FilteredList): expands,
+/// inside `impl Pane for …`, to `text_input_active`, `blur`, `on_key` and
+/// `on_paste`, which give the keys and pastes to the filter of field
+/// `$list` while it is edited and then call `self.$refilter()` (the pane's
+/// method that re-filters its rows). A paste re-filters even when the
+/// filter did not take it, as every list pane always did.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! filtered_list_input {
+    ($list:ident, $refilter:ident) => {
+        fn text_input_active(&self) -> bool {
+            self.$list.editing()
+        }
+
+        fn blur(&mut self) {
+            self.$list.blur();
+        }
+
+        fn on_key(
+            &mut self,
+            key: &::ratatui::crossterm::event::KeyEvent,
+            _cx: &mut $crate::tui::pane::Ctx,
+        ) -> bool {
+            let used = self.$list.key(key);
+            if used {
+                self.$refilter();
+            }
+            used
+        }
+
+        fn on_paste(&mut self, s: &str, _cx: &mut $crate::tui::pane::Ctx) -> bool {
+            let used = self.$list.paste(s);
+            self.$refilter();
+            used
+        }
+    };
+}
+
 /// An action spec of a pane (`context` = the pane id).
 pub const fn act(
     name: &'static str,

@@ -3,7 +3,7 @@
 //! scopes the Command and Offload panes.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
@@ -14,8 +14,9 @@ use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
     Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
 };
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
-use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::filtered::FilteredList;
+use crate::tui::widgets::list::render_rows;
+use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -35,12 +36,9 @@ pub const ACTIONS: &[ActionSpec] = SessionsAction::TABLE;
 /// The Sessions pane.
 pub struct SessionsPane {
     items: Vec<SessionSummary>,
-    shown: Vec<usize>,
-    cursor: ListCursor,
-    filter: Filter,
-    loading: bool,
+    list: FilteredList,
+    job: SingleFlight,
     error: Option<String>,
-    dirty: bool,
     inner: Rect,
 }
 
@@ -57,41 +55,31 @@ impl SessionsPane {
     pub fn new() -> Self {
         SessionsPane {
             items: Vec::new(),
-            shown: Vec::new(),
-            cursor: ListCursor::default(),
-            filter: Filter::default(),
-            loading: false,
+            list: FilteredList::default(),
+            job: SingleFlight::default(),
             error: None,
-            dirty: false,
             inner: Rect::default(),
         }
     }
 
     fn load(&mut self, cx: &mut Ctx) {
-        if self.loading {
-            self.dirty = true;
+        if self.job.request(()).is_none() {
             return;
         }
-        self.loading = true;
-        self.dirty = false;
         let ws = cx.ws.clone();
         cx.spawn::<SessionsPane>(async move {
             Loaded(ws.sessions().list().await.map_err(|e| e.to_string()))
         });
     }
 
-    fn refilter(&mut self, cx: &Ctx) {
-        self.shown = (0..self.items.len())
-            .filter(|&i| self.filter.matches(&self.items[i].id))
-            .collect();
-        let _ = cx;
-        self.cursor.clamp(self.shown.len());
+    fn refilter(&mut self) {
+        let items = &self.items;
+        self.list
+            .refilter(items.len(), |f, i| f.matches(&items[i].id));
     }
 
     fn selected(&self) -> Option<&SessionSummary> {
-        self.shown
-            .get(self.cursor.selected)
-            .map(|&i| &self.items[i])
+        self.list.selected().map(|i| &self.items[i])
     }
 
     /// The listed sessions (tests).
@@ -121,30 +109,7 @@ impl Pane for SessionsPane {
         self.load(cx);
     }
 
-    fn text_input_active(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.filter.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
-        match self.filter.key(key) {
-            FilterOutcome::Ignored => false,
-            _ => {
-                self.refilter(cx);
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, text: &str, cx: &mut Ctx) -> bool {
-        let used = self.filter.paste(text) != FilterOutcome::Ignored;
-        self.refilter(cx);
-        used
-    }
+    crate::filtered_list_input!(list, refilter);
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         let Some(action) = SessionsAction::parse(action) else {
@@ -152,14 +117,14 @@ impl Pane for SessionsPane {
         };
         match action {
             SessionsAction::Nav(verb) => {
-                nav(&mut self.cursor, verb, self.shown.len());
+                nav(&mut self.list.cursor, verb, self.list.shown.len());
             }
             SessionsAction::Select => {
                 if let Some(s) = self.selected() {
                     cx.effect(Effect::SelectSession(s.id.clone()));
                 }
             }
-            SessionsAction::Filter => self.filter.begin(),
+            SessionsAction::Filter => self.list.filter.begin(),
             SessionsAction::Refresh => self.load(cx),
         }
         true
@@ -172,17 +137,17 @@ impl Pane for SessionsPane {
                     env.event,
                     Event::ToolFinished { .. } | Event::OffloadWritten { .. }
                 ) {
-                    self.dirty = true;
+                    self.job.want(());
                 }
             }
             PaneEvent::SessionChanged => self.load(cx),
-            PaneEvent::Tick if self.dirty && !self.loading => self.load(cx),
+            PaneEvent::Tick if self.job.due() => self.load(cx),
             _ => {}
         }
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
+        match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
             ListMouse::Clicked(_, true) => self.on_action("sessions.select", cx),
             ListMouse::None => false,
             _ => true,
@@ -194,7 +159,7 @@ impl Pane for SessionsPane {
         // The row's `1c 3o`: tool calls / offloaded files of the session
         // (data blobs are not the session's files; the Offload pane
         // counts them apart).
-        let note = if self.loading {
+        let note = if self.job.running() {
             "loading…"
         } else {
             "calls/offloads"
@@ -202,14 +167,14 @@ impl Pane for SessionsPane {
         let block = cx.block_for(area, &self.title(), note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.filter, cx);
+        let list = filter_bar(f, inner, &self.list.filter, cx);
         self.inner = list;
         if let Some(e) = &self.error {
             placeholder(f, list, &format!("error: {e}"), t.error);
             return;
         }
-        if self.shown.is_empty() {
-            let msg = if self.loading {
+        if self.list.shown.is_empty() {
+            let msg = if self.job.running() {
                 "loading…"
             } else {
                 "no sessions"
@@ -220,6 +185,7 @@ impl Pane for SessionsPane {
         let now = cx.now_secs();
         let w = list.width as usize;
         let rows: Vec<(String, String, bool)> = self
+            .list
             .shown
             .iter()
             .map(|&i| {
@@ -236,7 +202,7 @@ impl Pane for SessionsPane {
         render_rows(
             f.buffer_mut(),
             list,
-            &mut self.cursor,
+            &mut self.list.cursor,
             rows.len(),
             focused,
             t.selection,
@@ -264,7 +230,7 @@ impl TaskPane for SessionsPane {
 
     fn on_msg(&mut self, msg: Loaded, cx: &mut Ctx) {
         let Loaded(r) = &msg;
-        self.loading = false;
+        self.job.done();
         match r {
             Ok(items) => {
                 self.items = items.clone();
@@ -287,8 +253,8 @@ impl TaskPane for SessionsPane {
                 cx.toast(Level::Error, format!("listing sessions: {e}"));
             }
         }
-        self.refilter(cx);
-        if self.dirty {
+        self.refilter();
+        if self.job.wanted() {
             self.load(cx);
         }
     }

@@ -33,7 +33,7 @@ impl<T> SingleFlight<T> {
     /// The request to start now: the latest one, when one is wanted and
     /// no job runs. The job then counts as running until
     /// [`SingleFlight::done`].
-    pub fn next(&mut self) -> Option<T> {
+    pub fn start(&mut self) -> Option<T> {
         if self.running {
             return None;
         }
@@ -42,10 +42,10 @@ impl<T> SingleFlight<T> {
         Some(req)
     }
 
-    /// [`SingleFlight::want`] then [`SingleFlight::next`].
+    /// [`SingleFlight::want`] then [`SingleFlight::start`].
     pub fn request(&mut self, req: T) -> Option<T> {
         self.want(req);
-        self.next()
+        self.start()
     }
 
     /// The running job ended (its result arrived, or it was not started
@@ -86,9 +86,9 @@ mod tests {
         assert!(!j.due(), "waits for the running job");
         j.done();
         assert!(j.due());
-        assert_eq!(j.next(), Some("c"), "the latest request, once");
+        assert_eq!(j.start(), Some("c"), "the latest request, once");
         j.done();
-        assert_eq!(j.next(), None);
+        assert_eq!(j.start(), None);
         assert!(!j.running());
     }
 
@@ -97,7 +97,7 @@ mod tests {
         let mut j = SingleFlight::<()>::default();
         j.want(());
         assert!(j.due());
-        assert_eq!(j.next(), Some(()));
+        assert_eq!(j.start(), Some(()));
         assert!(!j.wanted());
     }
 }
