@@ -4,7 +4,7 @@
 use super::conversation::wrap_text;
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -15,7 +15,6 @@ use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, deliver, list_mouse};
 use crate::tui::pane::{Nav, nav};
 use crate::tui::widgets::follow;
 use crate::tui::widgets::list::render_rows;
-use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
 use super::*;
@@ -129,24 +128,15 @@ impl Pane for AgentPane {
     }
 
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            // Left to the key map: send, new line, leave, stop, quit, help.
-            KeyCode::Enter | KeyCode::Esc | KeyCode::Tab | KeyCode::BackTab => false,
-            KeyCode::F(_) | KeyCode::PageUp | KeyCode::PageDown => false,
-            KeyCode::Char('c' | 'q' | 'j' | 'z' | 'l') if ctrl => false,
-            _ => {
-                self.prompt.input(*key);
-                true
-            }
-        }
+        // Send, new line, leave, stop, quit and help are the key map's.
+        self.prompt.key(key)
     }
 
     fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
         if !self.typing {
             return false;
         }
-        self.prompt.insert_str(clean_paste(s));
+        self.prompt.paste(s);
         true
     }
 
@@ -200,7 +190,7 @@ impl Pane for AgentPane {
                 if self.run.is_some() {
                     self.stop(cx);
                 } else if self.typing {
-                    self.prompt = new_prompt();
+                    self.prompt.clear();
                 }
             }
             AgentAction::Prompt => {
@@ -225,7 +215,7 @@ impl Pane for AgentPane {
             }
             AgentAction::Close => cx.effect(Effect::CloseModal),
             AgentAction::Send => {
-                let text_ = self.prompt.lines().join("\n");
+                let text_ = self.prompt.text();
                 if text_.trim().is_empty() {
                     return true;
                 }
@@ -233,7 +223,7 @@ impl Pane for AgentPane {
                     cx.toast(Level::Warn, "the agent is running: x stops it");
                     return true;
                 }
-                self.prompt = new_prompt();
+                self.prompt.clear();
                 self.run_prompt(text_, cx);
             }
             AgentAction::Newline => self.prompt.insert_newline(),
@@ -349,11 +339,7 @@ impl Pane for AgentPane {
         };
         // Bottom rows: the step bar (while a step waits) and the prompt.
         let waiting = self.waiting_for();
-        let prompt_h = if self.typing {
-            (self.prompt.lines().len() as u16).clamp(1, 5)
-        } else {
-            0
-        };
+        let prompt_h = if self.typing { self.prompt.rows() } else { 0 };
         let bar_h = u16::from(waiting.is_some());
         let sep_h = 1;
         let reserved = (prompt_h + bar_h + sep_h).min(main.height.saturating_sub(1));
@@ -395,14 +381,12 @@ impl Pane for AgentPane {
             if !focused {
                 st = st.add_modifier(Modifier::DIM);
             }
-            self.prompt.set_style(st);
-            self.prompt.set_placeholder_style(t.muted);
-            self.prompt.set_cursor_style(if focused {
+            let cursor = if focused {
                 t.base.add_modifier(Modifier::REVERSED)
             } else {
                 st
-            });
-            f.render_widget(&self.prompt, pa);
+            };
+            self.prompt.render(f, pa, st, t.muted, cursor);
         }
     }
 }

@@ -1,17 +1,16 @@
 //! The Command pane's `Pane` glue: keys, actions, events, mouse, render.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
 use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, deliver, list_mouse, nav};
 use crate::tui::widgets::follow;
-use crate::tui::widgets::paste::clean_paste as editor_paste;
 use crate::tui::widgets::text;
 
-use super::{CommandAction, CommandPane, ID, PROMPT, new_prompt};
+use super::{CommandAction, CommandPane, ID, PROMPT};
 
 impl Pane for CommandPane {
     fn id(&self) -> &'static str {
@@ -48,33 +47,21 @@ impl Pane for CommandPane {
     }
 
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            // Left to the key map: run, new line, leave, focus, scroll,
-            // kill, quit, help.
-            KeyCode::Enter | KeyCode::Esc | KeyCode::Tab | KeyCode::BackTab => false,
-            KeyCode::F(_) | KeyCode::PageUp | KeyCode::PageDown => false,
-            KeyCode::Char('c' | 'q' | 'j' | 'z' | 'l') if ctrl => false,
-            KeyCode::Up if self.prompt.cursor().0 == 0 => {
-                self.history_step(-1);
-                true
-            }
-            KeyCode::Down if self.prompt.cursor().0 + 1 >= self.prompt.lines().len() => {
-                self.history_step(1);
-                true
-            }
-            _ => {
-                self.prompt.input(*key);
-                true
-            }
+        // Up on the first row and Down on the last step through the
+        // history; run, new line, leave, focus, scroll, kill, quit and
+        // help are the key map's.
+        if let Some(dir) = self.prompt.edge(key) {
+            self.history_step(dir);
+            return true;
         }
+        self.prompt.key(key)
     }
 
     fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
         if !self.typing {
             return false;
         }
-        self.prompt.insert_str(editor_paste(s));
+        self.prompt.paste(s);
         true
     }
 
@@ -96,7 +83,7 @@ impl Pane for CommandPane {
         };
         match action {
             CommandAction::Run => {
-                let cmd = self.prompt.lines().join("\n");
+                let cmd = self.prompt.text();
                 if cmd.trim().is_empty() {
                     return true;
                 }
@@ -104,7 +91,7 @@ impl Pane for CommandPane {
                     cx.toast(Level::Warn, "a command is running: ctrl-c kills it");
                     return true;
                 }
-                self.prompt = new_prompt();
+                self.prompt.clear();
                 self.hist_pos = None;
                 self.run(cmd, cx);
             }
@@ -171,7 +158,7 @@ impl Pane for CommandPane {
                 }
                 None => {
                     if self.typing {
-                        self.prompt = new_prompt();
+                        self.prompt.clear();
                         self.hist_pos = None;
                     } else {
                         cx.toast(Level::Info, "no command is running (ctrl-q quits wsbench)");
@@ -290,8 +277,9 @@ impl Pane for CommandPane {
         if inner.height == 0 || inner.width == 0 {
             return;
         }
-        let prompt_h = (self.prompt.lines().len() as u16)
-            .clamp(1, 5)
+        let prompt_h = self
+            .prompt
+            .rows()
             .min(inner.height.saturating_sub(1).max(1));
         let sep = u16::from(inner.height > prompt_h);
         let out_h = inner.height.saturating_sub(prompt_h + sep);
@@ -324,17 +312,15 @@ impl Pane for CommandPane {
         if !(self.typing && focused) {
             st = st.add_modifier(Modifier::DIM);
         }
-        self.prompt.set_style(st);
         if !cx.can("command.run") {
             self.prompt
-                .set_placeholder_text("read-only mode: commands do not run");
+                .set_placeholder("read-only mode: commands do not run");
         }
-        self.prompt.set_placeholder_style(t.muted);
-        self.prompt.set_cursor_style(if self.typing && focused {
+        let cursor = if self.typing && focused {
             t.base.add_modifier(Modifier::REVERSED)
         } else {
             st
-        });
-        f.render_widget(&self.prompt, pa);
+        };
+        self.prompt.render(f, pa, st, t.muted, cursor);
     }
 }
