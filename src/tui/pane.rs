@@ -394,54 +394,12 @@ macro_rules! pane_actions {
     ($id:literal; $($extra:expr),* $(,)?) => {
         &[
         $($extra,)*
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".down"),
-            context: $id,
-            desc: "down",
-            keys: &["j", "down"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".up"),
-            context: $id,
-            desc: "up",
-            keys: &["k", "up"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".page_down"),
-            context: $id,
-            desc: "page down",
-            keys: &["pgdn", "ctrl-d"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".page_up"),
-            context: $id,
-            desc: "page up",
-            keys: &["pgup", "ctrl-u"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".top"),
-            context: $id,
-            desc: "first",
-            keys: &["g", "home"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".bottom"),
-            context: $id,
-            desc: "last",
-            keys: &["G", "end"],
-            dangerous: false,
-            hint: false,
-        }
+        $crate::tui::pane::act(concat!($id, ".down"), $id, "down", &["j", "down"], false, false),
+        $crate::tui::pane::act(concat!($id, ".up"), $id, "up", &["k", "up"], false, false),
+        $crate::tui::pane::act(concat!($id, ".page_down"), $id, "page down", &["pgdn", "ctrl-d"], false, false),
+        $crate::tui::pane::act(concat!($id, ".page_up"), $id, "page up", &["pgup", "ctrl-u"], false, false),
+        $crate::tui::pane::act(concat!($id, ".top"), $id, "first", &["g", "home"], false, false),
+        $crate::tui::pane::act(concat!($id, ".bottom"), $id, "last", &["G", "end"], false, false),
         ]
     };
 }
@@ -536,6 +494,32 @@ pub fn nav(cursor: &mut ListCursor, verb: Nav, len: usize) {
     }
 }
 
+/// The three `Pane` methods every [`TaskPane`] writes the same way:
+/// `id` (its [`TaskPane::ID`]), `on_task` (hands results to
+/// [`TaskPane::on_msg`] through `deliver`) and `as_any_mut`. Expands
+/// inside `impl Pane for …`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! task_pane_glue {
+    () => {
+        fn id(&self) -> &'static str {
+            <Self as $crate::tui::pane::TaskPane>::ID
+        }
+
+        fn on_task(
+            &mut self,
+            task: $crate::tui::action::TaskResult,
+            cx: &mut $crate::tui::pane::Ctx,
+        ) {
+            $crate::tui::pane::deliver(self, task, cx);
+        }
+
+        fn as_any_mut(&mut self) -> &mut dyn ::std::any::Any {
+            self
+        }
+    };
+}
+
 /// The keyboard half of a pane that lists through a
 /// [`FilteredList`](crate::tui::widgets::filtered::FilteredList): expands,
 /// inside `impl Pane for …`, to `text_input_active`, `blur`, `on_key` and
@@ -573,6 +557,17 @@ macro_rules! filtered_list_input {
             used
         }
     };
+}
+
+/// The wheel as a navigation verb (up or down), for panes that scroll
+/// through their own actions; `None` for other mouse events.
+pub fn wheel_nav(ev: &MouseEvent) -> Option<Nav> {
+    use ratatui::crossterm::event::MouseEventKind;
+    match ev.kind {
+        MouseEventKind::ScrollUp => Some(Nav::Up),
+        MouseEventKind::ScrollDown => Some(Nav::Down),
+        _ => None,
+    }
 }
 
 /// An action spec of a pane (`context` = the pane id).
@@ -646,6 +641,40 @@ pub fn filter_bar(f: &mut Frame<'_>, inner: Rect, filter: &Filter, cx: &Ctx) -> 
     f.buffer_mut()
         .set_string(bar.x, bar.y, label, cx.theme.accent);
     Rect::new(inner.x, inner.y, inner.width, inner.height - 1)
+}
+
+/// Draws a list pane's `block` and its filter bar in `area`; returns the
+/// rect its rows go in (the one its mouse handler reads too).
+pub fn list_frame(
+    f: &mut Frame<'_>,
+    area: Rect,
+    block: Block<'_>,
+    filter: &Filter,
+    cx: &Ctx,
+) -> Rect {
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    filter_bar(f, inner, filter, cx)
+}
+
+/// What a list pane draws instead of rows: `error: …` when its last load
+/// failed, else `empty` (the caller's "loading…" or "no …") when no row
+/// is shown. True when it drew one, and the caller then draws no rows.
+pub fn list_placeholder(
+    f: &mut Frame<'_>,
+    list: Rect,
+    error: Option<&str>,
+    empty: Option<&str>,
+    cx: &Ctx,
+) -> bool {
+    if let Some(e) = error {
+        placeholder(f, list, &format!("error: {e}"), cx.theme.error);
+    } else if let Some(msg) = empty {
+        placeholder(f, list, msg, cx.theme.muted);
+    } else {
+        return false;
+    }
+    true
 }
 
 #[cfg(test)]

@@ -15,9 +15,9 @@ use ratatui_textarea::TextArea;
 use serde_json::json;
 
 use crate::engine::workspace::ToolCall;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, act, placeholder};
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
@@ -208,17 +208,7 @@ impl EditorPane {
 }
 
 impl Pane for EditorPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    crate::task_pane_glue!();
 
     fn title(&self) -> String {
         match &self.path {

@@ -10,10 +10,10 @@ use ratatui::text::{Line, Span};
 
 use crate::engine::events::{Event, OffloadKind};
 use crate::engine::offload::OffloadItem;
-use crate::tui::action::{Effect, PaneEvent, TaskResult};
+use crate::tui::action::{Effect, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
 use crate::tui::widgets::filtered::FilteredList;
 use crate::tui::widgets::list::render_rows;
@@ -100,18 +100,34 @@ impl OffloadPane {
     }
 }
 
+impl OffloadPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: OffloadAction, cx: &mut Ctx) -> bool {
+        let sel = self.list.selected().map(|i| &self.items[i]);
+        match action {
+            OffloadAction::Nav(verb) => nav(&mut self.list.cursor, verb, self.list.shown.len()),
+            OffloadAction::Open => {
+                if let Some(o) = sel {
+                    cx.effect(Effect::OpenLink(o.path.clone()));
+                }
+            }
+            OffloadAction::Copy => {
+                if let Some(o) = sel {
+                    cx.effect(Effect::Copy(
+                        o.url.clone().unwrap_or_else(|| o.path.clone()),
+                    ));
+                }
+            }
+            OffloadAction::Filter => self.list.filter.begin(),
+            OffloadAction::Refresh => self.load(cx),
+        }
+        true
+    }
+}
+
 impl Pane for OffloadPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    crate::task_pane_glue!();
 
     /// `Offload (3)`, or `Offload (3 + 1 data)` when data blobs are
     /// listed: the first number is what the Sessions pane's `o` column
@@ -137,28 +153,7 @@ impl Pane for OffloadPane {
     crate::filtered_list_input!(list, refilter);
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = OffloadAction::parse(action) else {
-            return false;
-        };
-        let sel = self.list.selected().map(|i| &self.items[i]);
-        match action {
-            OffloadAction::Nav(verb) => nav(&mut self.list.cursor, verb, self.list.shown.len()),
-            OffloadAction::Open => {
-                if let Some(o) = sel {
-                    cx.effect(Effect::OpenLink(o.path.clone()));
-                }
-            }
-            OffloadAction::Copy => {
-                if let Some(o) = sel {
-                    cx.effect(Effect::Copy(
-                        o.url.clone().unwrap_or_else(|| o.path.clone()),
-                    ));
-                }
-            }
-            OffloadAction::Filter => self.list.filter.begin(),
-            OffloadAction::Refresh => self.load(cx),
-        }
-        true
+        OffloadAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
@@ -182,7 +177,7 @@ impl Pane for OffloadPane {
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
         match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("offload.open", cx),
+            ListMouse::Clicked(_, true) => self.act(OffloadAction::Open, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -201,21 +196,14 @@ impl Pane for OffloadPane {
             cx.session.clone()
         };
         let block = cx.block_for(area, &title, &note, focused);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.list.filter, cx);
+        let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
-        if let Some(e) = &self.error {
-            placeholder(f, list, &format!("error: {e}"), t.error);
-            return;
-        }
-        if self.list.shown.is_empty() {
-            let msg = if self.job.running() {
-                "loading…"
-            } else {
-                "nothing offloaded in this session"
-            };
-            placeholder(f, list, msg, t.muted);
+        let empty = self.list.shown.is_empty().then_some(if self.job.running() {
+            "loading…"
+        } else {
+            "nothing offloaded in this session"
+        });
+        if list_placeholder(f, list, self.error.as_deref(), empty, cx) {
             return;
         }
         let now = cx.now_secs();

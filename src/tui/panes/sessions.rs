@@ -9,10 +9,10 @@ use ratatui::text::{Line, Span};
 
 use crate::engine::events::Event;
 use crate::engine::sessions::SessionSummary;
-use crate::tui::action::{Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
 use crate::tui::widgets::filtered::FilteredList;
 use crate::tui::widgets::list::render_rows;
@@ -88,33 +88,10 @@ impl SessionsPane {
     }
 }
 
-impl Pane for SessionsPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        format!("Sessions ({})", self.items.len())
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.load(cx);
-    }
-
-    crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = SessionsAction::parse(action) else {
-            return false;
-        };
+impl SessionsPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: SessionsAction, cx: &mut Ctx) -> bool {
         match action {
             SessionsAction::Nav(verb) => {
                 nav(&mut self.list.cursor, verb, self.list.shown.len());
@@ -128,6 +105,24 @@ impl Pane for SessionsPane {
             SessionsAction::Refresh => self.load(cx),
         }
         true
+    }
+}
+
+impl Pane for SessionsPane {
+    crate::task_pane_glue!();
+
+    fn title(&self) -> String {
+        format!("Sessions ({})", self.items.len())
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    crate::filtered_list_input!(list, refilter);
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        SessionsAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
@@ -148,7 +143,7 @@ impl Pane for SessionsPane {
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
         match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("sessions.select", cx),
+            ListMouse::Clicked(_, true) => self.act(SessionsAction::Select, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -165,21 +160,14 @@ impl Pane for SessionsPane {
             "calls/offloads"
         };
         let block = cx.block_for(area, &self.title(), note, focused);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.list.filter, cx);
+        let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
-        if let Some(e) = &self.error {
-            placeholder(f, list, &format!("error: {e}"), t.error);
-            return;
-        }
-        if self.list.shown.is_empty() {
-            let msg = if self.job.running() {
-                "loading…"
-            } else {
-                "no sessions"
-            };
-            placeholder(f, list, msg, t.muted);
+        let empty = self.list.shown.is_empty().then_some(if self.job.running() {
+            "loading…"
+        } else {
+            "no sessions"
+        });
+        if list_placeholder(f, list, self.error.as_deref(), empty, cx) {
             return;
         }
         let now = cx.now_secs();

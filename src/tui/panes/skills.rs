@@ -11,10 +11,10 @@ use ratatui::text::{Line, Span};
 
 use crate::engine::events::Event;
 use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
-use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
@@ -160,42 +160,10 @@ impl SkillsPane {
     }
 }
 
-impl Pane for SkillsPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        let bad = self
-            .rows
-            .iter()
-            .filter(|r| matches!(r, Row::Invalid(_)))
-            .count();
-        if bad > 0 {
-            format!("Skills ({}, {bad} invalid)", self.rows.len() - bad)
-        } else {
-            format!("Skills ({})", self.rows.len())
-        }
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.load(cx);
-    }
-
-    crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = SkillsAction::parse(action) else {
-            return false;
-        };
+impl SkillsPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: SkillsAction, cx: &mut Ctx) -> bool {
         match action {
             SkillsAction::Nav(verb) => {
                 nav(&mut self.list.cursor, verb, self.list.shown.len());
@@ -251,6 +219,33 @@ impl Pane for SkillsPane {
             SkillsAction::Refresh => self.load(cx),
         }
         true
+    }
+}
+
+impl Pane for SkillsPane {
+    crate::task_pane_glue!();
+
+    fn title(&self) -> String {
+        let bad = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r, Row::Invalid(_)))
+            .count();
+        if bad > 0 {
+            format!("Skills ({}, {bad} invalid)", self.rows.len() - bad)
+        } else {
+            format!("Skills ({})", self.rows.len())
+        }
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    crate::filtered_list_input!(list, refilter);
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        SkillsAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
@@ -325,7 +320,7 @@ impl Pane for SkillsPane {
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
         match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("skills.view", cx),
+            ListMouse::Clicked(_, true) => self.act(SkillsAction::View, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -339,25 +334,14 @@ impl Pane for SkillsPane {
             cx.agent.as_str()
         };
         let block = cx.block_for(area, &self.title(), &format!("agent {agent}"), focused);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.list.filter, cx);
+        let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
-        if let Some(e) = &self.error {
-            placeholder(f, list, &format!("error: {e}"), t.error);
-            return;
-        }
-        if self.list.shown.is_empty() {
-            placeholder(
-                f,
-                list,
-                if self.job.running() {
-                    "loading…"
-                } else {
-                    "no skills"
-                },
-                t.muted,
-            );
+        let empty = self.list.shown.is_empty().then_some(if self.job.running() {
+            "loading…"
+        } else {
+            "no skills"
+        });
+        if list_placeholder(f, list, self.error.as_deref(), empty, cx) {
             return;
         }
         let rows = &self.rows;

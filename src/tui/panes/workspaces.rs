@@ -19,11 +19,9 @@ use ratatui::text::{Line, Span};
 use crate::engine::Workspace;
 use crate::engine::events::Event;
 use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
-use crate::tui::action::{DialogTag, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
-};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
 use crate::tui::widgets::filtered::FilteredList;
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::single_flight::SingleFlight;
@@ -324,33 +322,10 @@ impl WorkspacesPane {
     }
 }
 
-impl Pane for WorkspacesPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        format!("Workspaces ({})", self.rows.len())
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.load(cx);
-    }
-
-    crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = WorkspacesAction::parse(action) else {
-            return false;
-        };
+impl WorkspacesPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: WorkspacesAction, cx: &mut Ctx) -> bool {
         match action {
             WorkspacesAction::Nav(verb) => {
                 nav(&mut self.list.cursor, verb, self.list.shown.len());
@@ -382,6 +357,24 @@ impl Pane for WorkspacesPane {
             WorkspacesAction::Filter => self.list.filter.begin(),
         }
         true
+    }
+}
+
+impl Pane for WorkspacesPane {
+    crate::task_pane_glue!();
+
+    fn title(&self) -> String {
+        format!("Workspaces ({})", self.rows.len())
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    crate::filtered_list_input!(list, refilter);
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        WorkspacesAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
@@ -427,7 +420,7 @@ impl Pane for WorkspacesPane {
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
         match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("workspaces.open", cx),
+            ListMouse::Clicked(_, true) => self.act(WorkspacesAction::Open, cx),
             ListMouse::None => false,
             _ => true,
         }

@@ -10,8 +10,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::agent::AgentReceived;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, deliver, list_mouse};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, list_mouse};
 use crate::tui::pane::{Nav, nav};
 use crate::tui::widgets::follow;
 use crate::tui::widgets::list::render_rows;
@@ -98,65 +98,10 @@ impl AgentPane {
     }
 }
 
-impl Pane for AgentPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Agent".into()
-    }
-
-    fn context(&self) -> &'static str {
-        if self.typing { PROMPT } else { ID }
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.typing
-    }
-
-    fn blur(&mut self) {
-        self.typing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        // Send, new line, leave, stop, quit and help are the key map's.
-        self.prompt.key(key)
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        if !self.typing {
-            return false;
-        }
-        self.prompt.paste(s);
-        true
-    }
-
-    fn busy(&self) -> Option<String> {
-        self.run.as_ref().map(|_| "an agent is running".to_string())
-    }
-
-    fn shutdown(&mut self, _cx: &mut Ctx) {
-        if let Some(r) = &mut self.run {
-            r.stop_requested = true;
-            if let Some(h) = &r.handle {
-                h.stop();
-            }
-        }
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = AgentAction::parse(action) else {
-            return false;
-        };
+impl AgentPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: AgentAction, cx: &mut Ctx) -> bool {
         match action {
             AgentAction::Nav(verb @ (Nav::Down | Nav::Up | Nav::Top | Nav::Bottom)) => {
                 nav(&mut self.cursor, verb, self.demos.len());
@@ -231,6 +176,56 @@ impl Pane for AgentPane {
         }
         true
     }
+}
+
+impl Pane for AgentPane {
+    crate::task_pane_glue!();
+
+    fn title(&self) -> String {
+        "Agent".into()
+    }
+
+    fn context(&self) -> &'static str {
+        if self.typing { PROMPT } else { ID }
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        // Send, new line, leave, stop, quit and help are the key map's.
+        self.prompt.key(key)
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if !self.typing {
+            return false;
+        }
+        self.prompt.paste(s);
+        true
+    }
+
+    fn busy(&self) -> Option<String> {
+        self.run.as_ref().map(|_| "an agent is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &mut self.run {
+            r.stop_requested = true;
+            if let Some(h) = &r.handle {
+                h.stop();
+            }
+        }
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        AgentAction::parse(action).is_some_and(|a| self.act(a, cx))
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         if let PaneEvent::Input {
@@ -273,7 +268,7 @@ impl Pane for AgentPane {
             && ev.column >= self.side_list.x
         {
             return match list_mouse(&mut self.cursor, ev, self.side_list, self.demos.len()) {
-                ListMouse::Clicked(_, true) => self.on_action("agent.run", cx),
+                ListMouse::Clicked(_, true) => self.act(AgentAction::Run, cx),
                 ListMouse::None => false,
                 _ => true,
             };

@@ -5,82 +5,17 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, deliver, list_mouse, nav};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, list_mouse, nav};
 use crate::tui::widgets::follow;
 use crate::tui::widgets::text;
 
 use super::{CommandAction, CommandPane, ID, PROMPT};
 
-impl Pane for CommandPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Command".into()
-    }
-
-    fn context(&self) -> &'static str {
-        if self.typing { PROMPT } else { ID }
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.output_session = cx.session.clone();
-        self.load_journal(cx);
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.typing
-    }
-
-    fn blur(&mut self) {
-        self.typing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        // Up on the first row and Down on the last step through the
-        // history; run, new line, leave, focus, scroll, kill, quit and
-        // help are the key map's.
-        if let Some(dir) = self.prompt.edge(key) {
-            self.history_step(dir);
-            return true;
-        }
-        self.prompt.key(key)
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        if !self.typing {
-            return false;
-        }
-        self.prompt.paste(s);
-        true
-    }
-
-    fn busy(&self) -> Option<String> {
-        self.running
-            .as_ref()
-            .map(|_| "a command is running".to_string())
-    }
-
-    fn shutdown(&mut self, _cx: &mut Ctx) {
-        if let Some(r) = &self.running {
-            r.cancel.cancel();
-        }
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = CommandAction::parse(action) else {
-            return false;
-        };
+impl CommandPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: CommandAction, cx: &mut Ctx) -> bool {
         match action {
             CommandAction::Run => {
                 let cmd = self.prompt.text();
@@ -201,6 +136,66 @@ impl Pane for CommandPane {
         }
         true
     }
+}
+
+impl Pane for CommandPane {
+    crate::task_pane_glue!();
+
+    fn title(&self) -> String {
+        "Command".into()
+    }
+
+    fn context(&self) -> &'static str {
+        if self.typing { PROMPT } else { ID }
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.output_session = cx.session.clone();
+        self.load_journal(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        // Up on the first row and Down on the last step through the
+        // history; run, new line, leave, focus, scroll, kill, quit and
+        // help are the key map's.
+        if let Some(dir) = self.prompt.edge(key) {
+            self.history_step(dir);
+            return true;
+        }
+        self.prompt.key(key)
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if !self.typing {
+            return false;
+        }
+        self.prompt.paste(s);
+        true
+    }
+
+    fn busy(&self) -> Option<String> {
+        self.running
+            .as_ref()
+            .map(|_| "a command is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &self.running {
+            r.cancel.cancel();
+        }
+    }
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        CommandAction::parse(action).is_some_and(|a| self.act(a, cx))
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -230,7 +225,7 @@ impl Pane for CommandPane {
         use ratatui::crossterm::event::{MouseButton, MouseEventKind};
         if self.show_past {
             return match list_mouse(&mut self.past_cursor, ev, self.list_area, self.past.len()) {
-                ListMouse::Clicked(_, true) => self.on_action("command.prompt", cx),
+                ListMouse::Clicked(_, true) => self.act(CommandAction::Prompt, cx),
                 ListMouse::None => false,
                 _ => true,
             };

@@ -7,10 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::backend::{FileKind, path as bpath};
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
-};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::text;
 
@@ -32,38 +30,10 @@ impl FilesPane {
     }
 }
 
-impl Pane for FilesPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Files".into()
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        let root = cx.ws.layout().workdir().to_string();
-        self.nodes.push(Self::root_node(&root));
-        self.root = 0;
-        self.by_path.insert(root.clone(), 0);
-        self.watching = cx.ws.sandbox().capabilities().watch;
-        self.list(root, cx);
-    }
-
-    crate::filtered_list_input!(list, rebuild);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = FilesAction::parse(action) else {
-            return false;
-        };
+impl FilesPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: FilesAction, cx: &mut Ctx) -> bool {
         match action {
             FilesAction::Nav(verb) => {
                 nav(&mut self.list.cursor, verb, self.list.shown.len());
@@ -215,6 +185,29 @@ impl Pane for FilesPane {
         }
         true
     }
+}
+
+impl Pane for FilesPane {
+    crate::task_pane_glue!();
+
+    fn title(&self) -> String {
+        "Files".into()
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        let root = cx.ws.layout().workdir().to_string();
+        self.nodes.push(Self::root_node(&root));
+        self.root = 0;
+        self.by_path.insert(root.clone(), 0);
+        self.watching = cx.ws.sandbox().capabilities().watch;
+        self.list(root, cx);
+    }
+
+    crate::filtered_list_input!(list, rebuild);
+
+    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
+        FilesAction::parse(action).is_some_and(|a| self.act(a, cx))
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -314,7 +307,7 @@ impl Pane for FilesPane {
             self.tree_area,
             self.list.shown.len(),
         ) {
-            ListMouse::Clicked(_, true) => self.on_action("files.open", cx),
+            ListMouse::Clicked(_, true) => self.act(FilesAction::Open, cx),
             ListMouse::Clicked(_, false) => {
                 self.want_preview(cx);
                 true
@@ -500,7 +493,7 @@ impl TaskPane for FilesPane {
             Msg::Done(m) => {
                 cx.toast(Level::Info, m.clone());
                 if !self.watching {
-                    self.on_action("files.refresh", cx);
+                    self.act(FilesAction::Refresh, cx);
                 }
             }
             Msg::Failed(e) => cx.toast(Level::Error, e.clone()),
