@@ -494,13 +494,22 @@ pub fn nav(cursor: &mut ListCursor, verb: Nav, len: usize) {
     }
 }
 
-/// The three `Pane` methods every [`TaskPane`] writes the same way:
-/// `id` (its [`TaskPane::ID`]), `on_task` (hands results to
-/// [`TaskPane::on_msg`] through `deliver`) and `as_any_mut`. Expands
+/// The `Pane` methods every [`TaskPane`] writes the same way: `id` (its
+/// [`TaskPane::ID`]), `on_task` (hands results to [`TaskPane::on_msg`]
+/// through `deliver`) and `as_any_mut`; with `actions: XAction` also
+/// `on_action`, which parses the name into the pane's action enum and
+/// calls its typed handler `self.act(XAction, cx) -> bool`. Expands
 /// inside `impl Pane for …`.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! task_pane_glue {
+    (actions: $E:ty) => {
+        $crate::task_pane_glue!();
+
+        fn on_action(&mut self, action: &'static str, cx: &mut $crate::tui::pane::Ctx) -> bool {
+            <$E>::parse(action).is_some_and(|a| self.act(a, cx))
+        }
+    };
     () => {
         fn id(&self) -> &'static str {
             <Self as $crate::tui::pane::TaskPane>::ID

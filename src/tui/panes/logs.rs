@@ -503,7 +503,7 @@ impl LogsPane {
 }
 
 impl Pane for LogsPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: LogsAction);
 
     fn title(&self) -> String {
         "Logs".into()
@@ -533,10 +533,6 @@ impl Pane for LogsPane {
 
     fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
         self.search.paste(s) != FilterOutcome::Ignored
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        LogsAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {

@@ -127,7 +127,7 @@ impl OffloadPane {
 }
 
 impl Pane for OffloadPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: OffloadAction);
 
     /// `Offload (3)`, or `Offload (3 + 1 data)` when data blobs are
     /// listed: the first number is what the Sessions pane's `o` column
@@ -151,10 +151,6 @@ impl Pane for OffloadPane {
     }
 
     crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        OffloadAction::parse(action).is_some_and(|a| self.act(a, cx))
-    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {

@@ -109,7 +109,7 @@ impl SessionsPane {
 }
 
 impl Pane for SessionsPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: SessionsAction);
 
     fn title(&self) -> String {
         format!("Sessions ({})", self.items.len())
@@ -120,10 +120,6 @@ impl Pane for SessionsPane {
     }
 
     crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        SessionsAction::parse(action).is_some_and(|a| self.act(a, cx))
-    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {

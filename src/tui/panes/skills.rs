@@ -223,7 +223,7 @@ impl SkillsPane {
 }
 
 impl Pane for SkillsPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: SkillsAction);
 
     fn title(&self) -> String {
         let bad = self
@@ -243,10 +243,6 @@ impl Pane for SkillsPane {
     }
 
     crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        SkillsAction::parse(action).is_some_and(|a| self.act(a, cx))
-    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {

@@ -392,7 +392,7 @@ impl ViewerPane {
 }
 
 impl Pane for ViewerPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: ViewerAction);
 
     fn title(&self) -> String {
         match &self.doc {
@@ -408,10 +408,6 @@ impl Pane for ViewerPane {
                 action,
                 "viewer.next_link" | "viewer.prev_link" | "viewer.open_link"
             )
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        ViewerAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {

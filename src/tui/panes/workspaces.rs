@@ -361,7 +361,7 @@ impl WorkspacesPane {
 }
 
 impl Pane for WorkspacesPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: WorkspacesAction);
 
     fn title(&self) -> String {
         format!("Workspaces ({})", self.rows.len())
@@ -372,10 +372,6 @@ impl Pane for WorkspacesPane {
     }
 
     crate::filtered_list_input!(list, refilter);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        WorkspacesAction::parse(action).is_some_and(|a| self.act(a, cx))
-    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {

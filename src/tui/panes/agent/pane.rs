@@ -179,7 +179,7 @@ impl AgentPane {
 }
 
 impl Pane for AgentPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: AgentAction);
 
     fn title(&self) -> String {
         "Agent".into()
@@ -221,10 +221,6 @@ impl Pane for AgentPane {
                 h.stop();
             }
         }
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        AgentAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {

@@ -139,7 +139,7 @@ impl CommandPane {
 }
 
 impl Pane for CommandPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: CommandAction);
 
     fn title(&self) -> String {
         "Command".into()
@@ -191,10 +191,6 @@ impl Pane for CommandPane {
         if let Some(r) = &self.running {
             r.cancel.cancel();
         }
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        CommandAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {

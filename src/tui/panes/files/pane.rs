@@ -188,7 +188,7 @@ impl FilesPane {
 }
 
 impl Pane for FilesPane {
-    crate::task_pane_glue!();
+    crate::task_pane_glue!(actions: FilesAction);
 
     fn title(&self) -> String {
         "Files".into()
@@ -204,10 +204,6 @@ impl Pane for FilesPane {
     }
 
     crate::filtered_list_input!(list, rebuild);
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        FilesAction::parse(action).is_some_and(|a| self.act(a, cx))
-    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
