@@ -425,6 +425,36 @@ macro_rules! pane_actions {
 #[macro_export]
 #[doc(hidden)]
 macro_rules! pane_action_enum {
+    // The second form, for overlays and panes that are not lists (help,
+    // palette, editor): `enum HelpAction in "help", no nav;` declares the
+    // enum and table of exactly the listed entries.
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $E:ident in $id:literal, no nav;
+        $($V:ident => act($name:literal, $ctx:expr, $desc:literal, $keys:expr, $danger:expr, $hint:expr)),* $(,)?
+    ) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $E {
+            $(#[doc = $desc] $V,)*
+        }
+
+        impl $E {
+            /// The action table: one entry per variant, in order.
+            pub const TABLE: &'static [$crate::tui::keymap::ActionSpec] = &[
+                $($crate::tui::pane::act($name, $ctx, $desc, $keys, $danger, $hint)),*
+            ];
+
+            /// The variant of the table entry named `name`; `None` when the
+            /// table has no such entry.
+            pub fn parse(name: &str) -> Option<Self> {
+                Some(match name {
+                    $($name => Self::$V,)*
+                    _ => return None,
+                })
+            }
+        }
+    };
     (
         $(#[$m:meta])*
         $vis:vis enum $E:ident in $id:literal;
@@ -724,5 +754,48 @@ mod tests {
         assert_eq!(DemoAction::parse("demo"), None);
         assert_eq!(DemoAction::parse("open"), None);
         assert_eq!(DemoAction::parse("other.open"), None);
+    }
+
+    crate::pane_action_enum! {
+        /// A table without list movement (the second form).
+        enum PlainAction in "plain", no nav;
+        Save => act("plain.save", "plain", "save", &["ctrl-s"], true, true),
+        Close => act("plain.close", "plain", "close", &["esc"], false, true),
+    }
+
+    /// The second form declares exactly the listed entries: no
+    /// navigation entries in the table, none parsed.
+    #[test]
+    fn the_no_nav_form_has_only_its_own_entries() {
+        let names: Vec<_> = PlainAction::TABLE.iter().map(|a| a.name).collect();
+        assert_eq!(names, ["plain.save", "plain.close"]);
+        assert!(PlainAction::TABLE[0].dangerous);
+        assert_eq!(PlainAction::parse("plain.save"), Some(PlainAction::Save));
+        assert_eq!(PlainAction::parse("plain.close"), Some(PlainAction::Close));
+        assert_eq!(PlainAction::parse("plain.down"), None);
+    }
+
+    /// The wheel is the one mouse event that maps to a list verb.
+    #[test]
+    fn wheel_nav_maps_the_wheel_only() {
+        use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+        let ev = |kind| MouseEvent {
+            kind,
+            column: 0,
+            row: 0,
+            modifiers: KeyModifiers::NONE,
+        };
+        assert_eq!(
+            super::wheel_nav(&ev(MouseEventKind::ScrollUp)),
+            Some(Nav::Up)
+        );
+        assert_eq!(
+            super::wheel_nav(&ev(MouseEventKind::ScrollDown)),
+            Some(Nav::Down)
+        );
+        assert_eq!(
+            super::wheel_nav(&ev(MouseEventKind::Down(MouseButton::Left))),
+            None
+        );
     }
 }
