@@ -1,14 +1,19 @@
 //! What the local and bubblewrap backends share about a host child
 //! process: its exit code in the shell's terms, pumping its output into an
-//! [`OutputSink`], and waiting for it from several callers at once.
+//! [`OutputSink`], waiting for it against a deadline or a cancel (killing
+//! its tree), and waiting for it from several callers at once.
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Child;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdout};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
+use super::process_tree;
 use super::{BackendError, BackendResult, OutputChunk, OutputSink, StreamKind};
 
 /// `(exit code, signal)`: a normal exit gives its code; death by signal
@@ -24,11 +29,7 @@ pub(crate) fn exit_code_of(status: std::process::ExitStatus) -> (Option<i32>, Op
 /// Copies `reader` to `sink` in chunks of up to 64 KiB until end of file.
 /// A sink nobody reads any more is ignored, but the reader is still
 /// drained so the child never blocks on a full pipe.
-pub(crate) async fn pump(
-    mut reader: impl AsyncRead + Unpin,
-    stream: StreamKind,
-    sink: Option<OutputSink>,
-) {
+async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Option<OutputSink>) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut buf).await {
@@ -45,6 +46,79 @@ pub(crate) async fn pump(
             }
         }
     }
+}
+
+/// Starts the I/O of an exec's child: writes `stdin` (when given and piped)
+/// from its own task, then closes it, and pumps `stdout` and the child's
+/// piped stderr into `sink`. Returns the two pump tasks; the caller decides
+/// how long to wait for them once the child has exited (background
+/// grandchildren may hold the pipes open for ever).
+pub(crate) fn start_io(
+    child: &mut Child,
+    stdout: ChildStdout,
+    stdin: Option<Bytes>,
+    sink: Option<OutputSink>,
+) -> (JoinHandle<()>, JoinHandle<()>) {
+    if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = pipe.write_all(&data).await;
+            let _ = pipe.shutdown().await;
+        });
+    }
+    let out = tokio::spawn(pump(stdout, StreamKind::Stdout, sink.clone()));
+    let err = tokio::spawn(pump(
+        child.stderr.take().expect("piped"),
+        StreamKind::Stderr,
+        sink,
+    ));
+    (out, err)
+}
+
+/// How an exec's child ended.
+pub(crate) struct Ended {
+    /// Its exit status.
+    pub(crate) status: std::process::ExitStatus,
+    /// The deadline passed first (the tree was killed).
+    pub(crate) timed_out: bool,
+    /// The cancel fired first (the tree was killed).
+    pub(crate) cancelled: bool,
+}
+
+/// Waits for `child` to exit, or for `deadline` or `cancel`, whichever
+/// comes first; on the last two the tree (`pid`'s group and every process
+/// carrying `marker`) is killed, TERM then KILL after `grace`, and the
+/// child is then reaped. Errors: the I/O error of the wait.
+pub(crate) async fn wait_or_kill(
+    child: &mut Child,
+    deadline: Option<Instant>,
+    cancel: Option<&CancellationToken>,
+    (pid, marker): (i32, &str),
+    grace: Duration,
+) -> std::io::Result<Ended> {
+    let timeout = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let cancel = async {
+        match cancel {
+            Some(c) => c.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let kill = || process_tree::kill_tree_async(pid, marker.to_string(), grace);
+    let (mut timed_out, mut cancelled) = (false, false);
+    let status = tokio::select! {
+        s = child.wait() => s,
+        _ = timeout => { timed_out = true; kill().await; child.wait().await }
+        _ = cancel => { cancelled = true; kill().await; child.wait().await }
+    }?;
+    Ok(Ended {
+        status,
+        timed_out,
+        cancelled,
+    })
 }
 
 /// A child whose exit code is remembered once seen, so `wait` and

@@ -248,6 +248,34 @@ pub struct Capabilities {
     pub watch: bool,
 }
 
+impl Capabilities {
+    /// Every capability on (a sandbox on this host: local, bubblewrap);
+    /// other sandboxes start from it and turn off what they lack.
+    pub const ALL: Capabilities = Capabilities {
+        exec_stdin: true,
+        byte_exact_output: true,
+        kill_on_timeout: true,
+        processes: true,
+        read_range: true,
+        atomic_write: true,
+        append: true,
+        watch: true,
+    };
+
+    /// Every capability off; remote services start from it and turn on
+    /// what their API offers.
+    pub const NONE: Capabilities = Capabilities {
+        exec_stdin: false,
+        byte_exact_output: false,
+        kill_on_timeout: false,
+        processes: false,
+        read_range: false,
+        atomic_write: false,
+        append: false,
+        watch: false,
+    };
+}
+
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -526,6 +554,12 @@ pub trait Sandbox: Send + Sync {
     /// Appends bytes in place, creating the file (and parents) if needed.
     /// Requires [`Capabilities::append`]. Each call's bytes land
     /// contiguously, never interleaved with a concurrent append.
+    ///
+    /// Line-safe, for the JSONL files the engine keeps: a failed append
+    /// (disk full) truncates the file back to its old length, so no torn
+    /// line stays; and when `data` ends in `\n` but the file does not (a
+    /// record torn by a crash), a `\n` is written first so the new record
+    /// is not glued to the torn one.
     async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()>;
 
     /// Creates `path` exclusively; `Ok(false)` if it already exists. Used

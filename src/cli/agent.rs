@@ -89,10 +89,11 @@ fn fresh_session(prefix: &str) -> String {
 }
 
 fn session_for(ctx: &Ctx, prefix: &str) -> String {
-    ctx.global
+    ctx.root
+        .global
         .session
         .clone()
-        .or_else(|| ctx.config.workspace.default_session.clone())
+        .or_else(|| ctx.root.config.workspace.default_session.clone())
         .unwrap_or_else(|| fresh_session(prefix))
 }
 
@@ -371,7 +372,7 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     } else {
         Transcript::demo(&name)?
     };
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     let session = session_for(ctx, &format!("demo-{}", transcript.name));
     let setup = script::run_setup(&ws, &transcript).await?;
     if !ctx.json {
@@ -389,7 +390,7 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
         Duration::from_millis(args.pace_ms),
     ));
     let mut config = AgentConfig::new(session.clone());
-    config.agent_id = ctx.global.agent.clone();
+    config.agent_id = ctx.root.global.agent.clone();
     config.name = transcript
         .agent
         .clone()
@@ -422,7 +423,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     oc.api_key = api_key;
     oc.temperature = args.temperature;
     let model = OpenAiModel::new(oc)?;
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     let session = session_for(ctx, "agent");
     let mut policy = ContextPolicy {
         context_window: args.context_window,
@@ -441,9 +442,9 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
         policy.max_image_num = v;
     }
     let mut config = AgentConfig::new(session.clone());
-    config.agent_id = ctx.global.agent.clone();
-    if !ctx.global.agent.is_empty() {
-        config.name = ctx.global.agent.clone();
+    config.agent_id = ctx.root.global.agent.clone();
+    if !ctx.root.global.agent.is_empty() {
+        config.name = ctx.root.global.agent.clone();
     }
     config.policy = policy;
     config.max_iters = args.max_iters;

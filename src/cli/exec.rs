@@ -35,7 +35,7 @@ pub fn command_line(words: &[String]) -> String {
 }
 
 pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     let command = command_line(&args.command);
     let mut call_args = json!({ "command": command });
     if let Some(t) = args.timeout {
@@ -63,8 +63,8 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     });
     let result = ws
         .call_tool(ToolCall {
-            agent: ctx.global.agent.clone(),
-            session: ctx.session(),
+            agent: ctx.root.global.agent.clone(),
+            session: ctx.root.session(),
             tool: "Bash".into(),
             args: call_args,
             output: printer.is_some().then_some(tx),
@@ -83,6 +83,13 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         result.exit_code.unwrap_or(1)
     };
+    let offload_error = result
+        .metadata
+        .get("offload_error")
+        .and_then(|v| v.as_str());
+    if let (false, Some(e)) = (ctx.json, offload_error) {
+        eprintln!("wsbench: the output was cut and the full output could not be saved: {e}");
+    }
     if ctx.json {
         output::json(&result)?;
     } else if result.timed_out {

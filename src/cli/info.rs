@@ -10,29 +10,32 @@ use crate::backend::BackendKind;
 /// create a sandbox just to describe it): the profile is shown from the
 /// config as written, `${VAR}` placeholders kept and secrets masked.
 pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
-    let name = ctx.profile_name();
+    let name = ctx.root.profile_name();
     // Unknown profile names are the one error `info` reports.
-    let profile = match ctx.config.profiles.get(&name) {
+    let profile = match ctx.root.config.profiles.get(&name) {
         Some(p) => p.clone(),
-        None => ctx.config.profile(&name)?,
+        None => ctx.root.config.profile(&name)?,
     };
     // `--workdir`, or the built-in local profile's default user: a known
     // directory. Anything else is placed by the manager when first used.
     let builtin_local =
-        !ctx.config.profiles.contains_key(&name) && profile.backend == BackendKind::Local;
-    let (backend, root) = if ctx.global.workdir.is_some() {
-        (BackendKind::Local, Some(ctx.workdir()))
-    } else if builtin_local && ctx.global.user.is_empty() {
-        (BackendKind::Local, Some(ctx.paths.default_workdir.clone()))
+        !ctx.root.config.profiles.contains_key(&name) && profile.backend == BackendKind::Local;
+    let (backend, root) = if ctx.root.global.workdir.is_some() {
+        (BackendKind::Local, Some(ctx.root.workdir()))
+    } else if builtin_local && ctx.root.global.user.is_empty() {
+        (
+            BackendKind::Local,
+            Some(ctx.root.paths.default_workdir.clone()),
+        )
     } else {
         (profile.backend, None)
     };
     let info = json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "config_file": ctx.config_file,
-        "config_file_exists": ctx.config_file.is_file(),
-        "data_dir": ctx.paths.data_dir,
-        "default_workdir": ctx.paths.default_workdir,
+        "config_file": ctx.root.config_file,
+        "config_file_exists": ctx.root.config_file.is_file(),
+        "data_dir": ctx.root.paths.data_dir,
+        "default_workdir": ctx.root.paths.default_workdir,
         "workspace": {
             "root": root,
             "backend": backend,
@@ -41,9 +44,9 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
             "name": name,
             "settings": profile,
         },
-        "agent": ctx.global.agent,
-        "session": ctx.session(),
-        "config": ctx.config,
+        "agent": ctx.root.global.agent,
+        "session": ctx.root.session(),
+        "config": ctx.root.config,
     });
     if ctx.json {
         output::json(&info)?;
@@ -52,15 +55,18 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     println!("wsbench {}", env!("CARGO_PKG_VERSION"));
     println!(
         "config file:      {} ({})",
-        ctx.config_file.display(),
-        if ctx.config_file.is_file() {
+        ctx.root.config_file.display(),
+        if ctx.root.config_file.is_file() {
             "loaded"
         } else {
             "absent: built-in defaults"
         }
     );
-    println!("data dir:         {}", ctx.paths.data_dir.display());
-    println!("default workdir:  {}", ctx.paths.default_workdir.display());
+    println!("data dir:         {}", ctx.root.paths.data_dir.display());
+    println!(
+        "default workdir:  {}",
+        ctx.root.paths.default_workdir.display()
+    );
     println!(
         "profile:          {name} ({} backend, {} isolation)",
         profile.backend,
@@ -85,10 +91,10 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     println!("backend:          {backend}");
     println!(
         "agent / session:  {:?} / {}",
-        ctx.global.agent,
-        ctx.session()
+        ctx.root.global.agent,
+        ctx.root.session()
     );
-    let l = &ctx.config.limits;
+    let l = &ctx.root.config.limits;
     println!(
         "limits:           Bash {} chars, {} ms default / {} ms max; Read {} lines; Glob/Grep {} results, {} ms",
         l.bash_max_output_chars,
@@ -103,9 +109,9 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
 
 /// What a bare `wsbench` prints until the TUI opens instead.
 pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     let sessions = ws.sessions().list().await?;
-    let skills = ws.skills().list(&ctx.global.agent).await?;
+    let skills = ws.skills().list(&ctx.root.global.agent).await?;
     let mcp = ws.mcp().load_store().await?;
     let declarations: Vec<_> = mcp
         .pairs()
@@ -149,7 +155,7 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
     }
     println!(
         "skills of agent {:?}: {} valid, {} invalid",
-        ctx.global.agent,
+        ctx.root.global.agent,
         skills.skills.len(),
         skills.invalid.len()
     );

@@ -252,9 +252,9 @@ fn print_listing(l: &McpListing) {
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: McpCmd) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
-    let agent = ctx.global.agent.clone();
-    let session = ctx.session();
+    let ws = ctx.root.open_workspace().await?;
+    let agent = ctx.root.global.agent.clone();
+    let session = ctx.root.session();
     let code = run_on(ctx, &ws, &agent, &session, cmd).await;
     ws.close().await;
     code

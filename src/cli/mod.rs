@@ -153,11 +153,12 @@ pub enum Command {
     },
 }
 
-/// What every command works with: the composition root's context (read
-/// through it, as `ctx.config`, `ctx.open_workspace()`, ...) and the
-/// output format.
+/// What every command works with: the composition root's context
+/// (`ctx.root.config`, `ctx.root.open_workspace()`, ...) and the output
+/// format.
 pub struct Ctx {
-    root: Context,
+    /// Paths, config, profile and the manager factory.
+    pub root: Context,
     /// Machine-readable JSON output (`--json`).
     pub json: bool,
 }
@@ -169,14 +170,6 @@ impl Ctx {
             json: global.json,
             root: Context::load(global.selection())?,
         })
-    }
-}
-
-impl std::ops::Deref for Ctx {
-    type Target = Context;
-
-    fn deref(&self) -> &Context {
-        &self.root
     }
 }
 
@@ -239,7 +232,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     let ctx = Ctx::load(cli.global)?;
     let code = dispatch(&ctx, cli.command).await;
-    ctx.report_at_exit();
+    ctx.root.report_at_exit();
     code
 }
 

@@ -26,15 +26,18 @@ pub enum OffloadCmd {
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: OffloadCmd) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     match cmd {
         OffloadCmd::List => {
-            if let Some(s) = ctx.global.session.as_deref()
+            if let Some(s) = ctx.root.global.session.as_deref()
                 && !ws.sessions().ids().await?.iter().any(|id| id == s)
             {
                 anyhow::bail!("no session `{s}` in {}", ws.layout().workdir());
             }
-            let items = ws.offload().list(ctx.global.session.as_deref()).await?;
+            let items = ws
+                .offload()
+                .list(ctx.root.global.session.as_deref())
+                .await?;
             if ctx.json {
                 output::json(&items)?;
             } else {
@@ -85,7 +88,7 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
         let ctx_read = parse_context(&bytes);
         if ctx.json {
             output::json(
-                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
+                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines, "torn": ctx_read.torn}),
             )?;
         } else {
             for m in &ctx_read.messages {

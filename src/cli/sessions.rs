@@ -21,7 +21,7 @@ pub enum SessionsCmd {
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     match cmd {
         SessionsCmd::List => {
             let list = ws.sessions().list().await?;
@@ -97,6 +97,12 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
             }
             for (line, msg) in &d.journal.bad_lines {
                 println!("  journal line {line} unreadable: {msg}");
+            }
+            if d.journal.torn > 0 {
+                println!(
+                    "  {} torn journal record(s): a write was cut short; the entries after it are intact",
+                    d.journal.torn
+                );
             }
             let files = d
                 .offloads

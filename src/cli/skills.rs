@@ -33,8 +33,8 @@ pub enum SkillsCmd {
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
-    let agent = ctx.global.agent.as_str();
+    let ws = ctx.root.open_workspace().await?;
+    let agent = ctx.root.global.agent.as_str();
     match cmd {
         SkillsCmd::List => {
             let listing = ws.skills().list(agent).await?;

@@ -17,7 +17,7 @@ pub struct ToolArgs {
 }
 
 pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
-    let ws = ctx.open_workspace().await?;
+    let ws = ctx.root.open_workspace().await?;
     if args.name == "list" {
         let tools = ws.list_tools();
         if ctx.json {
@@ -43,8 +43,8 @@ pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
     let interrupted = super::cancel_on_signals(cancel.clone());
     let result = ws
         .call_tool(ToolCall {
-            agent: ctx.global.agent.clone(),
-            session: ctx.session(),
+            agent: ctx.root.global.agent.clone(),
+            session: ctx.root.session(),
             tool: args.name,
             args: value,
             cancel: Some(cancel),

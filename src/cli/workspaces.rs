@@ -95,15 +95,15 @@ struct ListFailure {
 
 async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
     let names = if a.all_profiles {
-        ctx.config.profile_names()
+        ctx.root.config.profile_names()
     } else {
-        vec![ctx.profile_name()]
+        vec![ctx.root.profile_name()]
     };
     let mut all: Vec<WorkspaceInfo> = Vec::new();
     let mut listed: Vec<&str> = Vec::new();
     let mut errors: Vec<ListFailure> = Vec::new();
     for name in &names {
-        let result = match ctx.manager_for(name) {
+        let result = match ctx.root.manager_for(name) {
             Ok(m) => m.list().await.map_err(list_error),
             Err(e) => Err(e),
         };
@@ -115,6 +115,7 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
             Err(e) if a.all_profiles => errors.push(ListFailure {
                 profile: name.clone(),
                 backend: ctx
+                    .root
                     .config
                     .profiles
                     .get(name)
@@ -218,8 +219,12 @@ async fn describe(
 }
 
 async fn create(ctx: &Ctx, a: CreateArgs) -> anyhow::Result<i32> {
-    let m = ctx.manager().await?;
-    let (user, agent, session) = (&ctx.global.user, &ctx.global.agent, ctx.session());
+    let m = ctx.root.manager().await?;
+    let (user, agent, session) = (
+        &ctx.root.global.user,
+        &ctx.root.global.agent,
+        ctx.root.session(),
+    );
     let (ws, created) = if a.new {
         (m.create(user, agent, &session).await?, true)
     } else {
@@ -246,14 +251,14 @@ async fn create(ctx: &Ctx, a: CreateArgs) -> anyhow::Result<i32> {
 }
 
 async fn open(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let m = ctx.manager().await?;
+    let m = ctx.root.manager().await?;
     let ws = m.open(id).await?;
     describe(ctx, m, &ws, json!({})).await?;
     Ok(0)
 }
 
 async fn close(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let m = ctx.manager().await?;
+    let m = ctx.root.manager().await?;
     if !m.close(id).await? {
         bail!("no workspace `{id}` in profile `{}`", m.profile());
     }
@@ -266,7 +271,7 @@ async fn close(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
 }
 
 async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
-    let m = ctx.manager().await?;
+    let m = ctx.root.manager().await?;
     let Some(info) = m
         .provisioner()
         .find(id)

@@ -120,7 +120,7 @@ const RESERVED_SEGMENTS: [&str; 2] = ["default", "by-id"];
 
 /// A user or agent id as one directory name, never colliding with another
 /// id's: `""` becomes `default`; a reserved name gets a hash suffix; other
-/// ids go through [`sanitize_segment`](crate::backend::local::sanitize_segment)
+/// ids go through [`sanitize_segment`](crate::backend::host::sanitize_segment)
 /// (unsafe characters replaced, plus a hash suffix when anything changed).
 pub fn dir_segment(id: &str) -> String {
     if id.is_empty() {
@@ -131,7 +131,7 @@ pub fn dir_segment(id: &str) -> String {
         let h = hex::encode(&sha2::Sha256::digest(id.as_bytes())[..4]);
         return format!("{id}-{h}");
     }
-    crate::backend::local::sanitize_segment(id)
+    crate::backend::host::sanitize_segment(id)
 }
 
 #[cfg(test)]

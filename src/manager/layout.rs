@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::isolation::{IsolationPolicy, dir_segment, per_agent_id, per_user_id};
 use super::labels as mlabels;
-use crate::backend::local::sanitize_segment;
+use crate::backend::host::sanitize_segment;
 use crate::backend::{ProvisionSpec, labels};
 
 /// Where a local workspace lives under `base` (docs/contract.md §12, §11 point

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use crate::backend::BackendKind;
-use crate::backend::local::sanitize_segment;
+use crate::backend::host::sanitize_segment;
 use crate::engine::events::{Event, Received, Subscriber, WorkspaceState};
 
 /// Whether sandboxes of `kind` can vanish on the service's own clock.

@@ -35,17 +35,17 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use super::child::{ChildStatus, exit_code_of, pump};
+use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
 use super::host::HostDir;
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, StreamKind, Watch,
+    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, Watch,
 };
 
 mod isolation;
@@ -363,16 +363,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            exec_stdin: true,
-            byte_exact_output: true,
-            kill_on_timeout: true,
-            processes: true,
-            read_range: true,
-            atomic_write: true,
-            append: true,
-            watch: true,
-        }
+        Capabilities::ALL
     }
 
     fn workdir(&self) -> &str {
@@ -419,37 +410,15 @@ impl Sandbox for BubblewrapSandbox {
                 });
             }
         };
-        if let (Some(data), Some(mut stdin)) = (req.stdin.clone(), child.stdin.take()) {
-            tokio::spawn(async move {
-                let _ = stdin.write_all(&data).await;
-                let _ = stdin.shutdown().await;
-            });
-        }
-        let out = tokio::spawn(pump(stdout, StreamKind::Stdout, sink.clone()));
-        let err = tokio::spawn(pump(
-            child.stderr.take().expect("piped"),
-            StreamKind::Stderr,
-            sink,
-        ));
-        let timeout = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancel = async {
-            match &req.cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let mut timed_out = false;
-        let mut cancelled = false;
-        let status = tokio::select! {
-            s = child.wait() => s,
-            _ = timeout => { timed_out = true; kill_tree_async(pid, marker.clone()).await; child.wait().await }
-            _ = cancel => { cancelled = true; kill_tree_async(pid, marker.clone()).await; child.wait().await }
-        }
+        let (out, err) = start_io(&mut child, stdout, req.stdin.clone(), sink);
+        let ended = wait_or_kill(
+            &mut child,
+            deadline,
+            req.cancel.as_ref(),
+            (pid, &marker),
+            KILL_GRACE,
+        )
+        .await
         .map_err(|e| BackendError::Io {
             context: format!("waiting for bwrap running `{}`", req.argv[0]),
             source: e,
@@ -464,12 +433,12 @@ impl Sandbox for BubblewrapSandbox {
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
         out_abort.abort();
         err_abort.abort();
-        let (exit_code, signal) = exit_code_of(status);
+        let (exit_code, signal) = exit_code_of(ended.status);
         Ok(ExecOutcome {
             exit_code,
             signal,
-            timed_out,
-            cancelled,
+            timed_out: ended.timed_out,
+            cancelled: ended.cancelled,
             duration: started_at.elapsed(),
         })
     }
@@ -598,6 +567,7 @@ impl Drop for BwrapProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::StreamKind;
     use tokio::sync::mpsc;
 
     /// Whether bwrap is here; prints SKIPPED when not, and fails under

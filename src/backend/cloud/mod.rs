@@ -22,7 +22,7 @@ pub use command::{
     kill_marked, kill_marked_line, new_marker, plain_shell_line, shell_mkdir, shell_quote,
     sleep_until,
 };
-pub use provision::{CloudProvisioner, CloudService, Listed, Page};
+pub use provision::{CloudProvisioner, CloudService, Listed, Page, workspace_filter};
 pub use records::{Known, labels_for, newest, workspaces};
 pub use sandbox::{KILL_GRACE, RemoteSandbox, UPLOAD_TIMEOUT, read_all, slice_range};
 pub use state::{StateCheck, wait_for_state};

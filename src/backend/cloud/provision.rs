@@ -43,6 +43,16 @@ pub struct Listed<K> {
     pub order: K,
 }
 
+impl Listed<Option<std::time::SystemTime>> {
+    /// `info` ordered by its creation time (unknown sorts oldest).
+    pub fn by_creation(info: SandboxInfo) -> Self {
+        Listed {
+            order: info.created_at,
+            info,
+        }
+    }
+}
+
 /// One page of a service's listing.
 #[derive(Debug, Clone)]
 pub struct Page<K> {
@@ -72,8 +82,20 @@ pub trait CloudService: Send + Sync + 'static {
     /// What create and wake answer: enough to connect to the sandbox.
     type Record: Send;
 
-    /// [`Provisioner::capabilities`].
-    fn capabilities(&self) -> ProvisionerCapabilities;
+    /// The profile's options for the service (`[profiles.<name>.options]`).
+    type Options;
+
+    /// The service for `opts`: its HTTP client made, its key found.
+    ///
+    /// Errors: the service's (no key where one is required, a key that
+    /// cannot be a header, no TLS stack).
+    fn new(opts: Self::Options) -> BackendResult<Self>
+    where
+        Self: Sized;
+
+    /// [`Provisioner::capabilities`]: what the service can do, the same
+    /// for every profile.
+    const CAPABILITIES: ProvisionerCapabilities;
 
     /// The sandbox id of `record`.
     fn record_id(record: &Self::Record) -> &str;
@@ -166,6 +188,13 @@ impl<S: CloudService> CloudProvisioner<S> {
         }
     }
 
+    /// The provisioner of the service made for `opts`.
+    ///
+    /// Errors: as [`CloudService::new`].
+    pub fn new(opts: S::Options) -> BackendResult<Self> {
+        S::new(opts).map(Self::over)
+    }
+
     /// The service protocol in use.
     pub fn service(&self) -> &S {
         &self.service
@@ -205,7 +234,7 @@ impl<S: CloudService> Provisioner for CloudProvisioner<S> {
     }
 
     fn capabilities(&self) -> ProvisionerCapabilities {
-        self.service.capabilities()
+        S::CAPABILITIES
     }
 
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
@@ -275,7 +304,7 @@ impl<S: CloudService> Provisioner for CloudProvisioner<S> {
     }
 
     async fn keep_alive(&self, workspace_id: &str, ttl: Duration) -> BackendResult<()> {
-        if !self.service.capabilities().keep_alive {
+        if !S::CAPABILITIES.keep_alive {
             return Err(BackendError::Unsupported {
                 backend: S::KIND,
                 what: "keep-alive",

@@ -95,14 +95,9 @@ impl RemoteSandbox for DaytonaSandbox {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            exec_stdin: false,
             byte_exact_output: self.mode == DaytonaExecMode::Session,
             kill_on_timeout: self.mode == DaytonaExecMode::Session,
-            processes: false,
-            read_range: false,
-            atomic_write: false,
-            append: false,
-            watch: false,
+            ..Capabilities::NONE
         }
     }
 

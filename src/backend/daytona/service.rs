@@ -130,20 +130,6 @@ const FIND_STATES: [&str; 13] = [
 /// cloud flow over [`DaytonaService`].
 pub type DaytonaProvisioner = CloudProvisioner<DaytonaService>;
 
-impl CloudProvisioner<DaytonaService> {
-    /// A provisioner for `opts`.
-    ///
-    /// Errors: no API key in the options or `DAYTONA_API_KEY`.
-    pub fn new(opts: DaytonaOptions) -> BackendResult<Self> {
-        DaytonaService::new(opts).map(CloudProvisioner::over)
-    }
-
-    /// The options in force.
-    pub fn options(&self) -> &DaytonaOptions {
-        &self.service().opts
-    }
-}
-
 /// The Daytona REST API: its client and the profile's options.
 #[derive(Debug)]
 pub struct DaytonaService {
@@ -152,32 +138,6 @@ pub struct DaytonaService {
 }
 
 impl DaytonaService {
-    /// The API for `opts`.
-    ///
-    /// Errors: no API key in the options or `DAYTONA_API_KEY`.
-    pub fn new(opts: DaytonaOptions) -> BackendResult<Self> {
-        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
-        let org = http::option_or_env(&opts.organization_id, "DAYTONA_ORGANIZATION_ID");
-        let (api, _) = ServiceClient::with_api_key(
-            SERVICE,
-            opts.api_key.as_ref(),
-            "DAYTONA_API_KEY",
-            policy,
-            |key| {
-                let mut plain = vec![
-                    ("x-daytona-source", "wsbench"),
-                    ("x-daytona-sdk-version", SDK_VERSION),
-                ];
-                if let Some(org) = &org {
-                    plain.push(("x-daytona-organization-id", org));
-                }
-                let bearer = format!("Bearer {}", key.expose());
-                http::auth_headers(("authorization", &bearer), &plain)
-            },
-        )?;
-        Ok(DaytonaService { opts, api })
-    }
-
     fn url(&self, path: &str) -> String {
         http::join_url(&self.opts.api_url(), path)
     }
@@ -249,19 +209,44 @@ impl DaytonaService {
 impl CloudService for DaytonaService {
     const KIND: BackendKind = BackendKind::Daytona;
     const NAME: &'static str = "Daytona";
+    const CAPABILITIES: ProvisionerCapabilities = ProvisionerCapabilities {
+        suspend: true,
+        // Daytona stops idle sandboxes by inactivity, which every
+        // toolbox call resets; there is no expiry to push back.
+        keep_alive: false,
+        persistent: true,
+    };
+
     /// The last activity, else the last update, else the creation time
     /// (RFC 3339 text, which sorts as time), else the id.
     type Order = String;
     type Record = SandboxDto;
+    type Options = DaytonaOptions;
 
-    fn capabilities(&self) -> ProvisionerCapabilities {
-        ProvisionerCapabilities {
-            suspend: true,
-            // Daytona stops idle sandboxes by inactivity, which every
-            // toolbox call resets; there is no expiry to push back.
-            keep_alive: false,
-            persistent: true,
-        }
+    /// The API for `opts`.
+    ///
+    /// Errors: no API key in the options or `DAYTONA_API_KEY`.
+    fn new(opts: DaytonaOptions) -> BackendResult<Self> {
+        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
+        let org = http::option_or_env(&opts.organization_id, "DAYTONA_ORGANIZATION_ID");
+        let (api, _) = ServiceClient::with_api_key(
+            SERVICE,
+            opts.api_key.as_ref(),
+            "DAYTONA_API_KEY",
+            policy,
+            |key| {
+                let mut plain = vec![
+                    ("x-daytona-source", "wsbench"),
+                    ("x-daytona-sdk-version", SDK_VERSION),
+                ];
+                if let Some(org) = &org {
+                    plain.push(("x-daytona-organization-id", org));
+                }
+                let bearer = format!("Bearer {}", key.expose());
+                http::auth_headers(("authorization", &bearer), &plain)
+            },
+        )?;
+        Ok(DaytonaService { opts, api })
     }
 
     fn record_id(record: &SandboxDto) -> &str {

@@ -56,14 +56,9 @@ impl Sandbox for DockerSandbox {
     fn capabilities(&self) -> Capabilities {
         let bind = self.host.is_some();
         Capabilities {
-            exec_stdin: true,
-            byte_exact_output: true,
-            kill_on_timeout: true,
-            processes: true,
             read_range: bind,
-            atomic_write: true,
-            append: true,
             watch: bind,
+            ..Capabilities::ALL
         }
     }
 

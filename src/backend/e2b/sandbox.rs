@@ -200,10 +200,7 @@ impl RemoteSandbox for E2bSandbox {
             byte_exact_output: true,
             kill_on_timeout: true,
             processes: true,
-            read_range: false,
-            atomic_write: false,
-            append: false,
-            watch: false,
+            ..Capabilities::NONE
         }
     }
 

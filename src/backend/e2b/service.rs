@@ -14,7 +14,9 @@ use super::SERVICE;
 use super::options::E2bOptions;
 use super::sandbox::E2bSandbox;
 use crate::backend::cloud;
-use crate::backend::cloud::{CloudProvisioner, CloudService, Listed, Page, labels_for};
+use crate::backend::cloud::{
+    CloudProvisioner, CloudService, Listed, Page, labels_for, workspace_filter,
+};
 use crate::backend::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use crate::backend::{
     BackendKind, BackendResult, ProvisionSpec, ProvisionerCapabilities, Sandbox, SandboxInfo,
@@ -75,20 +77,6 @@ impl ListedDto {
 /// over [`E2bService`].
 pub type E2bProvisioner = CloudProvisioner<E2bService>;
 
-impl CloudProvisioner<E2bService> {
-    /// A provisioner for `opts`.
-    ///
-    /// Errors: no API key in the options or `E2B_API_KEY`.
-    pub fn new(opts: E2bOptions) -> BackendResult<Self> {
-        E2bService::new(opts).map(CloudProvisioner::over)
-    }
-
-    /// The options in force.
-    pub fn options(&self) -> &E2bOptions {
-        &self.service().opts
-    }
-}
-
 /// The E2B control plane: its client and the profile's options.
 #[derive(Debug)]
 pub struct E2bService {
@@ -97,21 +85,6 @@ pub struct E2bService {
 }
 
 impl E2bService {
-    /// The control plane for `opts`.
-    ///
-    /// Errors: no API key in the options or `E2B_API_KEY`.
-    pub fn new(opts: E2bOptions) -> BackendResult<Self> {
-        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
-        let (api, _) = ServiceClient::with_api_key(
-            SERVICE,
-            opts.api_key.as_ref(),
-            "E2B_API_KEY",
-            policy,
-            |key| http::auth_headers(("x-api-key", key.expose()), &[]),
-        )?;
-        Ok(E2bService { opts, api })
-    }
-
     fn url(&self, path: &str) -> String {
         http::join_url(&self.opts.api_url(), path)
     }
@@ -138,15 +111,29 @@ impl E2bService {
 impl CloudService for E2bService {
     const KIND: BackendKind = BackendKind::E2b;
     const NAME: &'static str = "E2B";
+    const CAPABILITIES: ProvisionerCapabilities = ProvisionerCapabilities {
+        suspend: true,
+        keep_alive: true,
+        persistent: true,
+    };
+
     type Order = Option<std::time::SystemTime>;
     type Record = SandboxDto;
+    type Options = E2bOptions;
 
-    fn capabilities(&self) -> ProvisionerCapabilities {
-        ProvisionerCapabilities {
-            suspend: true,
-            keep_alive: true,
-            persistent: true,
-        }
+    /// The control plane for `opts`.
+    ///
+    /// Errors: no API key in the options or `E2B_API_KEY`.
+    fn new(opts: E2bOptions) -> BackendResult<Self> {
+        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
+        let (api, _) = ServiceClient::with_api_key(
+            SERVICE,
+            opts.api_key.as_ref(),
+            "E2B_API_KEY",
+            policy,
+            |key| http::auth_headers(("x-api-key", key.expose()), &[]),
+        )?;
+        Ok(E2bService { opts, api })
     }
 
     fn record_id(record: &SandboxDto) -> &str {
@@ -159,10 +146,7 @@ impl CloudService for E2bService {
         workspace_id: Option<&str>,
         cursor: Option<&str>,
     ) -> BackendResult<Page<Self::Order>> {
-        let filter: Vec<(&str, &str)> = workspace_id
-            .map(|w| vec![(labels::WORKSPACE_ID, w)])
-            .unwrap_or_default();
-        let metadata = http::metadata_query(&filter);
+        let metadata = http::metadata_query(&workspace_filter(workspace_id));
         let url = self.url("/v2/sandboxes");
         let resp = self
             .api
@@ -185,16 +169,7 @@ impl CloudService for E2bService {
             .filter(|v| !v.is_empty())
             .map(str::to_string);
         let page: Vec<ListedDto> = self.api.decode(resp).await?;
-        let items = page
-            .iter()
-            .map(|d| {
-                let info = d.info();
-                Listed {
-                    order: info.created_at,
-                    info,
-                }
-            })
-            .collect();
+        let items = page.iter().map(|d| Listed::by_creation(d.info())).collect();
         Ok(Page { items, next })
     }
 

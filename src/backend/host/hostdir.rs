@@ -22,13 +22,15 @@
 
 use std::collections::VecDeque;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::io::AsyncRead;
 
-use super::{PathMapper, append_host, atomic_write_host, read_host, stat_host, watch_host};
+use super::{
+    PathMapper, append_host, atomic_write_host, create_new_host, finish_atomic, read_host,
+    stat_host, stream_to_temp, watch_host,
+};
 use crate::backend::path as bpath;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, Watch};
 
@@ -340,26 +342,11 @@ impl HostDir {
             return Err(BackendError::IsADirectory(path.to_string()));
         }
         let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let io = |e| BackendError::from_io(e, path);
-        tokio::fs::create_dir_all(&dir).await.map_err(io)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".wsbench-tmp-")
-            .tempfile_in(&dir)
-            .map_err(io)?;
-        let mut file = tokio::io::BufWriter::with_capacity(
-            1 << 20,
-            tokio::fs::File::from_std(tmp.reopen().map_err(io)?),
-        );
-        let n = tokio::io::copy(&mut reader, &mut file).await.map_err(io)?;
-        file.flush().await.map_err(io)?;
-        drop(file);
+        let (tmp, n) = stream_to_temp(&dir, &mut *reader)
+            .await
+            .map_err(|e| BackendError::from_io(e, path))?;
         blocking(move || {
-            let mode = std::fs::metadata(&target)
-                .map(|m| m.permissions().mode())
-                .unwrap_or(0o644);
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(mode))
-                .and_then(|()| tmp.persist(&target).map(|_| ()).map_err(|e| e.error))
+            finish_atomic(tmp, &target)
                 .map_err(|e| BackendError::from_io(e, target.display().to_string()))
         })
         .await?;
@@ -380,25 +367,7 @@ impl HostDir {
         let p = self.resolve(path, false)?;
         let data = data.to_vec();
         let path_s = path.to_string();
-        blocking(move || {
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| BackendError::from_io(e, &path_s))?;
-            }
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-            {
-                Ok(mut f) => {
-                    std::io::Write::write_all(&mut f, &data)
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    Ok(true)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                Err(e) => Err(BackendError::from_io(e, path_s)),
-            }
-        })
-        .await
+        blocking(move || create_new_host(&p, &data, &path_s)).await
     }
 
     /// Lists a directory (links to directories followed inside the

@@ -9,7 +9,10 @@ pub mod hostdir;
 pub mod names;
 pub mod watch;
 
-pub use fs::{append_host, atomic_write_host, read_host, stat_host};
+pub use fs::{
+    append_host, atomic_write_host, create_new_host, finish_atomic, new_temp, read_host, stat_host,
+    stream_to_temp,
+};
 pub use hostdir::{HostDir, MAX_LINK_HOPS, Mount};
 pub use names::sanitize_segment;
 pub use watch::{PathMapper, watch_host};

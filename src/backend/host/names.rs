@@ -26,3 +26,17 @@ pub fn sanitize_segment(id: &str) -> String {
         format!("{clean}-{h}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizes_ids_without_collisions() {
+        assert_eq!(sanitize_segment("abc-1"), "abc-1");
+        let a = sanitize_segment("a/b");
+        let b = sanitize_segment("a_b");
+        assert_ne!(a, b);
+        assert!(!sanitize_segment("..").starts_with('.'));
+    }
+}

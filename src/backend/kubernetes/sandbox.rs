@@ -94,14 +94,9 @@ impl Sandbox for KubernetesSandbox {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            exec_stdin: true,
-            byte_exact_output: true,
-            kill_on_timeout: true,
-            processes: true,
-            read_range: true,
-            atomic_write: true,
-            append: true,
+            // No file events from inside a Pod.
             watch: false,
+            ..Capabilities::ALL
         }
     }
 

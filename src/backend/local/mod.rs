@@ -12,19 +12,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::io::AsyncRead;
 use tokio::process::{Child, Command};
 
-use super::child::{ChildStatus, exit_code_of, pump};
+use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
 use super::host::fs::{finish_atomic, resolve_link_target};
-pub use super::host::sanitize_segment;
-use super::host::{append_host, atomic_write_host, read_host, stat_host, watch_host};
+use super::host::{
+    append_host, atomic_write_host, create_new_host, read_host, stat_host, stream_to_temp,
+    watch_host,
+};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, StreamKind, Watch,
-    path as bpath,
+    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, Watch, path as bpath,
 };
 
 mod provision;
@@ -113,10 +114,6 @@ fn spawn_error(program: &str, err: std::io::Error) -> BackendError {
     }
 }
 
-async fn kill_tree_async(pid: i32, marker: String) {
-    process_tree::kill_tree_async(pid, marker, KILL_GRACE).await;
-}
-
 #[async_trait]
 impl Sandbox for LocalSandbox {
     fn kind(&self) -> BackendKind {
@@ -124,16 +121,7 @@ impl Sandbox for LocalSandbox {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            exec_stdin: true,
-            byte_exact_output: true,
-            kill_on_timeout: true,
-            processes: true,
-            read_range: true,
-            atomic_write: true,
-            append: true,
-            watch: true,
-        }
+        Capabilities::ALL
     }
 
     fn workdir(&self) -> &str {
@@ -163,42 +151,17 @@ impl Sandbox for LocalSandbox {
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| spawn_error(&req.argv[0], e))?;
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
-        if let (Some(data), Some(mut stdin)) = (req.stdin.clone(), child.stdin.take()) {
-            tokio::spawn(async move {
-                let _ = stdin.write_all(&data).await;
-                let _ = stdin.shutdown().await;
-            });
-        }
-        let out = tokio::spawn(pump(
-            child.stdout.take().expect("piped"),
-            StreamKind::Stdout,
-            sink.clone(),
-        ));
-        let err = tokio::spawn(pump(
-            child.stderr.take().expect("piped"),
-            StreamKind::Stderr,
-            sink,
-        ));
-
-        let timeout = async {
-            match req.timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancel = async {
-            match &req.cancel {
-                Some(c) => c.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let mut timed_out = false;
-        let mut cancelled = false;
-        let status = tokio::select! {
-            s = child.wait() => s,
-            _ = timeout => { timed_out = true; kill_tree_async(pid, marker.clone()).await; child.wait().await }
-            _ = cancel => { cancelled = true; kill_tree_async(pid, marker.clone()).await; child.wait().await }
-        }
+        let stdout = child.stdout.take().expect("piped");
+        let (out, err) = start_io(&mut child, stdout, req.stdin.clone(), sink);
+        let deadline = req.timeout.map(|t| Instant::now() + t);
+        let ended = wait_or_kill(
+            &mut child,
+            deadline,
+            req.cancel.as_ref(),
+            (pid, &marker),
+            KILL_GRACE,
+        )
+        .await
         .map_err(|e| BackendError::Io {
             context: format!("waiting for `{}`", req.argv[0]),
             source: e,
@@ -210,12 +173,12 @@ impl Sandbox for LocalSandbox {
             let _ = err.await;
         };
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
-        let (exit_code, signal) = exit_code_of(status);
+        let (exit_code, signal) = exit_code_of(ended.status);
         Ok(ExecOutcome {
             exit_code,
             signal,
-            timed_out,
-            cancelled,
+            timed_out: ended.timed_out,
+            cancelled: ended.cancelled,
             duration: started.elapsed(),
         })
     }
@@ -272,19 +235,7 @@ impl Sandbox for LocalSandbox {
         let target = resolve_link_target(&self.resolve(path));
         let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
         let io = |e| BackendError::from_io(e, path);
-        tokio::fs::create_dir_all(&dir).await.map_err(io)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".wsbench-tmp-")
-            .tempfile_in(&dir)
-            .map_err(io)?;
-        // A large buffer: each flush of tokio's File is one blocking-pool trip.
-        let mut file = tokio::io::BufWriter::with_capacity(
-            1 << 20,
-            tokio::fs::File::from_std(tmp.reopen().map_err(io)?),
-        );
-        let n = tokio::io::copy(&mut reader, &mut file).await.map_err(io)?;
-        file.flush().await.map_err(io)?;
-        drop(file);
+        let (tmp, n) = stream_to_temp(&dir, &mut *reader).await.map_err(io)?;
         tokio::task::spawn_blocking(move || finish_atomic(tmp, &target))
             .await
             .expect("persist task")
@@ -307,26 +258,9 @@ impl Sandbox for LocalSandbox {
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| BackendError::from_io(e, &path_s))?;
-            }
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-            {
-                Ok(mut f) => {
-                    std::io::Write::write_all(&mut f, &data)
-                        .map_err(|e| BackendError::from_io(e, &path_s))?;
-                    Ok(true)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                Err(e) => Err(BackendError::from_io(e, path_s)),
-            }
-        })
-        .await
-        .expect("create task")
+        tokio::task::spawn_blocking(move || create_new_host(&p, &data, &path_s))
+            .await
+            .expect("create task")
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
@@ -444,7 +378,7 @@ impl ProcessControl for LocalProcess {
             .await;
             return Ok(());
         }
-        kill_tree_async(self.pid, self.marker.clone()).await;
+        process_tree::kill_tree_async(self.pid, self.marker.clone(), KILL_GRACE).await;
         let _ = self.wait().await;
         Ok(())
     }
@@ -467,6 +401,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
+    use crate::backend::StreamKind;
     use bytes::Bytes;
 
     fn sandbox() -> (tempfile::TempDir, LocalSandbox) {
@@ -579,14 +514,5 @@ mod tests {
             std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
             0o755
         );
-    }
-
-    #[test]
-    fn sanitizes_ids_without_collisions() {
-        assert_eq!(sanitize_segment("abc-1"), "abc-1");
-        let a = sanitize_segment("a/b");
-        let b = sanitize_segment("a_b");
-        assert_ne!(a, b);
-        assert!(!sanitize_segment("..").starts_with('.'));
     }
 }

@@ -56,14 +56,9 @@ impl RemoteSandbox for OpenSandboxSandbox {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            exec_stdin: false,
-            byte_exact_output: false,
             kill_on_timeout: true,
-            processes: false,
             read_range: true,
-            atomic_write: false,
-            append: false,
-            watch: false,
+            ..Capabilities::NONE
         }
     }
 

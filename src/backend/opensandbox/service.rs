@@ -17,6 +17,7 @@ use super::{EXECD_PORT, SERVICE};
 use crate::backend::cloud;
 use crate::backend::cloud::{
     CloudProvisioner, CloudService, Listed, Page, StateCheck, labels_for, wait_for_state,
+    workspace_filter,
 };
 use crate::backend::http::{self, HttpPolicy, On404, Retry, ServiceClient};
 use crate::backend::secret::Secret;
@@ -99,25 +100,6 @@ impl SandboxDto {
 /// generic cloud flow over [`OpenSandboxService`].
 pub type OpenSandboxProvisioner = CloudProvisioner<OpenSandboxService>;
 
-impl CloudProvisioner<OpenSandboxService> {
-    /// A provisioner for `opts`.
-    ///
-    /// The lifecycle spec requires the key header, but the server checks
-    /// it only when it was configured with a key; so a missing key is not
-    /// an error here (see [`OpenSandboxOptions::api_key`]).
-    ///
-    /// Errors: a key that cannot be a header; the TLS stack cannot be set
-    /// up.
-    pub fn new(opts: OpenSandboxOptions) -> BackendResult<Self> {
-        OpenSandboxService::new(opts).map(CloudProvisioner::over)
-    }
-
-    /// The options in force.
-    pub fn options(&self) -> &OpenSandboxOptions {
-        &self.service().opts
-    }
-}
-
 /// The OpenSandbox lifecycle server: its client, the key (its proxy to
 /// execd wants it again) and the profile's options.
 #[derive(Debug)]
@@ -128,37 +110,6 @@ pub struct OpenSandboxService {
 }
 
 impl OpenSandboxService {
-    /// The lifecycle server for `opts`; see [`OpenSandboxProvisioner::new`].
-    ///
-    /// Errors: a key that cannot be a header; the TLS stack cannot be set
-    /// up.
-    pub fn new(opts: OpenSandboxOptions) -> BackendResult<Self> {
-        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
-        let key = opts
-            .api_key
-            .as_ref()
-            .filter(|k| !k.expose().is_empty())
-            .map(|k| k.expose().to_string())
-            .or_else(|| {
-                std::env::var("OPEN_SANDBOX_API_KEY")
-                    .ok()
-                    .filter(|s| !s.is_empty())
-            })
-            .map(|k| Secret::new(k.trim()))
-            .filter(|k| !k.is_blank());
-        let headers = match &key {
-            Some(k) => http::auth_headers(("open-sandbox-api-key", k.expose()), &[])?,
-            None => HeaderMap::new(),
-        };
-        let api = ServiceClient::new(
-            SERVICE,
-            headers,
-            policy,
-            "check OPEN_SANDBOX_API_KEY or `api_key` in the profile",
-        )?;
-        Ok(OpenSandboxService { opts, api, key })
-    }
-
     fn url(&self, path: &str) -> String {
         http::join_url(&self.opts.api_url(), path)
     }
@@ -281,15 +232,49 @@ impl OpenSandboxService {
 impl CloudService for OpenSandboxService {
     const KIND: BackendKind = BackendKind::Opensandbox;
     const NAME: &'static str = "OpenSandbox";
+    const CAPABILITIES: ProvisionerCapabilities = ProvisionerCapabilities {
+        suspend: true,
+        keep_alive: true,
+        persistent: true,
+    };
+
     type Order = Option<SystemTime>;
     type Record = SandboxDto;
+    type Options = OpenSandboxOptions;
 
-    fn capabilities(&self) -> ProvisionerCapabilities {
-        ProvisionerCapabilities {
-            suspend: true,
-            keep_alive: true,
-            persistent: true,
-        }
+    /// The lifecycle server for `opts`.
+    ///
+    /// The lifecycle spec requires the key header, but the server checks
+    /// it only when it was configured with a key; so a missing key is not
+    /// an error here (see [`OpenSandboxOptions::api_key`]).
+    ///
+    /// Errors: a key that cannot be a header; the TLS stack cannot be set
+    /// up.
+    fn new(opts: OpenSandboxOptions) -> BackendResult<Self> {
+        let policy = HttpPolicy::with_limits(opts.request_timeout_secs, opts.max_retries);
+        let key = opts
+            .api_key
+            .as_ref()
+            .filter(|k| !k.expose().is_empty())
+            .map(|k| k.expose().to_string())
+            .or_else(|| {
+                std::env::var("OPEN_SANDBOX_API_KEY")
+                    .ok()
+                    .filter(|s| !s.is_empty())
+            })
+            .map(|k| Secret::new(k.trim()))
+            .filter(|k| !k.is_blank());
+        let headers = match &key {
+            Some(k) => http::auth_headers(("open-sandbox-api-key", k.expose()), &[])?,
+            None => HeaderMap::new(),
+        };
+        let api = ServiceClient::new(
+            SERVICE,
+            headers,
+            policy,
+            "check OPEN_SANDBOX_API_KEY or `api_key` in the profile",
+        )?;
+        Ok(OpenSandboxService { opts, api, key })
     }
 
     fn record_id(record: &SandboxDto) -> &str {
@@ -303,10 +288,7 @@ impl CloudService for OpenSandboxService {
         workspace_id: Option<&str>,
         cursor: Option<&str>,
     ) -> BackendResult<Page<Self::Order>> {
-        let filter: Vec<(&str, &str)> = workspace_id
-            .map(|w| vec![(labels::WORKSPACE_ID, w)])
-            .unwrap_or_default();
-        let metadata = http::metadata_query(&filter);
+        let metadata = http::metadata_query(&workspace_filter(workspace_id));
         let page: u32 = cursor.and_then(|c| c.parse().ok()).unwrap_or(1);
         let url = self.url("/sandboxes");
         let v: Value = self
@@ -334,13 +316,7 @@ impl CloudService for OpenSandboxService {
         let next = (more && page < 10_000).then(|| (page + 1).to_string());
         let items = items
             .iter()
-            .map(|d| {
-                let info = d.info();
-                Listed {
-                    order: info.created_at,
-                    info,
-                }
-            })
+            .map(|d| Listed::by_creation(d.info()))
             .collect();
         Ok(Page { items, next })
     }

@@ -27,6 +27,11 @@
 //! * Files over `read_max_bytes` are refused (Edit holds the whole file in
 //!   memory); directories, FIFOs and broken links are refused.
 //! * There is no read-before-edit check: wsbench has no per-agent read cache.
+//! * **Concurrent edits are not lost.** The read-modify-write holds the
+//!   file's lock ([`super::filelock`]), and the file is checked to be
+//!   unchanged just before the write; an edit that lost a race gets
+//!   `Error: <path> changed since it was read` (metadata
+//!   `changed_since_read: true`) instead of silently undoing another.
 
 use std::borrow::Cow;
 
@@ -34,8 +39,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::filelock;
 use super::textfile::{self, human_size, normalize_newlines};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::BackendError;
 
 /// The Edit tool.
@@ -74,24 +80,10 @@ impl Tool for Edit {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The absolute path to the file to edit."
-                },
-                "old_string": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The exact string to replace. Must match exactly including whitespace and indentation."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The string to replace old_string with."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "If true, replace all occurrences. If false (default), only replace if there is exactly one occurrence.",
-                    "default": false
-                }
+                "file_path": {"type": "string", "description": "The absolute path to the file to edit."},
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact string to replace. Must match exactly including whitespace and indentation."},
+                "new_string": {"type": "string", "description": "The string to replace old_string with."},
+                "replace_all": {"type": "boolean", "description": "If true, replace all occurrences. If false (default), only replace if there is exactly one occurrence.", "default": false}
             },
             "required": ["file_path", "old_string", "new_string"]
         })
@@ -115,6 +107,9 @@ impl Tool for Edit {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
+        // Read-modify-write: held until the new content is written, so
+        // concurrent Edits of one file apply one after the other.
+        let _guard = filelock::lock(ctx.env.sandbox, &path).await;
         let sb = ctx.env.sandbox.as_ref();
         let stat = match sb.stat(&path).await {
             Ok(s) => s,
@@ -178,10 +173,14 @@ impl Tool for Edit {
             }
         };
         if ctx.cancel.is_cancelled() {
-            return ToolResult {
-                state: ToolState::Interrupted,
-                ..ToolResult::error(format!("Edit was interrupted; {path} was not changed."))
-            };
+            return ToolResult::interrupted(format!(
+                "Edit was interrupted; {path} was not changed."
+            ));
+        }
+        // The lock covers wsbench processes; this catches other writers
+        // (and every writer on backends without a host view).
+        if let Err(e) = filelock::ensure_unchanged(sb, &path, &bytes).await {
+            return ToolResult::error(e).with_meta("changed_since_read", true);
         }
         if let Err(e) = sb.write(&path, applied.content.as_bytes()).await {
             return ToolResult::error(format!("Error writing file: {e}"));

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, Budgeted, Page, RootKind, WalkEnd, WalkSpec};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::{ExecRequest, Sandbox, path as bpath};
 
 /// The Glob tool (docs/contract.md §3.5).
@@ -213,6 +213,7 @@ fn search_host(
     host_walk: PathBuf,
     host_workdir: Option<PathBuf>,
     keep: Option<usize>,
+    skipped: std::sync::Arc<walk::Skipped>,
     stop: &AtomicBool,
 ) -> Found {
     match walk::resolve_root(&host_base) {
@@ -229,6 +230,7 @@ fn search_host(
         max_depth: plan.max_depth,
         overrides: None,
         types: None,
+        skipped,
     };
     let hits = Mutex::new(TopHits::new(keep));
     let end = walk::walk_files(&spec, stop, || {
@@ -391,20 +393,6 @@ fn parse_stat_mtime(line: &str) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::new(secs, nanos)
 }
 
-fn timeout_error(ctx: &ToolContext<'_>) -> ToolResult {
-    ToolResult::error(format!(
-        "Glob timed out after {} seconds. Try a more specific pattern or path.",
-        walk::format_secs(ctx.env.limits.search_timeout_ms)
-    ))
-}
-
-fn interrupted() -> ToolResult {
-    ToolResult {
-        state: ToolState::Interrupted,
-        ..ToolResult::ok("Glob was cancelled.")
-    }
-}
-
 #[async_trait]
 impl Tool for Glob {
     fn name(&self) -> &'static str {
@@ -419,25 +407,10 @@ impl Tool for Glob {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "The glob pattern to match file paths against (e.g. '**/*.py', 'src/**/*.{ts,tsx}')"
-                },
-                "path": {
-                    "type": "string",
-                    "description": "The base directory to search from; relative paths resolve against the workspace directory (default: the workspace directory)"
-                },
-                "head_limit": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Limit output to the first N paths. Defaults to 250 when unspecified. Pass 0 for unlimited."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "default": 0,
-                    "description": "Number of matching files to skip before returning results"
-                }
+                "pattern": {"type": "string", "description": "The glob pattern to match file paths against (e.g. '**/*.py', 'src/**/*.{ts,tsx}')"},
+                "path": {"type": "string", "description": "The base directory to search from; relative paths resolve against the workspace directory (default: the workspace directory)"},
+                "head_limit": {"type": "integer", "minimum": 0, "description": "Limit output to the first N paths. Defaults to 250 when unspecified. Pass 0 for unlimited."},
+                "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Number of matching files to skip before returning results"}
             },
             "required": ["pattern"],
             "additionalProperties": false
@@ -472,13 +445,15 @@ impl Tool for Glob {
         let deadline = Instant::now() + budget;
         let sb = &ctx.env.sandbox;
         let keep = page.keep();
+        let skipped = std::sync::Arc::new(walk::Skipped::default());
         let found = match (sb.host_path(&plan.base), sb.host_path(&plan.walk_dir)) {
             (Some(host_base), Some(host_walk)) => {
                 let host_workdir = host_workdir(sb.as_ref(), workdir);
                 let plan = std::sync::Arc::new(plan);
                 let p = plan.clone();
+                let sk = skipped.clone();
                 match walk::run_blocking(&ctx.cancel, budget, move |stop| {
-                    search_host(&p, host_base, host_walk, host_workdir, keep, stop)
+                    search_host(&p, host_base, host_walk, host_workdir, keep, sk, stop)
                 })
                 .await
                 {
@@ -495,19 +470,35 @@ impl Tool for Glob {
                 Err(e) => return e,
             },
         };
+        let note = skipped.note().unwrap_or_default();
         match found {
             Found::NotADir => ToolResult::error(format!("Directory not found: {base}")),
             Found::Stopped if ctx.cancel.is_cancelled() => interrupted(),
             Found::Stopped => timeout_error(ctx),
             Found::Hits(paths, 0) => {
                 debug_assert!(paths.is_empty());
-                ToolResult::ok(format!("No files found matching pattern: {}", args.pattern))
+                ToolResult::ok(format!(
+                    "No files found matching pattern: {}{note}",
+                    args.pattern
+                ))
             }
-            Found::Hits(paths, total) => {
-                ToolResult::ok(page.render(&paths, total, "matching files"))
-            }
+            Found::Hits(paths, total) => ToolResult::ok(format!(
+                "{}{note}",
+                page.render(&paths, total, "matching files")
+            )),
         }
     }
+}
+
+fn timeout_error(ctx: &ToolContext<'_>) -> ToolResult {
+    ToolResult::error(format!(
+        "Glob timed out after {} seconds. Try a more specific pattern or path.",
+        walk::format_secs(ctx.env.limits.search_timeout_ms)
+    ))
+}
+
+fn interrupted() -> ToolResult {
+    ToolResult::interrupted("Glob was cancelled.")
 }
 
 /// Host path of the workdir, when the sandbox shares it.

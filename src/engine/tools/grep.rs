@@ -44,7 +44,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, Budgeted, Page, RootKind, WalkEnd, WalkSpec};
-use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::{ExecRequest, path as bpath};
 
 mod exec;
@@ -210,20 +210,6 @@ enum Outcome {
     Failed(String),
 }
 
-fn timeout_error(ms: u64) -> ToolResult {
-    ToolResult::error(format!(
-        "Ripgrep search timed out after {} seconds. Try searching a more specific path or pattern.",
-        walk::format_secs(ms)
-    ))
-}
-
-fn interrupted() -> ToolResult {
-    ToolResult {
-        state: ToolState::Interrupted,
-        ..ToolResult::ok("Grep was cancelled.")
-    }
-}
-
 #[async_trait]
 impl Tool for Grep {
     fn name(&self) -> &'static str {
@@ -238,79 +224,21 @@ impl Tool for Grep {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "The regular expression pattern to search for in file contents."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "File or directory to search in; relative paths resolve against the workspace directory (default: the workspace directory)."
-                },
-                "output_mode": {
-                    "type": "string",
-                    "enum": ["content", "files_with_matches", "count"],
-                    "description": "Output mode: 'content' shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit), 'files_with_matches' shows file paths (supports head_limit), 'count' shows match counts (supports head_limit). Defaults to 'files_with_matches'.",
-                    "default": "files_with_matches"
-                },
-                "glob": {
-                    "type": "string",
-                    "description": "Glob pattern to filter files (e.g. '*.js', '*.{ts,tsx}', '!*.min.js'); several may be given separated by spaces or commas."
-                },
-                "type": {
-                    "type": "string",
-                    "description": "File type to search (rg --type). Common types: js, py, rust, go, java, etc."
-                },
-                "-A": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Number of lines to show after each match. Requires output_mode: 'content'."
-                },
-                "-B": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Number of lines to show before each match. Requires output_mode: 'content'."
-                },
-                "-C": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Alias for context."
-                },
-                "context": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Number of context lines to show before and after matches. Requires output_mode: 'content'."
-                },
-                "n": {
-                    "type": "boolean",
-                    "description": "Show line numbers in output. Requires output_mode: 'content'. Defaults to true.",
-                    "default": true
-                },
-                "i": {
-                    "type": "boolean",
-                    "description": "Case insensitive search.",
-                    "default": false
-                },
-                "case_insensitive": {
-                    "type": "boolean",
-                    "description": "Case insensitive search (alias for i).",
-                    "default": false
-                },
-                "multiline": {
-                    "type": "boolean",
-                    "description": "Enable multiline mode where . matches newlines and patterns can span lines. Default: false.",
-                    "default": false
-                },
-                "head_limit": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Limit output to first N lines/entries. Defaults to 250 when unspecified. Pass 0 for unlimited."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Skip first N lines/entries before applying head_limit. Defaults to 0.",
-                    "default": 0
-                }
+                "pattern": {"type": "string", "description": "The regular expression pattern to search for in file contents."},
+                "path": {"type": "string", "description": "File or directory to search in; relative paths resolve against the workspace directory (default: the workspace directory)."},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "Output mode: 'content' shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit), 'files_with_matches' shows file paths (supports head_limit), 'count' shows match counts (supports head_limit). Defaults to 'files_with_matches'.", "default": "files_with_matches"},
+                "glob": {"type": "string", "description": "Glob pattern to filter files (e.g. '*.js', '*.{ts,tsx}', '!*.min.js'); several may be given separated by spaces or commas."},
+                "type": {"type": "string", "description": "File type to search (rg --type). Common types: js, py, rust, go, java, etc."},
+                "-A": {"type": "integer", "minimum": 0, "description": "Number of lines to show after each match. Requires output_mode: 'content'."},
+                "-B": {"type": "integer", "minimum": 0, "description": "Number of lines to show before each match. Requires output_mode: 'content'."},
+                "-C": {"type": "integer", "minimum": 0, "description": "Alias for context."},
+                "context": {"type": "integer", "minimum": 0, "description": "Number of context lines to show before and after matches. Requires output_mode: 'content'."},
+                "n": {"type": "boolean", "description": "Show line numbers in output. Requires output_mode: 'content'. Defaults to true.", "default": true},
+                "i": {"type": "boolean", "description": "Case insensitive search.", "default": false},
+                "case_insensitive": {"type": "boolean", "description": "Case insensitive search (alias for i).", "default": false},
+                "multiline": {"type": "boolean", "description": "Enable multiline mode where . matches newlines and patterns can span lines. Default: false.", "default": false},
+                "head_limit": {"type": "integer", "minimum": 0, "description": "Limit output to first N lines/entries. Defaults to 250 when unspecified. Pass 0 for unlimited."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Skip first N lines/entries before applying head_limit. Defaults to 0.", "default": 0}
             },
             "required": ["pattern"],
             "additionalProperties": false
@@ -394,6 +322,7 @@ impl Tool for Grep {
         };
         let budget = Duration::from_millis(limits.search_timeout_ms);
         let started = Instant::now();
+        let skipped = std::sync::Arc::new(walk::Skipped::default());
         let sb = ctx.env.sandbox.clone();
         let outcome = match sb.host_path(&root) {
             Some(root_host) => {
@@ -405,6 +334,7 @@ impl Tool for Grep {
                     types,
                     matcher,
                     opts,
+                    skipped: skipped.clone(),
                 };
                 match walk::run_blocking(&ctx.cancel, budget, move |stop| search_host(job, stop))
                     .await
@@ -429,13 +359,16 @@ impl Tool for Grep {
                 search_exec(ctx, argv, &root, opts.keep, left).await
             }
         };
+        let note = skipped.note().unwrap_or_default();
         match outcome {
-            Outcome::Lines(_, 0) => {
-                ToolResult::ok(format!("No matches found for pattern: {}", args.pattern))
-            }
-            Outcome::Lines(lines, total) => {
-                ToolResult::ok(page.render(&lines, total, "result lines"))
-            }
+            Outcome::Lines(_, 0) => ToolResult::ok(format!(
+                "No matches found for pattern: {}{note}",
+                args.pattern
+            )),
+            Outcome::Lines(lines, total) => ToolResult::ok(format!(
+                "{}{note}",
+                page.render(&lines, total, "result lines")
+            )),
             Outcome::NotFound => ToolResult::error(format!("Path not found: {root}")),
             Outcome::Stopped if ctx.cancel.is_cancelled() => interrupted(),
             Outcome::Stopped => timeout_error(limits.search_timeout_ms),
@@ -443,6 +376,17 @@ impl Tool for Grep {
             Outcome::Failed(msg) => ToolResult::error(msg),
         }
     }
+}
+
+fn timeout_error(ms: u64) -> ToolResult {
+    ToolResult::error(format!(
+        "Ripgrep search timed out after {} seconds. Try searching a more specific path or pattern.",
+        walk::format_secs(ms)
+    ))
+}
+
+fn interrupted() -> ToolResult {
+    ToolResult::interrupted("Grep was cancelled.")
 }
 
 #[cfg(test)]

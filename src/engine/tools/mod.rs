@@ -8,6 +8,7 @@
 pub mod bash;
 pub mod edit;
 pub mod env;
+pub mod filelock;
 pub mod glob;
 pub mod grep;
 pub mod read;
@@ -162,6 +163,15 @@ impl ToolResult {
     pub fn error(text: impl Into<String>) -> Self {
         ToolResult {
             state: ToolState::Error,
+            ..Self::ok(text)
+        }
+    }
+
+    /// A result for a call stopped by its cancel token, with a message
+    /// saying what was (or was not) done.
+    pub fn interrupted(text: impl Into<String>) -> Self {
+        ToolResult {
+            state: ToolState::Interrupted,
             ..Self::ok(text)
         }
     }

@@ -57,7 +57,7 @@ use serde_json::{Map, Value, json};
 use super::textfile::{
     self, ACCEPTED_IMAGE_TYPES, READ_CHUNK_BYTES, SNIFF_BYTES, Sniff, UNKNOWN_BINARY, human_size,
 };
-use super::{Tool, ToolContext, ToolLimits, ToolResult, ToolState, parse_args};
+use super::{Tool, ToolContext, ToolLimits, ToolResult, parse_args};
 use crate::backend::{BackendError, ByteRange, Sandbox, path as bpath};
 use crate::engine::message::{Block, DataBlock, DataSource, new_id, now_naive};
 
@@ -197,10 +197,7 @@ fn read_error(path: &str, e: BackendError) -> ToolResult {
 }
 
 fn interrupted() -> ToolResult {
-    ToolResult {
-        state: ToolState::Interrupted,
-        ..ToolResult::error("Read was interrupted before it finished.")
-    }
+    ToolResult::interrupted("Read was interrupted before it finished.")
 }
 
 fn with_metadata(mut r: ToolResult, meta: Map<String, Value>) -> ToolResult {

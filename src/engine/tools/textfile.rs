@@ -273,99 +273,76 @@ pub const UNKNOWN_BINARY: FileType = FileType {
     label: "unknown binary data",
 };
 
+/// One magic-byte rule of [`guess_type`]: the head matches when it is at
+/// least `min_len` bytes long and one of `any` matches, an alternative
+/// being a list of `(offset, bytes)` that must all be present.
+struct Magic {
+    any: &'static [&'static [(usize, &'static [u8])]],
+    min_len: usize,
+    ty: FileType,
+}
+
+const fn m(
+    any: &'static [&'static [(usize, &'static [u8])]],
+    media_type: &'static str,
+    label: &'static str,
+) -> Magic {
+    Magic {
+        any,
+        min_len: 0,
+        ty: FileType { media_type, label },
+    }
+}
+
+/// The signatures, tried in order; the first match wins. One row a line,
+/// so rustfmt is told to leave the table alone.
+#[rustfmt::skip]
+const MAGIC: &[Magic] = &[
+    m(&[&[(0, b"\x89PNG\r\n\x1a\n")]], "image/png", "PNG image"),
+    m(&[&[(0, b"\xff\xd8\xff")]], "image/jpeg", "JPEG image"),
+    m(&[&[(0, b"GIF87a")], &[(0, b"GIF89a")]], "image/gif", "GIF image"),
+    m(&[&[(0, b"RIFF"), (8, b"WEBP")]], "image/webp", "WebP image"),
+    m(&[&[(0, b"RIFF"), (8, b"WAVE")]], "audio/wav", "WAV audio"),
+    m(&[&[(0, b"RIFF"), (8, b"AVI ")]], "video/x-msvideo", "AVI video"),
+    m(&[&[(0, b"II*\0")], &[(0, b"MM\0*")]], "image/tiff", "TIFF image"),
+    m(&[&[(0, b"\0\0\x01\0")]], "image/vnd.microsoft.icon", "ICO icon"),
+    Magic { min_len: 14, ..m(&[&[(0, b"BM")]], "image/bmp", "BMP image") },
+    m(&[&[(0, b"%PDF-")]], "application/pdf", "PDF document"),
+    m(&[&[(0, b"PK\x03\x04")], &[(0, b"PK\x05\x06")]], "application/zip", "ZIP archive (also docx/xlsx/jar/wheel)"),
+    m(&[&[(0, b"\x1f\x8b")]], "application/gzip", "gzip-compressed data"),
+    m(&[&[(0, b"BZh")]], "application/x-bzip2", "bzip2-compressed data"),
+    m(&[&[(0, b"\xfd7zXZ\0")]], "application/x-xz", "xz-compressed data"),
+    m(&[&[(0, b"\x28\xb5\x2f\xfd")]], "application/zstd", "zstd-compressed data"),
+    m(&[&[(0, b"7z\xbc\xaf\x27\x1c")]], "application/x-7z-compressed", "7-Zip archive"),
+    m(&[&[(257, b"ustar")]], "application/x-tar", "tar archive"),
+    m(&[&[(0, b"\x7fELF")]], "application/x-elf", "ELF executable or library"),
+    m(&[&[(0, b"\xcf\xfa\xed\xfe")], &[(0, b"\xce\xfa\xed\xfe")], &[(0, b"\xfe\xed\xfa\xcf")]], "application/x-mach-binary", "Mach-O executable"),
+    m(&[&[(0, b"\xca\xfe\xba\xbe")]], "application/java-vm", "Java class file or Mach-O universal binary"),
+    m(&[&[(0, b"MZ")]], "application/vnd.microsoft.portable-executable", "Windows executable"),
+    m(&[&[(0, b"\0asm")]], "application/wasm", "WebAssembly module"),
+    m(&[&[(0, b"SQLite format 3\0")]], "application/vnd.sqlite3", "SQLite database"),
+    m(&[&[(0, b"ID3")], &[(0, b"\xff\xfb")], &[(0, b"\xff\xf3")]], "audio/mpeg", "MP3 audio"),
+    m(&[&[(0, b"OggS")]], "audio/ogg", "Ogg media"),
+    m(&[&[(0, b"fLaC")]], "audio/flac", "FLAC audio"),
+    m(&[&[(4, b"ftyp")]], "video/mp4", "MP4/QuickTime media"),
+    m(&[&[(0, b"\x1a\x45\xdf\xa3")]], "video/webm", "Matroska/WebM media"),
+    m(&[&[(0, b"wOFF")]], "font/woff", "WOFF font"),
+    m(&[&[(0, b"wOF2")]], "font/woff2", "WOFF2 font"),
+    m(&[&[(0, b"\0\x01\0\0\0")]], "font/ttf", "TrueType font"),
+    m(&[&[(0, b"OTTO")]], "font/otf", "OpenType font"),
+    m(&[&[(0, b"\x93NUMPY")]], "application/x-npy", "NumPy array"),
+    m(&[&[(0, b"PAR1")]], "application/vnd.apache.parquet", "Parquet file"),
+    m(&[&[(0, b"\xff\xfe")], &[(0, b"\xfe\xff")]], "text/plain; charset=utf-16", "UTF-16 text (only UTF-8 is read as text)"),
+];
+
 /// Guesses a file type from its first bytes; `None` when no signature
 /// matches.
 pub fn guess_type(head: &[u8]) -> Option<FileType> {
-    const fn t(media_type: &'static str, label: &'static str) -> FileType {
-        FileType { media_type, label }
-    }
-    let at = |off: usize, sig: &[u8]| {
-        head.len() >= off + sig.len() && &head[off..off + sig.len()] == sig
-    };
-    let found = if at(0, b"\x89PNG\r\n\x1a\n") {
-        t("image/png", "PNG image")
-    } else if at(0, b"\xff\xd8\xff") {
-        t("image/jpeg", "JPEG image")
-    } else if at(0, b"GIF87a") || at(0, b"GIF89a") {
-        t("image/gif", "GIF image")
-    } else if at(0, b"RIFF") && at(8, b"WEBP") {
-        t("image/webp", "WebP image")
-    } else if at(0, b"RIFF") && at(8, b"WAVE") {
-        t("audio/wav", "WAV audio")
-    } else if at(0, b"RIFF") && at(8, b"AVI ") {
-        t("video/x-msvideo", "AVI video")
-    } else if at(0, b"II*\0") || at(0, b"MM\0*") {
-        t("image/tiff", "TIFF image")
-    } else if at(0, b"\0\0\x01\0") {
-        t("image/vnd.microsoft.icon", "ICO icon")
-    } else if at(0, b"BM") && head.len() >= 14 {
-        t("image/bmp", "BMP image")
-    } else if at(0, b"%PDF-") {
-        t("application/pdf", "PDF document")
-    } else if at(0, b"PK\x03\x04") || at(0, b"PK\x05\x06") {
-        t("application/zip", "ZIP archive (also docx/xlsx/jar/wheel)")
-    } else if at(0, b"\x1f\x8b") {
-        t("application/gzip", "gzip-compressed data")
-    } else if at(0, b"BZh") {
-        t("application/x-bzip2", "bzip2-compressed data")
-    } else if at(0, b"\xfd7zXZ\0") {
-        t("application/x-xz", "xz-compressed data")
-    } else if at(0, b"\x28\xb5\x2f\xfd") {
-        t("application/zstd", "zstd-compressed data")
-    } else if at(0, b"7z\xbc\xaf\x27\x1c") {
-        t("application/x-7z-compressed", "7-Zip archive")
-    } else if at(257, b"ustar") {
-        t("application/x-tar", "tar archive")
-    } else if at(0, b"\x7fELF") {
-        t("application/x-elf", "ELF executable or library")
-    } else if at(0, b"\xcf\xfa\xed\xfe") || at(0, b"\xce\xfa\xed\xfe") || at(0, b"\xfe\xed\xfa\xcf")
-    {
-        t("application/x-mach-binary", "Mach-O executable")
-    } else if at(0, b"\xca\xfe\xba\xbe") {
-        t(
-            "application/java-vm",
-            "Java class file or Mach-O universal binary",
-        )
-    } else if at(0, b"MZ") {
-        t(
-            "application/vnd.microsoft.portable-executable",
-            "Windows executable",
-        )
-    } else if at(0, b"\0asm") {
-        t("application/wasm", "WebAssembly module")
-    } else if at(0, b"SQLite format 3\0") {
-        t("application/vnd.sqlite3", "SQLite database")
-    } else if at(0, b"ID3") || at(0, b"\xff\xfb") || at(0, b"\xff\xf3") {
-        t("audio/mpeg", "MP3 audio")
-    } else if at(0, b"OggS") {
-        t("audio/ogg", "Ogg media")
-    } else if at(0, b"fLaC") {
-        t("audio/flac", "FLAC audio")
-    } else if at(4, b"ftyp") {
-        t("video/mp4", "MP4/QuickTime media")
-    } else if at(0, b"\x1a\x45\xdf\xa3") {
-        t("video/webm", "Matroska/WebM media")
-    } else if at(0, b"wOFF") {
-        t("font/woff", "WOFF font")
-    } else if at(0, b"wOF2") {
-        t("font/woff2", "WOFF2 font")
-    } else if at(0, b"\0\x01\0\0\0") {
-        t("font/ttf", "TrueType font")
-    } else if at(0, b"OTTO") {
-        t("font/otf", "OpenType font")
-    } else if at(0, b"\x93NUMPY") {
-        t("application/x-npy", "NumPy array")
-    } else if at(0, b"PAR1") {
-        t("application/vnd.apache.parquet", "Parquet file")
-    } else if at(0, b"\xff\xfe") || at(0, b"\xfe\xff") {
-        t(
-            "text/plain; charset=utf-16",
-            "UTF-16 text (only UTF-8 is read as text)",
-        )
-    } else {
-        return None;
-    };
-    Some(found)
+    let at = |&(off, sig): &(usize, &[u8])| head.get(off..off + sig.len()) == Some(sig);
+    MAGIC
+        .iter()
+        .find(|rule| head.len() >= rule.min_len && rule.any.iter().any(|all| all.iter().all(at)))
+        .map(|rule| rule.ty)
 }
 
 /// Media type of an image file name, by extension (the reference's list:
