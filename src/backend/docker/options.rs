@@ -1,6 +1,9 @@
 //! Profile options of a Docker workspace: image, storage, suspend mode, limits, and their defaults.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 /// The default image of the built-in `docker` profile.
 pub const DEFAULT_IMAGE: &str = "debian:bookworm-slim";
@@ -163,4 +166,40 @@ pub fn parse_memory(s: &str) -> Result<i64, String> {
         return Err(format!("memory size `{s}` must be positive"));
     }
     Ok((v * mult as f64) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_deserialize_strictly_with_defaults() {
+        let o: DockerOptions = toml::from_str("").unwrap();
+        assert_eq!(o, DockerOptions::default());
+        assert_eq!(o.image, DEFAULT_IMAGE);
+        assert_eq!(o.network, "none");
+        let o: DockerOptions = toml::from_str(
+            "image = \"busybox\"\nstorage = \"volume\"\nsuspend = \"pause\"\nmemory = \"512m\"\ncpus = 1.5\npull = \"never\"",
+        )
+        .unwrap();
+        assert_eq!(o.storage, Storage::Volume);
+        assert_eq!(o.suspend, SuspendMode::Pause);
+        assert_eq!(o.pull, PullPolicy::Never);
+        let e = toml::from_str::<DockerOptions>("imgae = \"x\"").unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
+        let e = toml::from_str::<DockerOptions>("storage = \"nfs\"").unwrap_err();
+        assert!(e.to_string().contains("unknown variant"), "{e}");
+        let j: DockerOptions = serde_json::from_str(r#"{"network": "host"}"#).unwrap();
+        assert_eq!(j.network, "host");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory("512m").unwrap(), 512 << 20);
+        assert_eq!(parse_memory("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_memory("1000").unwrap(), 1000);
+        assert_eq!(parse_memory("1.5k").unwrap(), 1536);
+        assert!(parse_memory("lots").is_err());
+        assert!(parse_memory("-1m").is_err());
+    }
 }

@@ -1,6 +1,19 @@
 //! [`DockerSandbox`]: a running container as a [`Sandbox`] (files through a bind mount or the container).
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::io::AsyncRead;
+
+use super::exec::ExecTarget;
+use super::files::ContainerFiles;
+use super::options::CONTAINER_WORKDIR;
+use crate::backend::host::HostDir;
+use crate::backend::{
+    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
+    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+};
 
 /// A running container used as a sandbox.
 #[derive(Clone)]

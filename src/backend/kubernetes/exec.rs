@@ -39,7 +39,8 @@ use tungstenite::Message;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use super::{K8sEvent, emit, kube_error};
+use super::api::kube_error;
+use super::events::{K8sEvent, emit};
 use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
