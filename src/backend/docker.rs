@@ -48,8 +48,6 @@ mod sandbox;
 pub use self::api::connect;
 pub use self::events::{DockerEvent, EventSink};
 pub use self::options::{
-    CONTAINER_WORKDIR, DEFAULT_IMAGE, DockerOptions, LABEL_HOST_DIR, LABEL_STORAGE, LABEL_USER,
-    LABEL_VOLUME, PullPolicy, Storage, SuspendMode, default_base_dir, parse_memory,
+    DEFAULT_IMAGE, DockerOptions, LABEL_USER, PullPolicy, Storage, SuspendMode, default_base_dir,
 };
 pub use self::provision::DockerProvisioner;
-pub use self::sandbox::DockerSandbox;

@@ -57,9 +57,7 @@ mod tarball;
 
 pub use self::api::connect;
 pub use self::events::{EventSink, K8sEvent};
-pub use self::options::{
-    CONTAINER, DEFAULT_IMAGE, DEFAULT_NAMESPACE, FATAL_REASONS, ImagePullPolicy, KubernetesOptions,
-    LABEL_MANAGED_BY, MANAGED_BY, POD_WORKDIR, Resources, VOLUME,
-};
+pub(crate) use self::options::CONTAINER;
+pub use self::options::{DEFAULT_IMAGE, ImagePullPolicy, KubernetesOptions, Resources, VOLUME};
 pub use self::provision::KubernetesProvisioner;
 pub use self::sandbox::KubernetesSandbox;

@@ -29,9 +29,7 @@ pub mod options;
 pub mod sandbox;
 pub mod service;
 
-pub use logs::LogDemux;
 pub use options::{DaytonaExecMode, DaytonaOptions};
-pub use sandbox::DaytonaSandbox;
 pub use service::{DaytonaProvisioner, DaytonaService};
 
 /// Service name in errors.

@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_IMAGE: &str = "debian:bookworm-slim";
 
 /// Path of the workspace inside the container (docs/contract.md §7.3).
-pub const CONTAINER_WORKDIR: &str = "/workspace";
+pub(crate) const CONTAINER_WORKDIR: &str = "/workspace";
 
 /// Label: how the workspace stores its files (`bind`, `volume`, `ephemeral`).
-pub const LABEL_STORAGE: &str = "wsbench.docker.storage";
+pub(crate) const LABEL_STORAGE: &str = "wsbench.docker.storage";
 /// Label: host directory of a bind-mounted workspace.
-pub const LABEL_HOST_DIR: &str = "wsbench.docker.host_dir";
+pub(crate) const LABEL_HOST_DIR: &str = "wsbench.docker.host_dir";
 /// Label: named volume of a volume workspace.
-pub const LABEL_VOLUME: &str = "wsbench.docker.volume";
+pub(crate) const LABEL_VOLUME: &str = "wsbench.docker.volume";
 /// Label: user commands run as (`uid:gid`), empty for the image default.
 pub const LABEL_USER: &str = "wsbench.docker.user";
 
@@ -149,7 +149,7 @@ pub fn default_base_dir() -> PathBuf {
 
 /// Parses a memory size: plain bytes or a number with `b`, `k`, `m`, `g`
 /// (binary multiples, case-insensitive).
-pub fn parse_memory(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_memory(s: &str) -> Result<i64, String> {
     let t = s.trim().to_ascii_lowercase();
     let (num, mult) = match t.chars().last() {
         Some('k') => (&t[..t.len() - 1], 1i64 << 10),

@@ -171,15 +171,11 @@ impl DockerProvisioner {
         HashMap::from([("label".to_string(), label)])
     }
 
-    /// Makes sure the image is present, pulling it per [`PullPolicy`].
+    /// Makes sure the image is present, pulling it per [`PullPolicy`],
+    /// with pull progress to `sink`.
     ///
     /// Errors: a [`BackendError::Remote`] naming the image when it is
     /// missing and cannot be pulled.
-    pub async fn ensure_image(&self) -> BackendResult<()> {
-        self.ensure_image_to(&self.events).await
-    }
-
-    /// [`DockerProvisioner::ensure_image`], with pull progress to `sink`.
     pub(super) async fn ensure_image_to(&self, sink: &Option<EventSink>) -> BackendResult<()> {
         let docker = self.client().await?;
         let image = &self.opts.image;

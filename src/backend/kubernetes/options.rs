@@ -13,25 +13,25 @@ use super::names;
 pub const DEFAULT_IMAGE: &str = "debian:bookworm-slim";
 
 /// Default namespace.
-pub const DEFAULT_NAMESPACE: &str = "wsbench";
+pub(crate) const DEFAULT_NAMESPACE: &str = "wsbench";
 
 /// Path of the workspace in the Pod: the PVC's mount point (§7.6).
-pub const POD_WORKDIR: &str = "/workspace";
+pub(crate) const POD_WORKDIR: &str = "/workspace";
 
 /// Name of the one container of a workspace Pod.
-pub const CONTAINER: &str = "workspace";
+pub(crate) const CONTAINER: &str = "workspace";
 
 /// Name of the PVC volume in the Pod spec.
 pub const VOLUME: &str = "workspace-data";
 
 /// Label every wsbench object carries (`app.kubernetes.io/managed-by`).
-pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub(crate) const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 
 /// Value of [`LABEL_MANAGED_BY`].
-pub const MANAGED_BY: &str = "wsbench";
+pub(crate) const MANAGED_BY: &str = "wsbench";
 
 /// Pod waiting reasons that will not heal by waiting.
-pub const FATAL_REASONS: &[&str] = &[
+pub(crate) const FATAL_REASONS: &[&str] = &[
     "ImagePullBackOff",
     "ErrImagePull",
     "InvalidImageName",

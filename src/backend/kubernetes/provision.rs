@@ -249,7 +249,7 @@ impl KubernetesProvisioner {
     }
 
     /// The Pod object of a workspace (see the module docs).
-    pub fn pod_object(&self, name: &str, spec: &ProvisionSpec) -> Pod {
+    pub(crate) fn pod_object(&self, name: &str, spec: &ProvisionSpec) -> Pod {
         let (lab, ann) = self.metadata(spec);
         let o = &self.opts;
         let quantities = |m: &BTreeMap<String, String>| {

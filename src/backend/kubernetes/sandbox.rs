@@ -58,23 +58,9 @@ impl KubernetesSandbox {
         }
     }
 
-    /// Pod name.
-    pub fn pod_name(&self) -> &str {
-        &self.target.pod
-    }
-
     /// Namespace.
     pub fn namespace(&self) -> &str {
         &self.target.namespace
-    }
-
-    /// Whether the API server speaks `v5.channel.k8s.io` (stdin can be
-    /// closed without closing the connection). Asks with a no-op exec the
-    /// first time.
-    ///
-    /// Errors: the exec fails.
-    pub async fn supports_stdin_close(&self) -> BackendResult<bool> {
-        self.target.supports_stdin_close().await
     }
 
     /// Streams directory `dir` of the Pod as a tar archive into `sink`
