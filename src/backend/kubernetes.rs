@@ -45,6 +45,7 @@
 //! create the namespace (without them, an existing namespace is assumed).
 
 mod api;
+mod channel;
 mod events;
 mod exec;
 mod files;
