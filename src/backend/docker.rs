@@ -47,6 +47,7 @@ mod sandbox;
 
 pub use self::api::connect;
 pub use self::events::{DockerEvent, EventSink};
+pub(crate) use self::options::parse_memory;
 pub use self::options::{
     DEFAULT_IMAGE, DockerOptions, LABEL_USER, PullPolicy, Storage, SuspendMode, default_base_dir,
 };

@@ -135,6 +135,12 @@ pub trait Sandbox: Send + Sync {
     /// Appends bytes in place, creating the file (and parents) if needed.
     /// Requires [`Capabilities::append`]. Each call's bytes land
     /// contiguously, never interleaved with a concurrent append.
+    ///
+    /// Line-safe, for the JSONL files the engine keeps: a failed append
+    /// (disk full) truncates the file back to its old length, so no torn
+    /// line stays; and when `data` ends in `\n` but the file does not (a
+    /// record torn by a crash), a `\n` is written first so the new record
+    /// is not glued to the torn one.
     async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()>;
 
     /// Creates `path` exclusively; `Ok(false)` if it already exists. Used

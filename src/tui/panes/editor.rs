@@ -175,24 +175,26 @@ impl EditorPane {
         self.saving = true;
         let content = join_text(area.lines(), self.crlf, self.final_newline);
         self.pending = Some(digest(content.as_bytes()));
-        let expect = if force { None } else { self.disk };
+        let mut args = json!({"file_path": path, "content": content});
+        if let (false, Some(want)) = (force, self.disk) {
+            // Compare-and-swap inside Write, under the file's lock: a
+            // change since loading is refused, never overwritten.
+            args["expected_sha256"] = json!(hex::encode(want));
+        }
         let ws = cx.ws.clone();
         let call = ToolCall {
             agent: cx.agent.clone(),
             session: cx.session.clone(),
             tool: "Write".into(),
-            args: json!({"file_path": path, "content": content}),
+            args,
             ..Default::default()
         };
         let p = path.clone();
         cx.spawn::<EditorPane>(async move {
-            if let Some(want) = expect {
-                let now = ws.sandbox().read(&p, None).await.ok().map(|b| digest(&b));
-                if now != Some(want) {
-                    return Msg::Conflict(p);
-                }
-            }
             let r = ws.call_tool(call).await;
+            if r.metadata.get("changed_since_read") == Some(&json!(true)) {
+                return Msg::Conflict(p);
+            }
             let text = r.text();
             Msg::Saved(p, if r.is_success() { Ok(text) } else { Err(text) })
         });

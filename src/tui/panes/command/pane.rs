@@ -142,9 +142,19 @@ impl Pane for CommandPane {
             CommandAction::Rerun => {
                 let n = self.past.len();
                 let cmd = if self.show_past {
-                    n.checked_sub(1 + self.past_cursor.selected)
-                        .and_then(|i| self.past.get(i))
-                        .map(|e| e.summary())
+                    let e = n
+                        .checked_sub(1 + self.past_cursor.selected)
+                        .and_then(|i| self.past.get(i));
+                    if e.is_some_and(|e| e.args_cut_bytes > 0) {
+                        // The journal keeps long commands cut: never run a
+                        // cut one as if it were whole.
+                        cx.toast(
+                            Level::Warn,
+                            "this command was too long to journal whole; not re-run",
+                        );
+                        return true;
+                    }
+                    e.map(|e| e.summary())
                 } else {
                     self.history.last().cloned()
                 };

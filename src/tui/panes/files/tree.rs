@@ -117,7 +117,17 @@ impl FilesPane {
         self.inflight.insert(dir.clone());
         let ws = cx.ws.clone();
         cx.spawn::<FilesPane>(async move {
-            let result = ws.sandbox().list(&dir).await.map_err(|e| e.to_string());
+            // wsbench's own temp files (debris of a killed write) are not shown.
+            let result = ws
+                .sandbox()
+                .list(&dir)
+                .await
+                .map(|v| {
+                    v.into_iter()
+                        .filter(|e| !crate::backend::path::is_temp_name(&e.name))
+                        .collect()
+                })
+                .map_err(|e| e.to_string());
             Msg::Listed { dir, result }
         });
     }
