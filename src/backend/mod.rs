@@ -37,6 +37,7 @@ pub mod path;
 pub mod process_tree;
 pub mod secret;
 pub mod shell;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::fmt;

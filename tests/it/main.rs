@@ -35,3 +35,4 @@ mod tui_keys;
 mod tui_panes_extra;
 mod tui_snapshots;
 mod tui_tmux;
+mod tui_unicode;

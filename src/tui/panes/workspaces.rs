@@ -16,6 +16,7 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use crate::backend::text::head_cols;
 use crate::engine::Workspace;
 use crate::engine::events::Event;
 use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
@@ -469,7 +470,7 @@ impl Pane for WorkspacesPane {
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
         let note = match (&self.opening, &cx.manager) {
-            (Some(id), _) => format!("opening {}…", &id[..id.len().min(12)]),
+            (Some(id), _) => format!("opening {}…", head_cols(id, 12)),
             (None, Some(m)) => format!("profile {}", m.profile()),
             (None, None) => String::new(),
         };
@@ -498,7 +499,7 @@ impl Pane for WorkspacesPane {
         let current = cx.ws.id().to_string();
         let outside = (!self.loading && !self.rows.iter().any(|r| r.id == current)).then(|| {
             let p = cx.manager.as_ref().map_or("", |m| m.profile());
-            let short = &current[..current.len().min(12)];
+            let short = head_cols(&current, 12);
             format!("the open workspace {short} is not one of profile {p}'s")
         });
         if self.shown.is_empty() {
