@@ -26,6 +26,7 @@ mod mcp_decl;
 mod mcp_real;
 mod mcp_stdio;
 mod offload;
+mod orphans;
 mod skills;
 mod tools_rwe;
 mod tools_search;
