@@ -1,5 +1,22 @@
 //! Pure POSIX path helpers for backend paths (never consult the host cwd).
 
+/// Name prefix of the temp file an atomic write makes next to its target
+/// (same directory, so the final rename stays on one file system). One
+/// left by a write killed mid-way is never listed by Glob, Grep or the
+/// Files tree ([`is_temp_name`]).
+pub const TEMP_PREFIX: &str = ".wsbench-tmp-";
+
+/// Name prefix of the temp file an exclusive create makes on the shell
+/// backends before linking it into place.
+pub const NEW_PREFIX: &str = ".wsbench-new-";
+
+/// True for the names of wsbench's own temp files ([`TEMP_PREFIX`],
+/// [`NEW_PREFIX`]): hidden from searches and listings meant for people
+/// and agents, since they are either in flight or debris of a killed write.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX) || name.starts_with(NEW_PREFIX)
+}
+
 /// Lexically normalises `path`: collapses `//`, drops `.`, resolves `..`
 /// against earlier segments (never above `/` for absolute paths).
 /// Returns `"."` for an empty relative result.

@@ -4,6 +4,7 @@
 //! event per line), and the session is left for `sessions show` and
 //! `offload show`.
 
+use super::output::{say, say_err};
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -111,11 +112,12 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
     let mut sub = handle.subscribe();
     tokio::spawn(async move {
         let mut mid_line = false;
-        let mut out = std::io::stdout();
+        // Model text and tool output are data: printed terminal-safe.
+        let mut out = super::output::Safe(std::io::stdout());
         while let Some(r) = sub.recv().await {
             let env = match r {
                 AgentReceived::Missed(n) => {
-                    eprintln!("({n} agent events were dropped: the printer fell behind)");
+                    say_err!("({n} agent events were dropped: the printer fell behind)");
                     continue;
                 }
                 AgentReceived::Event(e) => e,
@@ -124,7 +126,7 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
                 let _ = writeln!(out, "{}", serde_json::to_string(&*env).unwrap_or_default());
                 continue;
             }
-            let mut end_line = |out: &mut std::io::Stdout| {
+            let mut end_line = |out: &mut super::output::Safe<std::io::Stdout>| {
                 if mid_line {
                     let _ = writeln!(out);
                     mid_line = false;
@@ -211,7 +213,7 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
                 AgentEvent::Error { kind, message } => {
                     end_line(&mut out);
                     let _ = out.flush();
-                    eprintln!("  ! {kind}: {message}");
+                    say_err!("  ! {kind}: {message}");
                 }
                 AgentEvent::ReplyFinished { reason, .. } => {
                     end_line(&mut out);
@@ -284,7 +286,7 @@ fn wait_for_pause(step: &StepControl, answered: u64) -> Option<u64> {
 fn spawn_ctrl_c(stopper: Stopper) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nstopping the agent…");
+            say_err!("\nstopping the agent…");
             stopper.stop();
         }
     })
@@ -298,7 +300,7 @@ async fn print_session_summary(
 ) -> anyhow::Result<()> {
     let detail = ws.sessions().detail(session).await?;
     if json_out {
-        println!(
+        say!(
             "{}",
             json!({
                 "type": "summary",
@@ -310,8 +312,8 @@ async fn print_session_summary(
         );
         return Ok(());
     }
-    println!();
-    println!(
+    say!();
+    say!(
         "session {session}: {} tool call(s) journalled, {} offload(s), context.jsonl {}",
         detail.journal.entries.len(),
         detail.summary.offloads,
@@ -322,7 +324,7 @@ async fn print_session_summary(
         }
     );
     for o in &detail.offloads {
-        println!(
+        say!(
             "  {:?} {}",
             o.kind,
             o.url.clone().unwrap_or_else(|| o.path.clone())
@@ -332,7 +334,7 @@ async fn print_session_summary(
         " --workdir {}",
         crate::backend::path::shell_quote(ws.layout().workdir())
     );
-    println!(
+    say!(
         "inspect: wsbench sessions show {session}{at} · wsbench offload list --session {session}{at} · continue: wsbench agent --session {session}{at} \"...\""
     );
     Ok(())
@@ -358,10 +360,10 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
         } else {
             for (n, _) in script::DEMOS {
                 let t = Transcript::demo(n)?;
-                println!("{:<8} {}", t.name, t.description);
+                say!("{:<8} {}", t.name, t.description);
             }
             if args.name.is_none() && !args.list {
-                println!("\nrun one with: wsbench demo NAME [--step] [--workdir DIR]");
+                say!("\nrun one with: wsbench demo NAME [--step] [--workdir DIR]");
             }
         }
         return Ok(0);
@@ -376,13 +378,13 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     let session = session_for(ctx, &format!("demo-{}", transcript.name));
     let setup = script::run_setup(&ws, &transcript).await?;
     if !ctx.json {
-        println!(
+        say!(
             "demo {} in {} (session {session})",
             transcript.name,
             ws.layout().workdir()
         );
         for line in &setup {
-            println!("  setup: {line}");
+            say!("  setup: {line}");
         }
     }
     let model = Arc::new(ScriptedModel::new(
@@ -455,7 +457,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     let mut agent = Agent::open(ws.clone(), Arc::new(model), tools, config).await?;
     if !ctx.json {
         let resumed = agent.context().len();
-        println!(
+        say!(
             "agent on {} ({}) in {} — session {session}{}",
             args.model,
             args.model_url,
@@ -483,7 +485,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     let outcomes = vec![outcome];
     print_session_summary(&ws, &session, &outcomes, ctx.json).await?;
     if let Some(e) = &outcomes[0].error {
-        eprintln!("error: {e}");
+        say_err!("error: {e}");
     }
     Ok(exit_code(&outcomes))
 }

@@ -1,5 +1,6 @@
 //! `wsbench exec`: a command through the Bash tool, output streamed live.
 
+use super::output::say_err;
 use std::io::Write as _;
 
 use clap::Args;
@@ -83,15 +84,22 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         result.exit_code.unwrap_or(1)
     };
+    let offload_error = result
+        .metadata
+        .get("offload_error")
+        .and_then(|v| v.as_str());
+    if let (false, Some(e)) = (ctx.json, offload_error) {
+        eprintln!("wsbench: the output was cut and the full output could not be saved: {e}");
+    }
     if ctx.json {
         output::json(&result)?;
     } else if result.timed_out {
-        eprintln!(
+        say_err!(
             "wsbench: {}",
             result.text().lines().next().unwrap_or("timed out")
         );
     } else if result.exit_code.is_none() {
-        eprintln!("wsbench: {}", result.text());
+        say_err!("wsbench: {}", result.text());
     }
     Ok(code)
 }

@@ -1,5 +1,6 @@
 //! `wsbench info` and the summary printed by a bare `wsbench`.
 
+use super::output::say;
 use serde_json::json;
 
 use super::{Ctx, output};
@@ -52,8 +53,8 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         output::json(&info)?;
         return Ok(0);
     }
-    println!("wsbench {}", env!("CARGO_PKG_VERSION"));
-    println!(
+    say!("wsbench {}", env!("CARGO_PKG_VERSION"));
+    say!(
         "config file:      {} ({})",
         ctx.root.config_file.display(),
         if ctx.root.config_file.is_file() {
@@ -62,12 +63,12 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
             "absent: built-in defaults"
         }
     );
-    println!("data dir:         {}", ctx.root.paths.data_dir.display());
-    println!(
+    say!("data dir:         {}", ctx.root.paths.data_dir.display());
+    say!(
         "default workdir:  {}",
         ctx.root.paths.default_workdir.display()
     );
-    println!(
+    say!(
         "profile:          {name} ({} backend, {} isolation)",
         profile.backend,
         profile.isolation.as_str()
@@ -79,23 +80,23 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| v.to_string());
-            println!("  option {k} = {v}");
+            say!("  option {k} = {v}");
         }
     }
     match &root {
-        Some(r) => println!("workspace root:   {}", r.display()),
-        None => println!(
+        Some(r) => say!("workspace root:   {}", r.display()),
+        None => say!(
             "workspace:        made or reattached by the first command that uses it (info creates nothing)"
         ),
     }
-    println!("backend:          {backend}");
-    println!(
+    say!("backend:          {backend}");
+    say!(
         "agent / session:  {:?} / {}",
         ctx.root.global.agent,
         ctx.root.session()
     );
     let l = &ctx.root.config.limits;
-    println!(
+    say!(
         "limits:           Bash {} chars, {} ms default / {} ms max; Read {} lines; Glob/Grep {} results, {} ms",
         l.bash_max_output_chars,
         l.bash_default_timeout_ms,
@@ -138,14 +139,14 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
         }))?;
         return Ok(0);
     }
-    println!(
+    say!(
         "workspace {} ({} backend)",
         ws.layout().workdir(),
         ws.backend()
     );
-    println!("sessions: {}", sessions.len());
+    say!("sessions: {}", sessions.len());
     for s in sessions.iter().take(10) {
-        println!(
+        say!(
             "  {:<20} {}  {} tool calls, {} offloads",
             s.id,
             output::time(s.last_activity),
@@ -153,25 +154,27 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
             s.offloads
         );
     }
-    println!(
+    say!(
         "skills of agent {:?}: {} valid, {} invalid",
         ctx.root.global.agent,
         skills.skills.len(),
         skills.invalid.len()
     );
-    println!(
+    say!(
         "MCP declarations (.mcp): {} (agent, session) pairs",
         declarations.len()
     );
     for d in &declarations {
-        println!(
+        say!(
             "  agent {} / session {}: {}",
-            d["agent"], d["session"], d["mcps"]
+            d["agent"],
+            d["session"],
+            d["mcps"]
         );
     }
     for i in &issues {
-        println!("  problem: {i}");
+        say!("  problem: {i}");
     }
-    println!("\ntry: wsbench exec -- echo hi   |   wsbench sessions list   |   wsbench --help");
+    say!("\ntry: wsbench exec -- echo hi   |   wsbench sessions list   |   wsbench --help");
     Ok(0)
 }

@@ -2,6 +2,7 @@
 //! the MCP servers of the (agent, session) named by `--agent` /
 //! `--session`.
 
+use super::output::{say, say_part};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -216,7 +217,7 @@ fn result_text(blocks: &[Block]) -> String {
 }
 
 fn print_listing(l: &McpListing) {
-    println!(
+    say!(
         "MCP servers of agent {:?}, session {:?}: {}",
         l.agent,
         l.session,
@@ -243,11 +244,11 @@ fn print_listing(l: &McpListing) {
         if let McpState::Failed { stderr_tail, .. } = &s.state
             && !stderr_tail.trim().is_empty()
         {
-            println!("\n{} stderr tail:\n{}", s.name, stderr_tail.trim_end());
+            say!("\n{} stderr tail:\n{}", s.name, stderr_tail.trim_end());
         }
     }
     for i in &l.issues {
-        println!("problem: {i}");
+        say!("problem: {i}");
     }
 }
 
@@ -287,7 +288,7 @@ async fn run_on(
             if json_out {
                 output::json(&status)?;
             } else {
-                println!("added MCP server {}: {}", status.name, state_text(&status));
+                say!("added MCP server {}: {}", status.name, state_text(&status));
             }
         }
         McpCmd::Remove { name } => {
@@ -295,9 +296,9 @@ async fn run_on(
             if json_out {
                 output::json(&json!({"removed": removed, "name": name}))?;
             } else if removed {
-                println!("removed MCP server {name}");
+                say!("removed MCP server {name}");
             } else {
-                println!("no MCP server {name} for agent {agent:?}, session {session:?}");
+                say!("no MCP server {name} for agent {agent:?}, session {session:?}");
             }
             return Ok(if removed { 0 } else { 1 });
         }
@@ -339,7 +340,7 @@ async fn run_on(
             if json_out {
                 output::json(&result)?;
             } else {
-                print!("{}", result_text(&result.content));
+                say_part!("{}", result_text(&result.content));
             }
             return Ok(if result.is_success() { 0 } else { 1 });
         }
@@ -348,7 +349,7 @@ async fn run_on(
             if json_out {
                 output::json(&status)?;
             } else {
-                println!("{}: {}", status.name, state_text(&status));
+                say!("{}: {}", status.name, state_text(&status));
             }
         }
         McpCmd::Serve => {

@@ -53,6 +53,11 @@ pub struct GlobalArgs {
     /// `--user`/`--agent`/`--session`).
     #[arg(long, global = true, value_name = "DIR", env = "WSBENCH_WORKDIR")]
     pub workdir: Option<PathBuf>,
+    /// Create the `--workdir` directory when it does not exist (its
+    /// parent must exist). Without it a missing `--workdir` is an error,
+    /// so a typo never starts an empty workspace.
+    #[arg(long, global = true, requires = "workdir")]
+    pub create_workdir: bool,
     /// Profile from the config file (default: `default_profile`, else the
     /// built-in `local`).
     #[arg(long, global = true, value_name = "NAME", env = "WSBENCH_PROFILE")]
@@ -86,6 +91,7 @@ impl GlobalArgs {
     pub fn selection(&self) -> Selection {
         Selection {
             workdir: self.workdir.clone(),
+            create_workdir: self.create_workdir,
             profile: self.profile.clone(),
             user: self.user.clone(),
             agent: self.agent.clone(),
@@ -203,7 +209,8 @@ pub fn cancel_on_signals(
 }
 
 /// The message of a failed command as one line: the error and its causes
-/// joined with `: `, each text once. Errors that print their source in
+/// joined with `: `, each text once, terminal-safe
+/// ([`crate::root::safe_text::for_lines`]). Errors that print their source in
 /// their own message (the manager's) would otherwise show it twice, as
 /// `{:#}` does.
 pub fn error_line(e: &anyhow::Error) -> String {
@@ -218,7 +225,9 @@ pub fn error_line(e: &anyhow::Error) -> String {
         }
         out.push_str(&text);
     }
-    out
+    // Causes carry server and workspace text (error bodies, names): their
+    // control characters are shown as visible stand-ins.
+    crate::root::safe_text::for_lines(&out).into_owned()
 }
 
 /// Runs a sub-command (or, with none, prints the workspace summary: the

@@ -1,5 +1,6 @@
 //! `wsbench offload list [--session S] | show PATH-OR-URL`.
 
+use super::output::say;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -88,14 +89,14 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
         let ctx_read = parse_context(&bytes);
         if ctx.json {
             output::json(
-                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines}),
+                &json!({"path": path, "messages": ctx_read.messages, "bad_lines": ctx_read.bad_lines, "torn": ctx_read.torn}),
             )?;
         } else {
             for m in &ctx_read.messages {
                 print_message(m);
             }
             for (line, msg) in &ctx_read.bad_lines {
-                println!("!! line {line} is not a message: {msg}");
+                say!("!! line {line} is not a message: {msg}");
             }
         }
         return Ok(0);
@@ -120,9 +121,10 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
             )?;
         } else {
             use std::io::Write as _;
-            std::io::stdout().write_all(&bytes)?;
+            // A text file of the workspace: shown terminal-safe.
+            std::io::stdout().write_all(&crate::root::safe_text::bytes_for_lines(&bytes))?;
             if !bytes.ends_with(b"\n") {
-                println!();
+                say!();
             }
         }
     } else {
@@ -134,15 +136,15 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
                 "width": dims.map(|d| d.0), "height": dims.map(|d| d.1),
             }))?;
         } else {
-            println!("path:       {path}");
-            println!(
+            say!("path:       {path}");
+            say!(
                 "size:       {} bytes ({})",
                 stat.size,
                 output::size(stat.size)
             );
-            println!("media type: {media}");
+            say!("media type: {media}");
             if let Some((w, h)) = dims {
-                println!("dimensions: {w}x{h}");
+                say!("dimensions: {w}x{h}");
             }
         }
     }
@@ -150,16 +152,16 @@ pub(super) async fn show(ctx: &Ctx, ws: &Workspace, path: &str) -> anyhow::Resul
 }
 
 fn print_message(m: &Msg) {
-    println!("── {} ({}) · {}", m.name, m.role, m.created_at);
+    say!("── {} ({}) · {}", m.name, m.role, m.created_at);
     for b in &m.content {
         match b {
-            Block::Text(t) => println!("{}", t.text),
-            Block::Thinking(_) => println!("[thinking] {}", b.as_text().unwrap_or("")),
-            Block::Hint(h) => println!(
+            Block::Text(t) => say!("{}", t.text),
+            Block::Thinking(_) => say!("[thinking] {}", b.as_text().unwrap_or("")),
+            Block::Hint(h) => say!(
                 "[hint] {}",
                 h.get("hint").map(|v| v.to_string()).unwrap_or_default()
             ),
-            Block::ToolCall(c) => println!(
+            Block::ToolCall(c) => say!(
                 "[tool call {} {}] {}",
                 c.name,
                 c.id,
@@ -169,13 +171,13 @@ fn print_message(m: &Msg) {
                     .unwrap_or_else(|| c.input.to_string())
             ),
             Block::ToolResult(r) => {
-                println!("[tool result {} {} · {}]", r.name, r.id, r.state);
+                say!("[tool result {} {} · {}]", r.name, r.id, r.state);
                 match &r.output {
-                    ToolOutput::Text(t) => println!("{t}"),
+                    ToolOutput::Text(t) => say!("{t}"),
                     ToolOutput::Blocks(bs) => {
                         for b in bs {
                             match b {
-                                Block::Text(t) => println!("{}", t.text),
+                                Block::Text(t) => say!("{}", t.text),
                                 Block::Data(d) => print_data(d.name.as_deref(), &d.source),
                                 _ => {}
                             }
@@ -186,16 +188,16 @@ fn print_message(m: &Msg) {
             Block::Data(d) => print_data(d.name.as_deref(), &d.source),
         }
     }
-    println!();
+    say!();
 }
 
 fn print_data(name: Option<&str>, source: &DataSource) {
     match source {
         DataSource::Url { url, media_type } => {
-            println!("[data {} {media_type}] {url}", name.unwrap_or(""))
+            say!("[data {} {media_type}] {url}", name.unwrap_or(""))
         }
         DataSource::Base64 { data, media_type } => {
-            println!(
+            say!(
                 "[data {} {media_type}, {} base64 chars inline]",
                 name.unwrap_or(""),
                 data.len()

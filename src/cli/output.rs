@@ -1,6 +1,76 @@
 //! Printing helpers shared by the commands.
+//!
+//! Every line of text output goes through [`say!`]/[`say_err!`] (or
+//! [`Safe`]): workspace and server data (skill descriptions, context text,
+//! MCP output, error bodies) may hold escape sequences, which are shown as
+//! visible stand-ins ([`crate::root::safe_text`]) instead of driving the
+//! terminal. `--json` output is exact (JSON escapes controls itself); the
+//! raw byte streams of `exec` and `offload get --raw` are passed through
+//! untouched on purpose: they are the command's or file's own bytes, meant
+//! for pipes.
+
+use std::io::Write;
 
 use serde::Serialize;
+
+use crate::root::safe_text;
+
+/// A writer that makes everything written through it terminal-safe
+/// ([`safe_text::bytes_for_lines`]). `write!`/`writeln!` hand it whole
+/// `str` pieces, so a character is never split between two writes.
+pub struct Safe<W: Write>(pub W);
+
+impl<W: Write> Write for Safe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(&safe_text::bytes_for_lines(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Prints formatted text on stdout (`err` false) or stderr through
+/// [`Safe`]. A closed stdout ends the program quietly with 141, as
+/// `println!` does in `main`'s hook.
+pub fn print_safe(err: bool, args: std::fmt::Arguments<'_>) {
+    let res = if err {
+        Safe(std::io::stderr().lock()).write_fmt(args)
+    } else {
+        Safe(std::io::stdout().lock()).write_fmt(args)
+    };
+    if let Err(e) = res
+        && !err
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(141);
+    }
+}
+
+/// `println!` through [`Safe`].
+macro_rules! say {
+    () => { $crate::cli::output::print_safe(false, format_args!("\n")) };
+    ($($t:tt)*) => { $crate::cli::output::print_safe(false, format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `print!` through [`Safe`].
+macro_rules! say_part {
+    ($($t:tt)*) => { $crate::cli::output::print_safe(false, format_args!($($t)*)) };
+}
+
+/// `eprintln!` through [`Safe`].
+macro_rules! say_err {
+    () => { $crate::cli::output::print_safe(true, format_args!("\n")) };
+    ($($t:tt)*) => { $crate::cli::output::print_safe(true, format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprint!` through [`Safe`].
+macro_rules! say_err_part {
+    ($($t:tt)*) => { $crate::cli::output::print_safe(true, format_args!($($t)*)) };
+}
+
+pub(crate) use {say, say_err, say_err_part, say_part};
 
 /// Prints a value as pretty JSON on stdout.
 pub fn json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
@@ -52,7 +122,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&format!("{c:<w$}  ", w = widths[i]));
             }
         }
-        println!("{}", s.trim_end());
+        say!("{}", s.trim_end());
     };
     line(header.to_vec());
     for r in rows {

@@ -1,5 +1,6 @@
 //! `wsbench sessions list | show ID`.
 
+use super::output::say;
 use clap::Subcommand;
 
 use super::{Ctx, output};
@@ -28,7 +29,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
             if ctx.json {
                 output::json(&list)?;
             } else if list.is_empty() {
-                println!("no sessions in {}", ws.layout().workdir());
+                say!("no sessions in {}", ws.layout().workdir());
             } else {
                 let rows: Vec<Vec<String>> = list
                     .iter()
@@ -70,18 +71,18 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                 output::json(&d)?;
                 return Ok(0);
             }
-            println!(
+            say!(
                 "session {id}  (last activity {})",
                 output::time(d.summary.last_activity)
             );
-            println!("\ntool calls ({}):", d.journal.entries.len());
+            say!("\ntool calls ({}):", d.journal.entries.len());
             for e in &d.journal.entries {
                 let status = match (e.exit_code, e.timed_out) {
                     (_, true) => "timeout".to_string(),
                     (Some(c), _) => format!("exit {c}"),
                     (None, _) => e.state.as_str().to_string(),
                 };
-                println!(
+                say!(
                     "  {}  {:<5} {:>9} {:>7}ms  {}",
                     e.started_at
                         .with_timezone(&chrono::Local)
@@ -92,23 +93,29 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                     e.summary()
                 );
                 if let Some(p) = &e.offload_path {
-                    println!("        full output: {p}");
+                    say!("        full output: {p}");
                 }
             }
             for (line, msg) in &d.journal.bad_lines {
-                println!("  journal line {line} unreadable: {msg}");
+                say!("  journal line {line} unreadable: {msg}");
+            }
+            if d.journal.torn > 0 {
+                println!(
+                    "  {} torn journal record(s): a write was cut short; the entries after it are intact",
+                    d.journal.torn
+                );
             }
             let files = d
                 .offloads
                 .iter()
                 .filter(|o| o.kind != crate::engine::events::OffloadKind::Data)
                 .count();
-            println!(
+            say!(
                 "\noffloads ({files} files in the session, {} data blobs it refers to):",
                 d.offloads.len() - files
             );
             for o in &d.offloads {
-                println!(
+                say!(
                     "  {}  {:<11} {:>10}  {}",
                     output::time(o.modified),
                     serde_json::to_value(o.kind)?.as_str().unwrap_or(""),

@@ -1,5 +1,6 @@
 //! `wsbench skills list | show NAME | add PATH | remove NAME`.
 
+use super::output::say;
 use std::path::PathBuf;
 
 use clap::Subcommand;
@@ -42,7 +43,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                 output::json(&listing)?;
                 return Ok(0);
             }
-            println!(
+            say!(
                 "{} skills in {} ({} valid, {} invalid)",
                 listing.skills.len() + listing.invalid.len(),
                 listing.partition,
@@ -70,11 +71,13 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             if ctx.json {
                 output::json(&skill)?;
             } else {
-                println!(
+                say!(
                     "# {} — {}\n({})\n",
-                    skill.name, skill.description, skill.dir
+                    skill.name,
+                    skill.description,
+                    skill.dir
                 );
-                println!("{}", skill.markdown);
+                say!("{}", skill.markdown);
             }
         }
         SkillsCmd::Add { path } => {
@@ -95,12 +98,13 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             if ctx.json {
                 output::json(&installed)?;
             } else if installed.already_installed {
-                println!(
+                say!(
                     "skill {} is already installed (same content) at {}",
-                    installed.name, installed.dir
+                    installed.name,
+                    installed.dir
                 );
             } else {
-                println!("installed skill {} at {}", installed.name, installed.dir);
+                say!("installed skill {} at {}", installed.name, installed.dir);
             }
         }
         SkillsCmd::Remove { name } => {
@@ -108,7 +112,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             if ctx.json {
                 output::json(&json!({"removed": name}))?;
             } else {
-                println!("removed skill {name}");
+                say!("removed skill {name}");
             }
         }
     }

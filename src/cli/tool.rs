@@ -1,5 +1,6 @@
 //! `wsbench tool NAME 'JSON'`: call any built-in tool.
 
+use super::output::{say, say_part};
 use clap::Args;
 
 use super::{Ctx, output};
@@ -24,7 +25,7 @@ pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
             output::json(&tools)?;
         } else {
             for t in tools {
-                println!(
+                say!(
                     "{:<6} {}",
                     t.name,
                     t.description.lines().next().unwrap_or("")
@@ -59,13 +60,13 @@ pub(super) async fn run(ctx: &Ctx, args: ToolArgs) -> anyhow::Result<i32> {
         output::json(&result)?;
     } else {
         let text = result.text();
-        print!("{text}");
+        say_part!("{text}");
         if !text.ends_with('\n') && !text.is_empty() {
-            println!();
+            say!();
         }
         for b in &result.content {
             if let crate::engine::message::Block::Data(d) = b {
-                println!(
+                say!(
                     "[data block: {} ({})]",
                     d.name.as_deref().unwrap_or("unnamed"),
                     d.source.media_type()

@@ -4,6 +4,7 @@
 //! A one-shot command leaves sandboxes as it found or made them: `open`
 //! resumes, `close` suspends (where the backend can), `destroy` deletes.
 
+use super::output::{say, say_err, say_err_part};
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{Context as _, bail};
@@ -128,9 +129,10 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
     }
     for f in &errors {
         let backend = f.backend.map(|b| format!(" ({b})")).unwrap_or_default();
-        eprintln!(
+        say_err!(
             "warning: profile {}{backend} not listed: {}",
-            f.profile, f.error
+            f.profile,
+            f.error
         );
     }
     if ctx.json {
@@ -150,7 +152,7 @@ async fn list(ctx: &Ctx, a: ListArgs) -> anyhow::Result<i32> {
                 &rows,
             );
         } else if !listed.is_empty() {
-            println!("no workspaces in {}", listed.join(", "));
+            say!("no workspaces in {}", listed.join(", "));
         }
     }
     Ok(if listed.is_empty() { 1 } else { 0 })
@@ -204,15 +206,15 @@ async fn describe(
     if ctx.json {
         output::json(&v)?;
     } else {
-        println!(
+        say!(
             "workspace {} ({} profile, {} backend)",
             ws.id(),
             m.profile(),
             m.backend()
         );
-        println!("root: {}", ws.layout().workdir());
+        say!("root: {}", ws.layout().workdir());
         if let Some(created) = v.get("created").and_then(|c| c.as_bool()) {
-            println!("{}", if created { "created" } else { "reattached" });
+            say!("{}", if created { "created" } else { "reattached" });
         }
     }
     Ok(())
@@ -265,7 +267,7 @@ async fn close(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
     if ctx.json {
         output::json(&json!({"id": id, "profile": m.profile(), "closed": true}))?;
     } else {
-        println!("closed workspace {id}");
+        say!("closed workspace {id}");
     }
     Ok(0)
 }
@@ -286,7 +288,7 @@ async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
                 "refusing to destroy workspace {id} without confirmation: no terminal to ask on; pass --yes"
             );
         }
-        eprint!(
+        say_err_part!(
             "Destroy workspace {id} ({}) and everything in it? [y/N] ",
             info.backend_id
         );
@@ -294,7 +296,7 @@ async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-            eprintln!("not destroyed");
+            say_err!("not destroyed");
             return Ok(1);
         }
     }
@@ -302,7 +304,7 @@ async fn destroy(ctx: &Ctx, id: &str, yes: bool) -> anyhow::Result<i32> {
     if ctx.json {
         output::json(&json!({"id": id, "profile": m.profile(), "destroyed": true}))?;
     } else {
-        println!("destroyed workspace {id} ({})", info.backend_id);
+        say!("destroyed workspace {id} ({})", info.backend_id);
     }
     Ok(0)
 }

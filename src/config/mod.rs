@@ -21,6 +21,7 @@ mod builtin;
 mod error;
 mod expand;
 mod location;
+mod options_check;
 mod paths;
 mod profile;
 pub mod tui;
@@ -57,6 +58,33 @@ pub struct WorkspaceSection {
     pub default_session: Option<String>,
 }
 
+/// MCP client settings (`[mcp]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpSection {
+    /// Seconds an MCP tool call may take when the server's declaration
+    /// sets no `execution_timeout` (`mcp call`, the agent loop, the TUI).
+    /// `0` waits forever, as the reference does. Default 600.
+    pub call_timeout_secs: f64,
+}
+
+impl Default for McpSection {
+    fn default() -> Self {
+        McpSection {
+            call_timeout_secs: crate::engine::mcp::client::DEFAULT_CALL_TIMEOUT.as_secs_f64(),
+        }
+    }
+}
+
+impl McpSection {
+    /// The call timeout as [`McpOptions::call_timeout`](crate::engine::mcp::McpOptions)
+    /// takes it: `None` for `0`.
+    pub fn call_timeout(&self) -> Option<std::time::Duration> {
+        (self.call_timeout_secs > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.call_timeout_secs))
+    }
+}
+
 /// Where a loaded config came from, kept to place later errors.
 #[derive(Debug, PartialEq)]
 struct Source {
@@ -72,6 +100,8 @@ pub struct Config {
     pub workspace: WorkspaceSection,
     /// Built-in tool limits.
     pub limits: ToolLimits,
+    /// MCP client settings.
+    pub mcp: McpSection,
     /// Profile used when `--profile` is not given (default `local`).
     pub default_profile: Option<String>,
     /// Named profiles.
@@ -192,12 +222,27 @@ impl Config {
                     format!("profiles.{name}.sweep_interval: must be above 0"),
                 ));
             }
+            if let Err((key, message)) = options_check::check(p.backend, &p.options) {
+                let mut keys = vec!["profiles", name.as_str(), "options"];
+                keys.extend(key.as_deref());
+                let what = key
+                    .as_ref()
+                    .map_or_else(|| "options".to_string(), |k| format!("option `{k}`"));
+                return Err(self.located(&keys, format!("profiles.{name}: {what}: {message}")));
+            }
             if p.prewarm.max_creating == 0 {
                 return Err(self.located(
                     &["profiles", name, "prewarm", "max_creating"],
                     format!("profiles.{name}.prewarm.max_creating: must be at least 1"),
                 ));
             }
+        }
+        let t = self.mcp.call_timeout_secs;
+        if !t.is_finite() || !(0.0..=31_536_000.0).contains(&t) {
+            return Err(self.located(
+                &["mcp", "call_timeout_secs"],
+                "mcp.call_timeout_secs: seconds from 0 (no timeout) to one year",
+            ));
         }
         if let Some(d) = &self.default_profile
             && !self.has_profile(d)

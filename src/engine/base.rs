@@ -85,6 +85,9 @@ impl WorkspaceBase {
 
     /// Appends in place where the backend can; otherwise read + atomic
     /// rewrite under a process-wide lock (remote backends without append).
+    /// Either way line-safe (see [`Sandbox::append`]): a failed append
+    /// leaves the old content, and a torn last line is ended before a
+    /// new record.
     pub(crate) async fn append_or_rewrite(&self, path: &str, data: &[u8]) -> WsResult<()> {
         if self.sandbox.capabilities().append {
             return Ok(self.sandbox.append(path, data).await?);
@@ -96,6 +99,9 @@ impl WorkspaceBase {
             Err(e) if e.is_not_found() => Vec::new(),
             Err(e) => return Err(e.into()),
         };
+        if data.ends_with(b"\n") && existing.last().is_some_and(|b| *b != b'\n') {
+            existing.push(b'\n');
+        }
         existing.extend_from_slice(data);
         Ok(self.sandbox.write(path, &existing).await?)
     }

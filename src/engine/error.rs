@@ -19,6 +19,18 @@ pub enum WorkspaceError {
     /// Something named does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// Writing an offloaded file (a tool result) failed; `cleanup` says
+    /// what became of the claimed file ("nothing was kept", or why it
+    /// could not be removed).
+    #[error("could not write {path} ({cleanup}): {source}")]
+    OffloadFailed {
+        /// Backend path of the claimed file.
+        path: String,
+        /// What became of it.
+        cleanup: String,
+        /// The write's error.
+        source: BackendError,
+    },
     /// A file's content could not be parsed.
     #[error("{path}: {message}")]
     Parse {

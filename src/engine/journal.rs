@@ -14,6 +14,15 @@ use super::tools::{ToolResult, ToolState};
 /// Characters of an error's first line kept in [`JournalEntry::error`].
 const ERROR_CHARS: usize = 500;
 
+/// Bytes of one string argument kept in the journal (a Write's content, a
+/// long command); the rest is cut and counted in
+/// [`JournalEntry::args_cut_bytes`].
+pub const ARG_STRING_BYTES: usize = 2048;
+
+/// Bytes of all string arguments of one call kept in the journal, so an
+/// array of many strings is bounded too.
+pub const ARGS_TOTAL_BYTES: usize = 8192;
+
 /// One tool call, as journalled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalEntry {
@@ -27,8 +36,13 @@ pub struct JournalEntry {
     pub session: String,
     /// Tool name.
     pub tool: String,
-    /// Arguments as given.
+    /// Arguments as given, with string values over [`ARG_STRING_BYTES`]
+    /// (or past [`ARGS_TOTAL_BYTES`] in all) cut, each ending in
+    /// `…[N bytes cut]`.
     pub args: Value,
+    /// Bytes cut from `args` in all (0: the arguments are whole).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub args_cut_bytes: u64,
     /// Outcome state.
     #[serde(with = "state_serde")]
     pub state: ToolState,
@@ -48,6 +62,33 @@ pub struct JournalEntry {
     /// Backend path of the offloaded full output, if any.
     #[serde(default)]
     pub offload_path: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Cuts the string values of `v` to the journal's bounds; returns the
+/// bytes cut. Strings are cut at a character boundary.
+fn bound_args(v: &mut Value, budget: &mut usize) -> u64 {
+    match v {
+        Value::String(s) => {
+            let keep = s.len().min(ARG_STRING_BYTES).min(*budget);
+            if keep == s.len() {
+                *budget -= keep;
+                return 0;
+            }
+            let at = crate::backend::text::head_bytes(s, keep).len();
+            let cut = (s.len() - at) as u64;
+            s.truncate(at);
+            s.push_str(&format!("…[{cut} bytes cut]"));
+            *budget -= at;
+            cut
+        }
+        Value::Array(a) => a.iter_mut().map(|x| bound_args(x, budget)).sum(),
+        Value::Object(o) => o.values_mut().map(|x| bound_args(x, budget)).sum(),
+        _ => 0,
+    }
 }
 
 mod state_serde {
@@ -83,20 +124,26 @@ pub struct JournalCall {
 impl JournalEntry {
     /// The journal line of one finished call: `started_at` is when it
     /// began, `duration_ms` how long it ran. A failed call keeps the first
-    /// line of its text, at most 500 characters.
+    /// line of its text, at most 500 characters; long string arguments are
+    /// cut (see [`JournalEntry::args`]) so a 100 KB Write does not make a
+    /// 100 KB journal line.
     pub fn from_result(
         call: JournalCall,
         result: &ToolResult,
         started_at: DateTime<Utc>,
         duration_ms: u64,
     ) -> Self {
+        let mut args = call.args;
+        let mut budget = ARGS_TOTAL_BYTES;
+        let args_cut_bytes = bound_args(&mut args, &mut budget);
         JournalEntry {
             started_at,
             call_id: call.call_id,
             agent: call.agent,
             session: call.session,
             tool: call.tool,
-            args: call.args,
+            args,
+            args_cut_bytes,
             state: result.state,
             exit_code: result.exit_code,
             timed_out: result.timed_out,
@@ -137,6 +184,9 @@ pub struct JournalRead {
     pub entries: Vec<JournalEntry>,
     /// `(line number, parser message)` of unreadable lines.
     pub bad_lines: Vec<(usize, String)>,
+    /// How many of `bad_lines` are torn records (cut short by a failed
+    /// write; the entries after them are intact).
+    pub torn: usize,
 }
 
 /// The journals of one workspace, reached through
@@ -168,16 +218,43 @@ impl<'a> Journal<'a> {
             Err(e) if e.is_not_found() => return Ok(JournalRead::default()),
             Err(e) => return Err(e.into()),
         };
-        let mut out = JournalRead::default();
-        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice(line) {
-                Ok(e) => out.entries.push(e),
-                Err(e) => out.bad_lines.push((i + 1, e.to_string())),
-            }
-        }
-        Ok(out)
+        let p = super::jsonl::parse(&bytes);
+        Ok(JournalRead {
+            entries: p.values,
+            bad_lines: p.bad_lines,
+            torn: p.torn,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn long_arguments_are_cut_and_the_cut_is_counted() {
+        let r = ToolResult::ok("done");
+        let call = JournalCall {
+            tool: "Write".into(),
+            args: json!({"file_path": "/w/f", "content": "é".repeat(50_000)}),
+            ..Default::default()
+        };
+        let e = JournalEntry::from_result(call, &r, Utc::now(), 1);
+        let content = e.args["content"].as_str().unwrap();
+        assert!(content.len() < ARG_STRING_BYTES + 32, "{}", content.len());
+        assert!(content.ends_with(&format!("…[{} bytes cut]", e.args_cut_bytes)));
+        assert_eq!(e.args["file_path"], "/w/f");
+        assert_eq!(e.args_cut_bytes, 100_000 - 2048);
+        // Many strings share one budget.
+        let call = JournalCall {
+            args: json!({"list": vec!["x".repeat(2000); 10]}),
+            ..Default::default()
+        };
+        let e = JournalEntry::from_result(call, &r, Utc::now(), 1);
+        assert_eq!(e.args_cut_bytes, 20_000 - ARGS_TOTAL_BYTES as u64);
+        let short = JournalEntry::from_result(JournalCall::default(), &r, Utc::now(), 1);
+        assert_eq!(short.args_cut_bytes, 0);
+        assert!(!serde_json::to_string(&short).unwrap().contains("args_cut"));
     }
 }

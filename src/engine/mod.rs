@@ -7,6 +7,7 @@ pub mod bus;
 pub mod error;
 pub mod events;
 pub mod journal;
+pub mod jsonl;
 pub mod layout;
 pub mod mcp;
 pub mod message;

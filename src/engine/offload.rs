@@ -281,6 +281,9 @@ impl Offload {
 
     /// Streams a tool result's full text into a fresh tool-result file
     /// (used by Bash for outputs too large to hold in memory).
+    ///
+    /// Errors: the claim's, or a failed write (disk full), after which
+    /// the claimed file is removed; the message says whether that worked.
     pub async fn tool_result_stream(
         &self,
         session: &str,
@@ -288,7 +291,23 @@ impl Offload {
         reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> WsResult<String> {
         let path = self.claim_tool_result_path(session, result_id).await?;
-        let bytes = self.base.sandbox().write_stream(&path, reader).await?;
+        let bytes = match self.base.sandbox().write_stream(&path, reader).await {
+            Ok(n) => n,
+            Err(e) => {
+                // The claimed name holds nothing useful: remove it so no
+                // empty or partial tool-result file is left to mislead.
+                let cleanup = match self.base.sandbox().remove(&path, false).await {
+                    Ok(()) => "nothing was kept".to_string(),
+                    Err(r) if r.is_not_found() => "nothing was kept".to_string(),
+                    Err(r) => format!("removing the partial file failed too: {r}"),
+                };
+                return Err(WorkspaceError::OffloadFailed {
+                    path,
+                    cleanup,
+                    source: e,
+                });
+            }
+        };
         self.base.publish(Event::OffloadWritten {
             session: session.to_string(),
             kind: OffloadKind::ToolResult,

@@ -43,21 +43,20 @@ pub struct ContextRead {
     pub messages: Vec<Msg>,
     /// `(line number, parser message)` of lines that are not messages.
     pub bad_lines: Vec<(usize, String)>,
+    /// How many of `bad_lines` are torn records (cut short by a failed
+    /// write; the messages after them are intact).
+    pub torn: usize,
 }
 
-/// Parses context.jsonl bytes; bad lines are reported, not fatal.
+/// Parses context.jsonl bytes; bad lines are reported, not fatal, and a
+/// torn record does not hide the message after it.
 pub fn parse_context(bytes: &[u8]) -> ContextRead {
-    let mut out = ContextRead::default();
-    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice(line) {
-            Ok(m) => out.messages.push(m),
-            Err(e) => out.bad_lines.push((i + 1, e.to_string())),
-        }
+    let p = super::jsonl::parse(bytes);
+    ContextRead {
+        messages: p.values,
+        bad_lines: p.bad_lines,
+        torn: p.torn,
     }
-    out
 }
 
 /// The sessions of one workspace, reached through

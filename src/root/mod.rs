@@ -11,7 +11,9 @@
 //!   for the built-in `local` profile);
 //! * [`sandbox_record`] keeps the records of cloud sandboxes, so one that
 //!   vanished on the service is reported;
-//! * [`JournalWatch`] collects journal failures to print at exit.
+//! * [`JournalWatch`] collects journal failures to print at exit;
+//! * [`safe_text`] is the one rule that keeps workspace and server text
+//!   from driving the terminal (both front ends print through it).
 //!
 //! Layering: `cli` and `tui` use this module and never each other; it
 //! uses `config`, `manager`, `engine` and `backend`, and nothing here
@@ -19,6 +21,7 @@
 
 mod journal_watch;
 pub mod profile;
+pub mod safe_text;
 pub mod sandbox_record;
 mod workdir;
 
@@ -47,6 +50,9 @@ pub type ManagerFactory = Arc<dyn Fn(&str) -> anyhow::Result<WorkspaceManager> +
 pub struct Selection {
     /// An exact directory to use as a local workspace, bypassing profiles.
     pub workdir: Option<PathBuf>,
+    /// Make a missing `workdir` (its parent must exist) instead of
+    /// refusing it.
+    pub create_workdir: bool,
     /// Profile name (default: the config's `default_profile`, else `local`).
     pub profile: Option<String>,
     /// User id the manager assigns workspaces for (`""` is the default user).
@@ -92,6 +98,13 @@ impl Context {
             .clone()
             .unwrap_or_else(|| paths.config_file.clone());
         if global.config.is_some() && !config_file.is_file() {
+            if config_file.is_dir() {
+                anyhow::bail!(
+                    "--config {} is a directory; give the config file itself (for example {})",
+                    config_file.display(),
+                    config_file.join("config.toml").display()
+                );
+            }
             anyhow::bail!(
                 "config file {} (given with --config) does not exist",
                 config_file.display()
@@ -209,11 +222,12 @@ impl Context {
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
                 self.journal.watch(ws);
+                self.apply_mcp_config(ws);
             }
             return ws;
         }
         let dir = self.workdir();
-        check_workdir(&dir)?;
+        check_workdir(&dir, self.global.create_workdir)?;
         let sandbox = LocalSandbox::open(&dir)
             .with_context(|| format!("opening workspace {}", dir.display()))?;
         // Stable across launches: the Workspaces pane, the header and
@@ -230,7 +244,16 @@ impl Context {
         };
         let ws = Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?;
         self.journal.watch(&ws);
+        self.apply_mcp_config(&ws);
         Ok(ws)
+    }
+
+    /// Gives `ws`'s MCP clients the config's `[mcp]` settings (the
+    /// default call timeout).
+    pub fn apply_mcp_config(&self, ws: &Workspace) {
+        let mut opts = ws.mcp().options();
+        opts.call_timeout = self.config.mcp.call_timeout();
+        ws.mcp().set_options(opts);
     }
 
     /// The journal failures the opened workspaces reported during the

@@ -406,8 +406,13 @@ mod tests {
 
     /// The error `open_profile` gives for profile `name` of config `text`
     /// (read as file `file`).
+    /// Options are checked at parse time too (config/options_check.rs):
+    /// then the parse error is the one.
     fn profile_error(text: &str, file: &str, name: &str, dir: &Path) -> String {
-        let config = Config::parse(text, Path::new(file)).unwrap();
+        let config = match Config::parse(text, Path::new(file)) {
+            Ok(c) => c,
+            Err(e) => return e.to_string(),
+        };
         open_profile(&config, name, &paths(dir), EventBus::default())
             .err()
             .unwrap()

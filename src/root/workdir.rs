@@ -18,12 +18,17 @@ pub fn workdir_workspace_id(dir: &Path) -> String {
 }
 
 /// Checks a `--workdir` before it is opened: an existing path must be a
-/// directory, and a new one is only made when its parent exists (a typo in
-/// a parent must not silently create a tree of directories).
-pub fn check_workdir(dir: &Path) -> anyhow::Result<()> {
+/// directory; a missing one is an error unless `create` (`--create-workdir`)
+/// asks for it, and then only the last level is made (a typo in a parent
+/// must not silently create a tree of directories).
+pub fn check_workdir(dir: &Path, create: bool) -> anyhow::Result<()> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => anyhow::bail!("--workdir {} is not a directory", dir.display()),
+        Err(_) if !create => anyhow::bail!(
+            "--workdir {} does not exist (add --create-workdir to make it)",
+            dir.display()
+        ),
         Err(_) => {
             let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
             match parent {
@@ -58,5 +63,19 @@ mod tests {
         std::os::unix::fs::symlink(a.path(), &link).unwrap();
         assert_eq!(workdir_workspace_id(&link), id);
         assert_ne!(workdir_workspace_id(b.path()), id);
+    }
+
+    #[test]
+    fn a_missing_workdir_is_made_only_when_asked() {
+        let t = tempfile::tempdir().unwrap();
+        let missing = t.path().join("typo");
+        let e = check_workdir(&missing, false).unwrap_err().to_string();
+        assert!(
+            e.contains("does not exist") && e.contains("--create-workdir"),
+            "{e}"
+        );
+        assert!(check_workdir(&missing, true).is_ok());
+        assert!(check_workdir(&t.path().join("a/b"), true).is_err());
+        assert!(check_workdir(t.path(), false).is_ok());
     }
 }

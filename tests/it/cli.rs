@@ -327,7 +327,14 @@ fn workdir_typos_and_files_are_refused() {
     let env = Env::new();
     let t = tempfile::tempdir().unwrap();
     let deep = t.path().join("no/such/parent/ws");
-    let o = env.run(&["exec", "--workdir", deep.to_str().unwrap(), "--", "true"]);
+    let o = env.run(&[
+        "exec",
+        "--workdir",
+        deep.to_str().unwrap(),
+        "--create-workdir",
+        "--",
+        "true",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("parent directory"));
     assert!(!t.path().join("no").exists());

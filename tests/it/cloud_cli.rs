@@ -13,8 +13,8 @@ use crate::support::fake_daytona;
 use crate::support::fake_e2b;
 use crate::support::fake_opensandbox;
 use crate::support::fake_sandbox;
+use crate::support::leak;
 
-use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::Arc;
 
@@ -184,6 +184,8 @@ impl Home {
         .args(args)
         .stdin(Stdio::null());
         cmd.env(self.key_var, key);
+        // A variable only wsbench has: never readable inside (issue 14).
+        cmd.env(leak::VAR, leak::VALUE);
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
@@ -237,29 +239,6 @@ fn listed(list: &Value, id: &str) -> Option<Value> {
         .cloned()
 }
 
-/// Whether any file under `dir` contains `needle`.
-fn grep_tree(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return hits;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        match e.file_type() {
-            Ok(t) if t.is_dir() => hits.extend(grep_tree(&p, needle)),
-            Ok(t)
-                if t.is_file()
-                    && std::fs::read(&p)
-                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) =>
-            {
-                hits.push(p);
-            }
-            _ => {}
-        }
-    }
-    hits
-}
-
 /// The one error line of a failed run.
 #[track_caller]
 fn one_line_error(o: &Output) -> String {
@@ -309,9 +288,11 @@ async fn lifecycle<S: Service>(s: &S) {
     assert_eq!(o.status.code(), Some(3), "{}", err(&o));
     assert_eq!(out(&o), "out\n");
     assert!(err(&o).contains("err\n"), "{}", err(&o));
-    // The API key never reaches the sandbox's environment.
-    let env_out = ok(&home.run(key, &["exec", "--", "env"]).await);
-    assert!(env_out.contains("PATH="), "{env_out}");
+    // Neither the API key nor anything else of wsbench's environment
+    // reaches the sandbox (env, /proc/*/environ, files).
+    let o = home.run(key, &["exec", "--", &leak::script(true)]).await;
+    leak::assert_clean(S::NAME, &o);
+    assert!(!out(&o).contains(key), "{}", out(&o));
     let o = home
         .run(key, &["tool", "Bash", r#"{"command": "cat note.txt"}"#])
         .await;
@@ -362,10 +343,10 @@ async fn lifecycle<S: Service>(s: &S) {
     // No key in the files wsbench wrote, on the host or in the sandbox.
     let boxed = s.boxed(&sid);
     for m in fake_sandbox::MOUNTS {
-        let hits = grep_tree(&boxed.host(m).unwrap(), key.as_bytes());
+        let hits = leak::files_holding(&boxed.host(m).unwrap(), key.as_bytes());
         assert!(hits.is_empty(), "key written to {hits:?}");
     }
-    let hits = grep_tree(home.dir.path(), key.as_bytes());
+    let hits = leak::files_holding(home.dir.path(), key.as_bytes());
     assert!(hits.is_empty(), "key written to {hits:?}");
 
     // destroy: refused without a terminal unless --yes; then gone.

@@ -15,7 +15,7 @@
 //! tests print `SKIPPED` (and fail under `CI=true`).
 
 use crate::support::k8s_stub;
-use crate::support::{self, cli};
+use crate::support::{self, cli, leak};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -91,6 +91,8 @@ impl Env {
             .arg("--config")
             .arg(&self.config)
             .args(["--profile", "k8s"])
+            // A variable only wsbench has: never readable inside (issue 14).
+            .env(leak::VAR, leak::VALUE)
             .args(args)
             .stdin(std::process::Stdio::null())
             .output();
@@ -242,6 +244,12 @@ async fn the_cli_creates_uses_lists_suspends_reattaches_and_destroys_a_pod_works
         std::fs::read_to_string(e.stub.pvc_dir(NS, &pod).join("f.txt")).unwrap(),
         "data\n"
     );
+    // Nothing of wsbench's environment reaches the Pod (env, files).
+    let scan = leak::script(false);
+    let mut args = vec!["exec"];
+    args.extend_from_slice(&who);
+    args.extend_from_slice(&["--", &scan]);
+    leak::assert_clean("kubernetes", &e.wsbench(&args).await);
     let mut args = vec!["exec"];
     args.extend_from_slice(&who);
     args.extend_from_slice(&["--", "exit 3"]);

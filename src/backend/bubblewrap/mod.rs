@@ -125,6 +125,22 @@ impl Default for BubblewrapOptions {
     }
 }
 
+/// `program` as given when it holds a `/`, else its first match on the
+/// host's `PATH` (the child's `PATH` is the sandbox's, so the lookup must
+/// happen here); the bare name when nothing matches, so spawning fails
+/// with the usual "not found" diagnosis.
+fn resolve_program(program: &str) -> PathBuf {
+    if program.contains('/') {
+        return PathBuf::from(program);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(program))
+}
+
 /// `$XDG_DATA_HOME/wsbench/bubblewrap` (default
 /// `~/.local/share/wsbench/bubblewrap`); `./wsbench-bubblewrap` when no
 /// home directory is known.
@@ -203,6 +219,28 @@ impl BubblewrapSandbox {
         }
     }
 
+    /// The environment of one sandboxed command: the fixed base (`HOME`,
+    /// `TMPDIR`, `PATH`, `LANG`, `PWD`), then the profile's `env`, then the
+    /// request's. Nothing from wsbench's own environment is in it; bwrap
+    /// itself is started with exactly this map too (issue 14 point 1:
+    /// `/proc/1/environ` inside is bwrap's).
+    fn sandbox_env(&self, cwd: &str, env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut full: BTreeMap<String, String> = BTreeMap::new();
+        full.insert("HOME".into(), SANDBOX_WORKDIR.into());
+        full.insert("TMPDIR".into(), SANDBOX_TMPDIR.into());
+        full.insert("PATH".into(), SANDBOX_PATH.into());
+        full.insert("LANG".into(), "C.UTF-8".into());
+        full.insert("PWD".into(), cwd.to_string());
+        full.extend(self.opts.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        full.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        full
+    }
+
+    fn sandbox_cwd(cwd: Option<&str>) -> String {
+        cwd.map(|c| super::path::join(SANDBOX_WORKDIR, c))
+            .unwrap_or_else(|| SANDBOX_WORKDIR.to_string())
+    }
+
     /// The full `bwrap` argv for one command (exposed for the benchmark's
     /// bare-bwrap baseline and for debugging).
     pub fn bwrap_argv(
@@ -211,17 +249,8 @@ impl BubblewrapSandbox {
         cwd: Option<&str>,
         env: &BTreeMap<String, String>,
     ) -> Vec<String> {
-        let cwd = cwd
-            .map(|c| super::path::join(SANDBOX_WORKDIR, c))
-            .unwrap_or_else(|| SANDBOX_WORKDIR.to_string());
-        let mut full: BTreeMap<String, String> = BTreeMap::new();
-        full.insert("HOME".into(), SANDBOX_WORKDIR.into());
-        full.insert("TMPDIR".into(), SANDBOX_TMPDIR.into());
-        full.insert("PATH".into(), SANDBOX_PATH.into());
-        full.insert("LANG".into(), "C.UTF-8".into());
-        full.insert("PWD".into(), cwd.clone());
-        full.extend(self.opts.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        full.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let cwd = Self::sandbox_cwd(cwd);
+        let full = self.sandbox_env(&cwd, env);
         let mut out = Vec::with_capacity(self.fixed_args.len() + 3 * full.len() + argv.len() + 8);
         out.push(self.opts.bwrap_path.display().to_string());
         out.extend(self.fixed_args.iter().cloned());
@@ -257,11 +286,15 @@ impl BubblewrapSandbox {
         ];
         wrapped.extend(argv.iter().cloned());
         let full = self.bwrap_argv(&wrapped, cwd, &env);
-        let mut cmd = Command::new(&full[0]);
+        let mut cmd = Command::new(resolve_program(&full[0]));
         cmd.args(&full[1..]);
-        // bwrap's own environment is irrelevant (--clearenv) but carries
-        // the marker so the host-side tree walk finds bwrap itself too.
-        cmd.env(MARKER_VAR, marker);
+        // bwrap's own environment is readable inside the sandbox (it is
+        // pid 1 there: `/proc/1/environ`), so it gets the sandbox's
+        // environment and nothing of wsbench's (API keys, tokens, XDG
+        // paths). It carries the marker so the host-side tree walk finds
+        // bwrap itself too.
+        cmd.env_clear();
+        cmd.envs(self.sandbox_env(&Self::sandbox_cwd(cwd), &env));
         cmd.process_group(0);
         cmd.kill_on_drop(false);
         Ok(cmd)

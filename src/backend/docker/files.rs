@@ -43,11 +43,13 @@ use crate::backend::{
 /// the target (followed). A directory at the target is exit 11
 /// (`IsADirectory`); through a link the target's bytes are replaced in
 /// place; otherwise the temp file takes the mode of the file it replaces
-/// and is renamed over it (atomic).
+/// (a new file: 0666 less the exec's umask, as the tar's 0644 would
+/// otherwise stick) and is renamed over it (atomic).
 const FINISH_WRITE: &str = r#"tmp=$P1; t=$P2
 if [ -d "$t" ] && [ ! -L "$t" ]; then rm -f -- "$tmp"; exit 11; fi
 if [ -L "$t" ]; then cat -- "$tmp" > "$t"; rc=$?; rm -f -- "$tmp"; exit $rc; fi
-if [ -e "$t" ]; then m=$(stat -c %a -- "$t" 2>/dev/null) && chmod "$m" -- "$tmp"; fi
+if [ -e "$t" ]; then m=$(stat -c %a -- "$t" 2>/dev/null) && chmod "$m" -- "$tmp"
+else chmod "$(printf %o $((0666 & ~$(umask))))" -- "$tmp"; fi
 mv -f -- "$tmp" "$t"
 "#;
 
@@ -321,7 +323,7 @@ impl ContainerFiles {
     fn temp_name(target: &str) -> String {
         bpath::join(
             &bpath::parent(target),
-            &format!(".wsbench-tmp-{}", uuid::Uuid::new_v4().simple()),
+            &format!("{}{}", bpath::TEMP_PREFIX, uuid::Uuid::new_v4().simple()),
         )
     }
 

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use tokio::io::{AsyncRead, AsyncWriteExt};
 
+use crate::backend::path::TEMP_PREFIX;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat};
 
 fn system_time(meta: &std::fs::Metadata) -> Option<SystemTime> {
@@ -59,9 +60,7 @@ pub fn atomic_write_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
     let target = resolve_link_target(target);
     let dir = target.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".wsbench-tmp-")
-        .tempfile_in(dir)?;
+    let mut tmp = new_temp(dir)?;
     std::io::Write::write_all(&mut tmp, data)?;
     finish_atomic(tmp, &target)
 }
@@ -80,14 +79,25 @@ pub fn resolve_link_target(target: &Path) -> PathBuf {
     }
 }
 
-/// Renames a fully written temp file over `target`, keeping the mode of
-/// the file it replaces (0644 for a new one).
+/// A new temp file in `dir` for an atomic write: named with
+/// [`TEMP_PREFIX`] (never listed by the tools) and created with mode
+/// `0o666` less the umask, the mode a new file gets from any other writer
+/// (tempfile's default 0o600 would otherwise stick after the rename).
+pub fn new_temp(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+}
+
+/// Renames a fully written temp file (from [`new_temp`]) over `target`.
+/// A rewrite keeps the mode of the file it replaces; a new file keeps the
+/// temp file's, i.e. follows the umask.
 pub fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Result<()> {
-    let mode = std::fs::metadata(target)
-        .map(|m| m.permissions().mode())
-        .unwrap_or(0o644);
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    if let Ok(meta) = std::fs::metadata(target) {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(meta.permissions().mode()))?;
+    }
     tmp.persist(target).map_err(|e| e.error)?;
     Ok(())
 }
@@ -101,9 +111,7 @@ pub async fn stream_to_temp(
     reader: &mut (dyn AsyncRead + Send + Unpin),
 ) -> std::io::Result<(tempfile::NamedTempFile, u64)> {
     tokio::fs::create_dir_all(dir).await?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".wsbench-tmp-")
-        .tempfile_in(dir)?;
+    let tmp = new_temp(dir)?;
     // A large buffer: each flush of tokio's File is one blocking-pool trip.
     let mut file =
         tokio::io::BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(tmp.reopen()?));
@@ -115,19 +123,63 @@ pub async fn stream_to_temp(
 
 /// Appends `data` under an exclusive `flock`, so concurrent appenders in
 /// this or another process never interleave. Creates the file and parents.
+///
+/// Line-safe (the [`Sandbox::append`](crate::backend::Sandbox::append)
+/// contract): when `data` ends in `\n` and the file's last byte is not
+/// one (a record torn by an earlier crash), a `\n` is written first so
+/// the new record starts its own line. A failed write (disk full, quota)
+/// truncates the file back to its old length, so no partial line stays;
+/// the error then says whether that truncation failed too.
 pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(target)?;
     let locked = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| std::io::Error::from(e))?;
-    std::io::Write::write_all(&mut &*locked, data)?;
-    drop(locked);
-    Ok(())
+    append_locked(&locked, data, |mut f, bytes| {
+        std::io::Write::write_all(&mut f, bytes)
+    })
+}
+
+/// The body of [`append_host`] on a locked file, `write` doing the
+/// actual write (a seam for tests that inject a failing writer).
+fn append_locked(
+    file: &std::fs::File,
+    data: &[u8],
+    write: impl FnOnce(&std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let old = file.metadata()?.len();
+    let mut last = [0u8; 1];
+    let torn = old > 0
+        && data.ends_with(b"\n")
+        && file.read_at(&mut last, old - 1)? == 1
+        && last[0] != b'\n';
+    let res = if torn {
+        let mut buf = Vec::with_capacity(data.len() + 1);
+        buf.push(b'\n');
+        buf.extend_from_slice(data);
+        write(file, &buf)
+    } else {
+        write(file, data)
+    };
+    match res {
+        Ok(()) => Ok(()),
+        Err(e) => match file.set_len(old) {
+            Ok(()) => Err(e),
+            Err(t) => Err(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}; truncating back to {old} bytes failed too ({t}): a partial record may remain"
+                ),
+            )),
+        },
+    }
 }
 
 /// Creates the host file `p` exclusively with `data` (parents made first);
@@ -142,11 +194,14 @@ pub fn create_new_host(p: &Path, data: &[u8], path_s: &str) -> BackendResult<boo
         .create_new(true)
         .open(p)
     {
-        Ok(mut f) => {
-            std::io::Write::write_all(&mut f, data)
-                .map_err(|e| BackendError::from_io(e, path_s))?;
-            Ok(true)
-        }
+        Ok(mut f) => match std::io::Write::write_all(&mut f, data) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                // A half-written claim is worse than none: take it back.
+                let _ = std::fs::remove_file(p);
+                Err(BackendError::from_io(e, path_s))
+            }
+        },
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(BackendError::from_io(e, path_s)),
     }
@@ -170,5 +225,61 @@ pub fn read_host(p: &Path, path_s: String, range: Option<ByteRange>) -> BackendR
                 .map_err(|e| BackendError::from_io(e, &path_s))?;
             Ok(buf)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_keep_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.txt");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        atomic_write_host(&p, b"a").unwrap();
+        for m in [0o600, 0o755] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(m)).unwrap();
+            atomic_write_host(&p, b"b").unwrap();
+            assert_eq!(mode(&p), m);
+        }
+    }
+
+    fn open_rw(p: &Path) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(p)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failed_append_leaves_the_old_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        std::fs::write(&p, b"{\"a\":1}\n").unwrap();
+        let f = open_rw(&p);
+        let err = append_locked(&f, b"{\"b\":2}\n", |mut f, bytes| {
+            // Half the record lands, then the disk is full.
+            std::io::Write::write_all(&mut f, &bytes[..3])?;
+            Err(std::io::Error::from_raw_os_error(28))
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28));
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn an_append_after_a_torn_tail_starts_a_new_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        std::fs::write(&p, b"{\"a\":1}\n{\"to").unwrap();
+        append_host(&p, b"{\"b\":2}\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n{\"to\n{\"b\":2}\n");
+        // Bytes that are not a line are appended as they are.
+        append_host(&p, b"xy").unwrap();
+        append_host(&p, b"z").unwrap();
+        assert!(std::fs::read(&p).unwrap().ends_with(b"\nxyz"));
     }
 }

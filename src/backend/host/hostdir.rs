@@ -22,15 +22,14 @@
 
 use std::collections::VecDeque;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::io::AsyncRead;
 
 use super::{
-    PathMapper, append_host, atomic_write_host, create_new_host, read_host, stat_host,
-    stream_to_temp, watch_host,
+    PathMapper, append_host, atomic_write_host, create_new_host, finish_atomic, read_host,
+    stat_host, stream_to_temp, watch_host,
 };
 use crate::backend::path as bpath;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, Watch};
@@ -347,12 +346,7 @@ impl HostDir {
             .await
             .map_err(|e| BackendError::from_io(e, path))?;
         blocking(move || {
-            let mode = std::fs::metadata(&target)
-                .map(|m| m.permissions().mode())
-                .unwrap_or(0o644);
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(mode))
-                .and_then(|()| tmp.persist(&target).map(|_| ()).map_err(|e| e.error))
+            finish_atomic(tmp, &target)
                 .map_err(|e| BackendError::from_io(e, target.display().to_string()))
         })
         .await?;

@@ -153,7 +153,8 @@ pub(crate) mod test_shells {
                 let d = tempfile::tempdir().unwrap();
                 for applet in [
                     "sh", "cat", "head", "tail", "wc", "mkdir", "rm", "rmdir", "mv", "ln", "ls",
-                    "stat", "readlink", "tar", "printf", "find", "dirname", "chmod",
+                    "stat", "readlink", "tar", "printf", "find", "dirname", "chmod", "truncate",
+                    "dd",
                 ] {
                     std::os::unix::fs::symlink(bb, d.path().join(applet)).unwrap();
                 }

@@ -48,11 +48,12 @@ pub(crate) async fn write<H: ScriptHost + ?Sized>(
     path: &str,
     data: &[u8],
 ) -> BackendResult<()> {
-    write_mode(h, path, data, "w", "writing").await
+    write_mode(h, path, data, &["w"], "writing").await
 }
 
 /// Appends `data` to `path`, creating it and its parents (callers
-/// serialise appends).
+/// serialise appends). Line-safe: a failed append is truncated back and
+/// a torn last line is ended first (see [`scripts::WRITE`]).
 ///
 /// Errors: as [`write`].
 pub(crate) async fn append<H: ScriptHost + ?Sized>(
@@ -60,20 +61,23 @@ pub(crate) async fn append<H: ScriptHost + ?Sized>(
     path: &str,
     data: &[u8],
 ) -> BackendResult<()> {
-    write_mode(h, path, data, "a", "appending to").await
+    let nl = if data.ends_with(b"\n") { "nl" } else { "-" };
+    write_mode(h, path, data, &["a", nl], "appending to").await
 }
 
 async fn write_mode<H: ScriptHost + ?Sized>(
     h: &H,
     path: &str,
     data: &[u8],
-    mode: &str,
+    mode: &[&str],
     what: &str,
 ) -> BackendResult<()> {
     let p = abs(h, path);
     let n = data.len().to_string();
     let stdin = Some(Bytes::copy_from_slice(data));
-    let out = run(h, &[(&p, Follow::Yes)], scripts::WRITE, &[&n, mode], stdin).await?;
+    let mut args = vec![n.as_str()];
+    args.extend_from_slice(mode);
+    let out = run(h, &[(&p, Follow::Yes)], scripts::WRITE, &args, stdin).await?;
     match out.code {
         0 => Ok(()),
         c => Err(failed(c, path, &out.stderr, what)),
@@ -85,7 +89,7 @@ async fn write_mode<H: ScriptHost + ?Sized>(
 pub(crate) fn temp_name(abs: &str) -> String {
     bpath::join(
         &bpath::parent(abs),
-        &format!(".wsbench-new-{}", uuid::Uuid::new_v4().simple()),
+        &format!("{}{}", bpath::NEW_PREFIX, uuid::Uuid::new_v4().simple()),
     )
 }
 

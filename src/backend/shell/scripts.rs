@@ -17,13 +17,32 @@ tail -c +"$(($1 + 1))" -- "$p" | head -c "$2""#;
 /// (until EOF), `$2` `w` (atomic replace through a temp file and `mv`) or
 /// `a` (append). Parents are created. A link is written through (its
 /// target replaced, as a local write would).
+///
+/// An append is line-safe (the `Sandbox::append` contract): `$3` `nl`
+/// says the data ends in a newline, and then a file whose last byte is not
+/// one (a torn record) gets a `\n` first; a failed or short append
+/// truncates the file back to its old length (`truncate`, or `dd` where
+/// there is none). Limit: the old length is taken without a lock, so this
+/// relies on the caller serialising appends to one file, as the engine
+/// does.
+///
+/// A replaced file keeps its mode (the temp file takes it before the
+/// `mv`); a new one has the shell's umask applied, as any new file.
 pub(crate) const WRITE: &str = r#"p=$P1
 d=${p%/*}; d=${d:-/}
 if [ -d "$p" ]; then exit 11; fi
 mkdir -p -- "$d" 2>/dev/null || { [ -d "$d" ] || exit 12; }
 if [ "$2" = a ]; then
-  if [ "$1" = - ]; then cat >> "$p"; exit $?; fi
-  head -c "$1" >> "$p"; exit $?
+  old=0; if [ -f "$p" ]; then old=$(($(wc -c < "$p"))) || exit 1; fi
+  back() { truncate -s "$old" -- "$p" 2>/dev/null || dd if=/dev/null of="$p" bs=1 seek="$old" 2>/dev/null; }
+  if [ "$old" -gt 0 ] && [ "$3" = nl ] && [ -n "$(tail -c 1 -- "$p")" ]; then
+    printf '\n' >> "$p" || { back; exit 1; }
+    old2=$((old + 1))
+  else old2=$old; fi
+  if [ "$1" = - ]; then cat >> "$p" || { back; exit 1; }; exit 0; fi
+  head -c "$1" >> "$p" || { back; exit 1; }
+  if [ "$(($(wc -c < "$p")))" -lt "$((old2 + $1))" ]; then back; exit 15; fi
+  exit 0
 fi
 tmp="$d/.wsbench-tmp-$$"
 if [ "$1" = - ]; then cat > "$tmp" || { rm -f -- "$tmp"; exit 1; }
@@ -31,6 +50,7 @@ else
   head -c "$1" > "$tmp" || { rm -f -- "$tmp"; exit 1; }
   if [ "$(wc -c < "$tmp")" -ne "$1" ]; then rm -f -- "$tmp"; exit 15; fi
 fi
+if [ -e "$p" ]; then m=$(stat -L -c %a -- "$p" 2>/dev/null) && chmod "$m" -- "$tmp"; fi
 mv -f -- "$tmp" "$p""#;
 
 /// Exclusive create: `$P1` a temp name next to the target, `$P2` the

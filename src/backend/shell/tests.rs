@@ -4,7 +4,9 @@
 
 use super::codes;
 use super::confine::{ESCAPES, Follow, op_script};
-use super::scripts::{CREATE_NEW, MKDIR, REMOVE, RENAME, RESOLVE, RESOLVE_LIST, RESOLVE_STAT};
+use super::scripts::{
+    CREATE_NEW, MKDIR, REMOVE, RENAME, RESOLVE, RESOLVE_LIST, RESOLVE_STAT, WRITE,
+};
 
 #[test]
 fn file_scripts_refuse_links_out_in_sh_and_busybox() {
@@ -94,5 +96,64 @@ fn file_scripts_refuse_links_out_in_sh_and_busybox() {
         let r = run(&both, CREATE_NEW, &[&at("tmp"), &at("dang"), "-"]);
         assert_eq!(r.0, codes::EXISTS, "{n}");
         assert!(!w.join("tmp").exists(), "{n}");
+    }
+}
+
+#[test]
+fn appends_are_line_safe_in_sh_and_busybox() {
+    use super::confine::test_shells::shells;
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(&w).unwrap();
+        let f = w.join("j.jsonl");
+        let at = f.display().to_string();
+        let append = |args: &[&str], data: &[u8]| {
+            let mut all = vec![at.as_str()];
+            all.extend_from_slice(args);
+            sh.run(&w, &op_script(&[Follow::Yes], WRITE), &all, data).0
+        };
+        // A torn last record gets its line ended before the next one.
+        std::fs::write(&f, "{\"a\":1}\n{\"to").unwrap();
+        assert_eq!(append(&["8", "a", "nl"], b"{\"b\":2}\n"), 0, "{n}");
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            "{\"a\":1}\n{\"to\n{\"b\":2}\n",
+            "{n}"
+        );
+        // A short append (fewer bytes arrived than were sent) is cut back.
+        let before = std::fs::read(&f).unwrap();
+        assert_eq!(append(&["20", "a", "nl"], b"{\"c\""), codes::SHORT, "{n}");
+        assert_eq!(std::fs::read(&f).unwrap(), before, "{n}");
+        // Data that is not a line is appended as it is.
+        assert_eq!(append(&["2", "a", "-"], b"xy"), 0, "{n}");
+        assert!(std::fs::read(&f).unwrap().ends_with(b"}\nxy"), "{n}");
+    }
+}
+
+#[test]
+fn writes_keep_a_replaced_files_mode_in_sh_and_busybox() {
+    use super::confine::test_shells::shells;
+    use std::os::unix::fs::PermissionsExt;
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("ws");
+        std::fs::create_dir_all(&w).unwrap();
+        let f = w.join("f.sh");
+        std::fs::write(&f, "old").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let at = f.display().to_string();
+        let (c, _) = sh.run(
+            &w,
+            &op_script(&[Follow::Yes], WRITE),
+            &[&at, "3", "w"],
+            b"new",
+        );
+        assert_eq!(c, 0, "{n}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"new", "{n}");
+        let m = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o750, "{n}");
     }
 }

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::decl::{HttpConfig, McpConfig, McpDecl, McpTransport};
 use super::health::{LogLine, McpState, ServerLog};
+use super::redact::Redactor;
 use super::sse::SseTransport;
 use super::stdio::{self, StdioOptions, StdioProcess};
 use crate::backend::Sandbox;
@@ -82,7 +83,15 @@ pub struct McpOptions {
     /// Cap of live stateful instances; `None` = the reference's
     /// `max(40, 2 × stateful defaults)` (docs/contract.md §1).
     pub max_live_stateful: Option<usize>,
+    /// Time a tool call may take when its declaration sets no
+    /// `execution_timeout` (the reference then waits forever, and so does
+    /// a call here with `None`: `[mcp] call_timeout_secs = 0` in the
+    /// config). Default [`DEFAULT_CALL_TIMEOUT`].
+    pub call_timeout: Option<Duration>,
 }
+
+/// The default of [`McpOptions::call_timeout`]: 10 minutes.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl Default for McpOptions {
     fn default() -> Self {
@@ -93,6 +102,7 @@ impl Default for McpOptions {
             retry_failed_after: Duration::from_secs(30),
             max_result_chars: 100_000,
             max_live_stateful: None,
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }
 }
@@ -167,8 +177,11 @@ pub enum McpError {
         /// Tool name.
         tool: String,
     },
-    /// The call ran past `execution_timeout`.
-    #[error("MCP tool `{tool}` of `{server}` timed out after {secs}s (execution_timeout)")]
+    /// The call ran past `execution_timeout` (or the default
+    /// [`McpOptions::call_timeout`]).
+    #[error(
+        "MCP tool `{tool}` of `{server}` timed out after {secs}s (the server's execution_timeout, else [mcp] call_timeout_secs)"
+    )]
     Timeout {
         /// Server name.
         server: String,
@@ -339,6 +352,8 @@ pub struct McpInstance {
     decl: McpDecl,
     env: Arc<InstanceEnv>,
     log: Arc<ServerLog>,
+    /// Hides the secrets this instance sends in every error and log line.
+    redact: Redactor,
     inner: Mutex<Inner>,
     connect_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
@@ -448,8 +463,15 @@ impl McpInstance {
         decl: McpDecl,
         env: Arc<InstanceEnv>,
     ) -> Arc<Self> {
-        let log = Arc::new(ServerLog::new(env.bus.clone(), &env.workspace, &decl.name));
+        // The values as sent: the declaration keeps `${VAR}` references,
+        // the connection uses them expanded.
+        let redact = Redactor::for_decl(&decl.resolved().unwrap_or_else(|_| decl.clone()));
+        let log = Arc::new(
+            ServerLog::new(env.bus.clone(), &env.workspace, &decl.name)
+                .with_redactor(redact.clone()),
+        );
         Arc::new(McpInstance {
+            redact,
             agent: agent.to_string(),
             session: session.to_string(),
             decl,
@@ -526,6 +548,20 @@ impl McpInstance {
     }
 
     fn set_state(&self, state: McpState) {
+        // A failure's reason and stderr tail are server text: secrets the
+        // server echoed never reach the bus, the status or the CLI.
+        let state = match state {
+            McpState::Failed {
+                reason,
+                exit_status,
+                stderr_tail,
+            } => McpState::Failed {
+                reason: self.redact.apply_bounded(&reason),
+                exit_status,
+                stderr_tail: self.redact.apply(&stderr_tail),
+            },
+            other => other,
+        };
         {
             let mut inner = self.inner.lock().expect("inner lock");
             if matches!(state, McpState::Failed { .. }) {
@@ -607,7 +643,15 @@ impl McpInstance {
     fn unavailable(&self, reason: String) -> McpError {
         McpError::Unavailable {
             server: self.decl.name.clone(),
-            reason,
+            reason: self.redact.apply_bounded(&reason),
+        }
+    }
+
+    /// A JSON-RPC or protocol error of the server, its text redacted.
+    fn server_error(&self, message: &str) -> McpError {
+        McpError::Server {
+            server: self.decl.name.clone(),
+            message: self.redact.apply_bounded(message),
         }
     }
 

@@ -13,6 +13,7 @@ use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
+use super::redact::Redactor;
 use crate::engine::events::{Event, EventBus};
 
 /// Lines kept in a server's own log ([`ServerLog::lines`]).
@@ -199,6 +200,8 @@ pub struct ServerLog {
     source: String,
     lines: Mutex<VecDeque<LogLine>>,
     limiter: Mutex<Limiter>,
+    /// Applied to every line before it is kept or published.
+    redact: Redactor,
 }
 
 impl std::fmt::Debug for ServerLog {
@@ -223,12 +226,20 @@ impl ServerLog {
                 sent: 0,
                 suppressed: 0,
             }),
+            redact: Redactor::default(),
         }
+    }
+
+    /// This log with `redact` applied to every line (the server's sent
+    /// header or environment values, secret shapes; issue 14 point 4).
+    pub fn with_redactor(mut self, redact: Redactor) -> Self {
+        self.redact = redact;
+        self
     }
 
     /// Logs a line at `level`.
     pub fn log(&self, level: &str, message: &str) {
-        let message = cut(message);
+        let message = cut(&self.redact.apply(message));
         {
             let mut lines = self.lines.lock().expect("log lock");
             if lines.len() == LOG_LINES_KEPT {

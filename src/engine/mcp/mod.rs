@@ -41,6 +41,7 @@ pub mod client;
 pub mod decl;
 pub mod handle;
 pub mod health;
+pub mod redact;
 pub mod runtime;
 pub mod sse;
 pub mod stdio;

@@ -100,7 +100,7 @@ impl SseTransport {
             return Err(SseError::Status {
                 url: url.to_string(),
                 status: status.as_u16(),
-                body: body.chars().take(500).collect(),
+                body: super::redact::bound(&body, super::redact::MAX_ECHO_BYTES),
             });
         }
         let (tx, rx) = mpsc::channel(256);
@@ -190,7 +190,7 @@ impl Transport<RoleClient> for SseTransport {
                 return Err(SseError::Status {
                     url,
                     status: status.as_u16(),
-                    body: body.chars().take(500).collect(),
+                    body: super::redact::bound(&body, super::redact::MAX_ECHO_BYTES),
                 });
             }
             Ok(())

@@ -723,7 +723,14 @@ async fn write_atomic(sandbox: &dyn Sandbox, path: &str, bytes: &[u8]) -> Result
     if sandbox.capabilities().atomic_write {
         return sandbox.write(path, bytes).await;
     }
-    let tmp = format!("{path}.wsbench-tmp-{}", uuid::Uuid::new_v4().simple());
+    let tmp = crate::backend::path::join(
+        &crate::backend::path::parent(path),
+        &format!(
+            "{}{}",
+            crate::backend::path::TEMP_PREFIX,
+            uuid::Uuid::new_v4().simple()
+        ),
+    );
     sandbox.write(&tmp, bytes).await?;
     if let Err(e) = sandbox.rename(&tmp, path).await {
         // Best effort: the rename error is what the caller needs to see.

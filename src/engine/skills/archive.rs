@@ -257,8 +257,9 @@ fn member_path(raw: &[u8]) -> Result<Option<String>, String> {
 }
 
 /// Lexically resolves a link target against the archive root; `None` when
-/// it leaves the root.
-fn resolve_inside(base_dir: &str, target: &str) -> Option<String> {
+/// it leaves the root or is absolute. Also the first check of a link in a
+/// host skill folder (`host_walk`): one rule for both.
+pub(super) fn resolve_inside(base_dir: &str, target: &str) -> Option<String> {
     if target.starts_with('/') {
         return None;
     }
@@ -275,7 +276,7 @@ fn resolve_inside(base_dir: &str, target: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn parent_of(rel: &str) -> &str {
+pub(super) fn parent_of(rel: &str) -> &str {
     rel.rsplit_once('/').map(|(p, _)| p).unwrap_or("")
 }
 

@@ -126,6 +126,19 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<FrontMatter, FrontMatterError> {
     };
     let name = scalar_field(&map, "name", yaml_lines, offset)?;
     let description = scalar_field(&map, "description", yaml_lines, offset)?;
+    if let Some(name) = &name
+        && let Some(reason) = bad_name(name)
+    {
+        let line = yaml_lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("name:"))
+            .map(|i| offset + i + 1);
+        return Err(FrontMatterError::new(
+            line,
+            format!("the skill name {name:?} {reason}"),
+            Some("give the skill a plain name such as `git-helper`".into()),
+        ));
+    }
     match (name, description) {
         (Some(name), Some(description)) => Ok(FrontMatter {
             name,
@@ -146,6 +159,30 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<FrontMatter, FrontMatterError> {
                 None,
             ))
         }
+    }
+}
+
+/// Longest skill name, in bytes (a file name's limit: the directory is
+/// made from it).
+pub(crate) const MAX_NAME_BYTES: usize = 255;
+
+/// Why `name` cannot name a skill, or `None`. The reference turns every
+/// character outside `[A-Za-z0-9_-]` and CJK into `_` for the directory
+/// (docs/contract.md §4.3), so a name never decides a path; it is still
+/// shown to agents and printed, so names that read as paths (`/`, `\`,
+/// `..`), control characters and over-long names are refused outright
+/// (issue 14 point 2).
+pub(crate) fn bad_name(name: &str) -> Option<&'static str> {
+    if name.contains('/') || name.contains('\\') {
+        Some("holds a path separator")
+    } else if name.contains("..") || name.chars().all(|c| c == '.') {
+        Some("holds `..` or is only dots")
+    } else if name.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else if name.len() > MAX_NAME_BYTES {
+        Some("is longer than 255 bytes")
+    } else {
+        None
     }
 }
 
@@ -391,6 +428,25 @@ mod tests {
         assert!(e.reason.contains("single line of text"), "{}", e.reason);
         let e = parse(&[0xff, 0xfe]).unwrap_err();
         assert!(e.reason.contains("UTF-8"));
+    }
+
+    #[test]
+    fn path_like_and_control_names_are_refused() {
+        for name in [
+            "../../etc/evil",
+            "a/b",
+            "a\\\\b",
+            "..",
+            ".",
+            "x..y",
+            "\"a\\u001b]52;c;eA==\\u0007\"",
+        ] {
+            let text = format!("---\ndescription: d\nname: {name}\n---\n");
+            let e = parse(text.as_bytes()).unwrap_err();
+            assert!(e.reason.contains("skill name"), "{name}: {}", e.reason);
+            assert_eq!(e.line, Some(3), "{name}");
+        }
+        assert!(parse(b"---\nname: Git Helper 2\ndescription: d\n---\n").is_ok());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Installing skills: from a host directory or an archive, through a
 //! staging directory, then copied into the partition with modes kept.
 
+use super::host_walk;
 use super::*;
 
 impl Skills<'_> {
@@ -242,8 +243,10 @@ impl Skills<'_> {
         res
     }
 
-    /// The staging directory if it holds `SKILL.md`, else its first
-    /// subdirectory (by name) that does.
+    /// The staging directory if it holds `SKILL.md`, else its one
+    /// top-level subdirectory that does. An archive with several skill
+    /// folders is refused naming them all: installing only the first (as
+    /// the reference does) silently dropped the others.
     pub(super) async fn find_skill_root(&self, staging: &str, origin: &str) -> WsResult<String> {
         let entries = self.base.sandbox().list(staging).await?;
         if entries
@@ -252,6 +255,7 @@ impl Skills<'_> {
         {
             return Ok(staging.to_string());
         }
+        let mut roots = Vec::new();
         for e in entries.iter().filter(|e| e.kind == FileKind::Dir) {
             let dir = format!("{staging}/{}", e.name);
             if let Ok(st) = self
@@ -261,20 +265,31 @@ impl Skills<'_> {
                 .await
                 && st.kind == FileKind::File
             {
-                return Ok(dir);
+                roots.push((e.name.clone(), dir));
             }
         }
-        Err(invalid(format!(
-            "the archive {origin} holds no SKILL.md, neither at its top level nor in a top-level folder"
-        )))
+        match roots.len() {
+            0 => Err(invalid(format!(
+                "the archive {origin} holds no SKILL.md, neither at its top level nor in a top-level folder"
+            ))),
+            1 => Ok(roots.remove(0).1),
+            n => {
+                let listed: Vec<&str> = roots.iter().map(|(name, _)| name.as_str()).collect();
+                Err(invalid(format!(
+                    "the archive {origin} holds {n} skills ({}); nothing was installed: add one archive per skill",
+                    listed.join(", ")
+                )))
+            }
+        }
     }
 
     /// Copies host directory `host` into the existing sandbox directory
-    /// `dest`, following symlinks like the reference's `copytree`, keeping
-    /// executable bits.
+    /// `dest`, keeping executable bits. Links follow the one rule of
+    /// [`host_walk`](super::host_walk) (the archive's): a link to a file
+    /// inside the folder becomes a copy, any other refuses the copy.
     pub(super) async fn copy_host_dir(&self, host: &Path, dest: &str) -> WsResult<()> {
         let root = host.to_path_buf();
-        let items = tokio::task::spawn_blocking(move || walk_host(&root))
+        let items = tokio::task::spawn_blocking(move || host_walk::walk_host(&root))
             .await
             .map_err(|e| invalid(format!("copy task failed: {e}")))??;
         let mut executables = Vec::new();
@@ -284,7 +299,12 @@ impl Skills<'_> {
                 self.base.sandbox().mkdir(&target, true).await?;
                 continue;
             }
-            let file = tokio::fs::File::open(&item.abs)
+            // O_NOFOLLOW: the walk resolved every link; a file swapped for
+            // a link since then is refused instead of followed.
+            let file = tokio::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&item.abs)
                 .await
                 .map_err(|e| invalid(format!("cannot read {}: {e}", item.abs.display())))?;
             self.base
@@ -438,66 +458,4 @@ pub(super) async fn read_host_skill_md(dir: &Path) -> WsResult<Vec<u8>> {
         }
         Err(e) => Err(invalid(format!("cannot read {}: {e}", md.display()))),
     }
-}
-
-/// Lists a host directory recursively (parents before children, by name),
-/// following symlinks like `shutil.copytree(symlinks=False)`; refuses
-/// dangling links, symlink loops and absurd depth. Special files are
-/// skipped.
-pub(super) fn walk_host(root: &Path) -> WsResult<Vec<HostItem>> {
-    use std::os::unix::fs::PermissionsExt;
-    fn visit(
-        dir: &Path,
-        rel: &str,
-        depth: usize,
-        ancestors: &mut Vec<PathBuf>,
-        out: &mut Vec<HostItem>,
-    ) -> WsResult<()> {
-        if depth > MAX_HOST_DEPTH {
-            return Err(invalid(format!("{} is nested too deeply", dir.display())));
-        }
-        let canon = std::fs::canonicalize(dir)
-            .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
-        if ancestors.contains(&canon) {
-            return Err(invalid(format!("{} is a symlink loop", dir.display())));
-        }
-        ancestors.push(canon);
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| invalid(format!("cannot read {}: {e}", dir.display())))?;
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let abs = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let r = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            let meta = std::fs::metadata(&abs)
-                .map_err(|e| invalid(format!("cannot copy {}: {e}", abs.display())))?;
-            if meta.is_dir() {
-                out.push(HostItem {
-                    rel: r.clone(),
-                    abs: abs.clone(),
-                    is_dir: true,
-                    mode: meta.permissions().mode(),
-                });
-                visit(&abs, &r, depth + 1, ancestors, out)?;
-            } else if meta.is_file() {
-                out.push(HostItem {
-                    rel: r,
-                    abs,
-                    is_dir: false,
-                    mode: meta.permissions().mode(),
-                });
-            }
-        }
-        ancestors.pop();
-        Ok(())
-    }
-    let mut out = Vec::new();
-    visit(root, "", 0, &mut Vec::new(), &mut out)?;
-    Ok(out)
 }

@@ -26,6 +26,7 @@
 
 mod archive;
 mod frontmatter;
+mod host_walk;
 mod index;
 mod install;
 mod scan;
@@ -54,9 +55,6 @@ const SEED_LABEL: &str = ".seed";
 
 /// Directory entries probed in parallel while listing.
 const PROBE_CONCURRENCY: usize = 8;
-
-/// Host directories nested deeper than this are refused when copying a skill.
-const MAX_HOST_DEPTH: usize = 64;
 
 /// Largest `SKILL.md` read, in bytes (4 MiB); a larger one is listed as
 /// invalid rather than read whole on every listing.
@@ -215,14 +213,6 @@ impl Scan {
             names.join(", ")
         }
     }
-}
-
-/// One entry of a host directory being copied.
-struct HostItem {
-    rel: String,
-    abs: PathBuf,
-    is_dir: bool,
-    mode: u32,
 }
 
 fn secs(t: Option<SystemTime>) -> f64 {

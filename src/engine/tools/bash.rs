@@ -238,6 +238,7 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     let truncated = truncate_chars(&mut body, max_chars) || out.spilled() || err.spilled();
 
     let mut offload_path = None;
+    let mut offload_error = None;
     if truncated {
         let mut offload_note = match offload_full_output(ctx, &mut out, &mut err).await {
             Ok(path) => {
@@ -245,7 +246,11 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
                 offload_path = Some(path);
                 note
             }
-            Err(e) => format!("\nThe full output could not be saved: {e}"),
+            Err(e) => {
+                let note = format!("\nThe full output could not be saved: {e}");
+                offload_error = Some(e);
+                note
+            }
         };
         if let Some(e) = spool_error {
             offload_note.push_str(&format!(" (spooling output failed: {e})"));
@@ -283,6 +288,11 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     result.timed_out = outcome.timed_out;
     result.offload_path = offload_path;
     result.output_bytes = total_bytes;
+    if let Some(e) = offload_error {
+        // Typed for front ends that stream the output and never print the
+        // result text (`wsbench exec`), so the failure is not silent.
+        result = result.with_meta("offload_error", e);
+    }
     result
         .with_meta("exit_code", outcome.exit_code)
         .with_meta("timed_out", outcome.timed_out)

@@ -27,6 +27,11 @@
 //! * Files over `read_max_bytes` are refused (Edit holds the whole file in
 //!   memory); directories, FIFOs and broken links are refused.
 //! * There is no read-before-edit check: wsbench has no per-agent read cache.
+//! * **Concurrent edits are not lost.** The read-modify-write holds the
+//!   file's lock ([`super::filelock`]), and the file is checked to be
+//!   unchanged just before the write; an edit that lost a race gets
+//!   `Error: <path> changed since it was read` (metadata
+//!   `changed_since_read: true`) instead of silently undoing another.
 
 use std::borrow::Cow;
 
@@ -34,6 +39,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::filelock;
 use super::textfile::{self, human_size, normalize_newlines};
 use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::BackendError;
@@ -101,6 +107,9 @@ impl Tool for Edit {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
+        // Read-modify-write: held until the new content is written, so
+        // concurrent Edits of one file apply one after the other.
+        let _guard = filelock::lock(ctx.env.sandbox, &path).await;
         let sb = ctx.env.sandbox.as_ref();
         let stat = match sb.stat(&path).await {
             Ok(s) => s,
@@ -167,6 +176,11 @@ impl Tool for Edit {
             return ToolResult::interrupted(format!(
                 "Edit was interrupted; {path} was not changed."
             ));
+        }
+        // The lock covers wsbench processes; this catches other writers
+        // (and every writer on backends without a host view).
+        if let Err(e) = filelock::ensure_unchanged(sb, &path, &bytes).await {
+            return ToolResult::error(e).with_meta("changed_since_read", true);
         }
         if let Err(e) = sb.write(&path, applied.content.as_bytes()).await {
             return ToolResult::error(format!("Error writing file: {e}"));

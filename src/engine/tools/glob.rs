@@ -213,6 +213,7 @@ fn search_host(
     host_walk: PathBuf,
     host_workdir: Option<PathBuf>,
     keep: Option<usize>,
+    skipped: std::sync::Arc<walk::Skipped>,
     stop: &AtomicBool,
 ) -> Found {
     match walk::resolve_root(&host_base) {
@@ -229,6 +230,7 @@ fn search_host(
         max_depth: plan.max_depth,
         overrides: None,
         types: None,
+        skipped,
     };
     let hits = Mutex::new(TopHits::new(keep));
     let end = walk::walk_files(&spec, stop, || {
@@ -443,13 +445,15 @@ impl Tool for Glob {
         let deadline = Instant::now() + budget;
         let sb = &ctx.env.sandbox;
         let keep = page.keep();
+        let skipped = std::sync::Arc::new(walk::Skipped::default());
         let found = match (sb.host_path(&plan.base), sb.host_path(&plan.walk_dir)) {
             (Some(host_base), Some(host_walk)) => {
                 let host_workdir = host_workdir(sb.as_ref(), workdir);
                 let plan = std::sync::Arc::new(plan);
                 let p = plan.clone();
+                let sk = skipped.clone();
                 match walk::run_blocking(&ctx.cancel, budget, move |stop| {
-                    search_host(&p, host_base, host_walk, host_workdir, keep, stop)
+                    search_host(&p, host_base, host_walk, host_workdir, keep, sk, stop)
                 })
                 .await
                 {
@@ -466,17 +470,22 @@ impl Tool for Glob {
                 Err(e) => return e,
             },
         };
+        let note = skipped.note().unwrap_or_default();
         match found {
             Found::NotADir => ToolResult::error(format!("Directory not found: {base}")),
             Found::Stopped if ctx.cancel.is_cancelled() => interrupted(),
             Found::Stopped => timeout_error(ctx),
             Found::Hits(paths, 0) => {
                 debug_assert!(paths.is_empty());
-                ToolResult::ok(format!("No files found matching pattern: {}", args.pattern))
+                ToolResult::ok(format!(
+                    "No files found matching pattern: {}{note}",
+                    args.pattern
+                ))
             }
-            Found::Hits(paths, total) => {
-                ToolResult::ok(page.render(&paths, total, "matching files"))
-            }
+            Found::Hits(paths, total) => ToolResult::ok(format!(
+                "{}{note}",
+                page.render(&paths, total, "matching files")
+            )),
         }
     }
 }

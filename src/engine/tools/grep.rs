@@ -322,6 +322,7 @@ impl Tool for Grep {
         };
         let budget = Duration::from_millis(limits.search_timeout_ms);
         let started = Instant::now();
+        let skipped = std::sync::Arc::new(walk::Skipped::default());
         let sb = ctx.env.sandbox.clone();
         let outcome = match sb.host_path(&root) {
             Some(root_host) => {
@@ -333,6 +334,7 @@ impl Tool for Grep {
                     types,
                     matcher,
                     opts,
+                    skipped: skipped.clone(),
                 };
                 match walk::run_blocking(&ctx.cancel, budget, move |stop| search_host(job, stop))
                     .await
@@ -357,13 +359,16 @@ impl Tool for Grep {
                 search_exec(ctx, argv, &root, opts.keep, left).await
             }
         };
+        let note = skipped.note().unwrap_or_default();
         match outcome {
-            Outcome::Lines(_, 0) => {
-                ToolResult::ok(format!("No matches found for pattern: {}", args.pattern))
-            }
-            Outcome::Lines(lines, total) => {
-                ToolResult::ok(page.render(&lines, total, "result lines"))
-            }
+            Outcome::Lines(_, 0) => ToolResult::ok(format!(
+                "No matches found for pattern: {}{note}",
+                args.pattern
+            )),
+            Outcome::Lines(lines, total) => ToolResult::ok(format!(
+                "{}{note}",
+                page.render(&lines, total, "result lines")
+            )),
             Outcome::NotFound => ToolResult::error(format!("Path not found: {root}")),
             Outcome::Stopped if ctx.cancel.is_cancelled() => interrupted(),
             Outcome::Stopped => timeout_error(limits.search_timeout_ms),

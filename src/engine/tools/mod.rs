@@ -8,6 +8,7 @@
 pub mod bash;
 pub mod edit;
 pub mod env;
+pub mod filelock;
 pub mod glob;
 pub mod grep;
 pub mod read;

@@ -22,6 +22,9 @@
 //!   link loop cannot make a walk endless, case C28), and file links are
 //!   not listed or searched — the target is found under its real path if it
 //!   lies in the tree. A search root that is itself a link is resolved.
+//! * **wsbench's temp files are never listed**: `.wsbench-tmp-*` and
+//!   `.wsbench-new-*` (an atomic write in flight, or the debris of one
+//!   killed mid-way; [`crate::backend::path::is_temp_name`]).
 //! * **wsbench's journals are never searched**: `sessions/<id>/journal.jsonl`
 //!   records earlier calls' arguments, so a search would find its own past
 //!   patterns ([`JOURNAL_GLOB`]). Offloaded tool results and `context.jsonl`
@@ -48,6 +51,7 @@ use ignore::{DirEntry, WalkBuilder, WalkState};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::path::{NEW_PREFIX, TEMP_PREFIX, is_temp_name};
 use crate::backend::{BackendResult, ExecOutcome, ExecRequest, OutputChunk, Sandbox, StreamKind};
 
 /// Entries never walked below a search root (docs/contract.md §3.6).
@@ -74,6 +78,66 @@ pub struct WalkSpec {
     pub overrides: Option<Override>,
     /// File-type selection (Grep's `type`).
     pub types: Option<Types>,
+    /// Where the walk reports what it could not list (shared with the
+    /// tool, which names them in its result).
+    pub skipped: Arc<Skipped>,
+}
+
+/// Paths a walk left out: entries it could not read (a name too long for
+/// the OS, a permission error) and files whose names are not UTF-8 (a
+/// tool path is a JSON string, so Read could not open them by name).
+/// Bounded: the first [`Skipped::SHOWN`] are kept, the rest counted.
+#[derive(Debug, Default)]
+pub struct Skipped {
+    count: std::sync::atomic::AtomicUsize,
+    first: std::sync::Mutex<Vec<String>>,
+}
+
+impl Skipped {
+    /// Skipped paths named in a result; the rest are only counted.
+    pub const SHOWN: usize = 10;
+
+    fn add(&self, what: String) {
+        let n = self.count.fetch_add(1, Ordering::Relaxed);
+        if n < Self::SHOWN {
+            self.first.lock().expect("skipped lock").push(what);
+        }
+    }
+
+    /// The note for a result, or `None` when nothing was skipped.
+    pub fn note(&self) -> Option<String> {
+        let n = self.count.load(Ordering::Relaxed);
+        if n == 0 {
+            return None;
+        }
+        let mut first = self.first.lock().expect("skipped lock").clone();
+        first.sort();
+        let mut out = format!("\n{n} path(s) could not be searched and are not listed:");
+        for f in &first {
+            out.push_str("\n  ");
+            out.push_str(f);
+        }
+        if n > first.len() {
+            out.push_str(&format!("\n  ... and {} more", n - first.len()));
+        }
+        Some(out)
+    }
+}
+
+/// `p` with bytes that are not UTF-8 shown as `\xNN` (a display form only).
+fn escaped(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str()
+        .as_bytes()
+        .utf8_chunks()
+        .map(|c| {
+            let mut s = c.valid().to_string();
+            for b in c.invalid() {
+                s.push_str(&format!("\\x{b:02X}"));
+            }
+            s
+        })
+        .collect()
 }
 
 /// What a search root is on the host.
@@ -146,6 +210,12 @@ fn is_journal(path: &Path, workdir: Option<&PathBuf>) -> bool {
             .is_some_and(|p| p == workdir.join(crate::engine::layout::names::SESSIONS_DIR))
 }
 
+/// wsbench's temp files (in-flight atomic writes, or debris of one killed
+/// mid-way) are never listed or searched.
+fn is_temp(entry: &DirEntry) -> bool {
+    entry.file_name().to_str().is_some_and(is_temp_name)
+}
+
 fn is_vcs_name(entry: &DirEntry) -> bool {
     entry
         .file_name()
@@ -174,8 +244,9 @@ fn builder(base: &Path) -> WalkBuilder {
 /// thread, made by `make_visitor`) with each regular file strictly below
 /// the root, until the end or until `stop` is raised.
 ///
-/// Unreadable directories and files are skipped silently, as `rg` does
-/// apart from its stderr messages.
+/// What cannot be walked (unreadable directories, names too long for the
+/// OS) and files whose names are not UTF-8 are left out and reported in
+/// `spec.skipped`.
 pub fn walk_files<B, V>(spec: &WalkSpec, stop: &AtomicBool, make_visitor: B) -> WalkEnd
 where
     B: Fn() -> V + Sync,
@@ -232,8 +303,10 @@ where
         b.filter_entry(move |e| {
             let p = e.path();
             if p.starts_with(root.as_path()) {
-                // Below the root: VCS names and journals are never walked.
-                p == root.as_path() || !(is_vcs_name(e) || is_journal(p, workdir.as_ref()))
+                // Below the root: VCS names, wsbench's temp files and
+                // journals are never walked.
+                p == root.as_path()
+                    || !(is_vcs_name(e) || is_temp(e) || is_journal(p, workdir.as_ref()))
             } else {
                 // Above the root (workdir walk): only the way down to it.
                 root.starts_with(p)
@@ -250,8 +323,12 @@ where
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
-            let Ok(entry) = res else {
-                return WalkState::Continue;
+            let entry = match res {
+                Ok(e) => e,
+                Err(e) => {
+                    spec.skipped.add(e.to_string());
+                    return WalkState::Continue;
+                }
             };
             let path = entry.path();
             if path == root.as_path() {
@@ -261,7 +338,14 @@ where
                 return WalkState::Continue;
             }
             if entry.file_type().is_some_and(|t| t.is_file()) && path.starts_with(root.as_path()) {
-                visit(&entry);
+                if path.to_str().is_none() {
+                    spec.skipped.add(format!(
+                        "{} (the name is not UTF-8: rename it with Bash to open it)",
+                        escaped(path)
+                    ));
+                } else {
+                    visit(&entry);
+                }
             }
             WalkState::Continue
         })
@@ -430,6 +514,10 @@ pub fn rg_walk_args() -> Vec<String> {
     }
     args.push("--glob".into());
     args.push(JOURNAL_GLOB.into());
+    for prefix in [TEMP_PREFIX, NEW_PREFIX] {
+        args.push("--glob".into());
+        args.push(format!("!{prefix}*"));
+    }
     args
 }
 

@@ -16,11 +16,24 @@
 //! has `diff_old_omitted: true`); an existing file that is not valid UTF-8
 //! is decoded lossily for the diff rather than treated as empty. There is
 //! no read-before-write check: wsbench has no per-agent read cache.
+//!
+//! A path outside the workspace directory is written, with a note in the
+//! result (and metadata `outside_workspace: true`) that it is not kept
+//! with the workspace: on bubblewrap `/tmp` is private to the sandbox and
+//! vanishes with it.
+//!
+//! Writes to one file are serialised with Edit's ([`super::filelock`]).
+//! wsbench's own optional argument `expected_sha256` (hex SHA-256 of the
+//! content the caller last saw; not in the model's schema) makes the write
+//! a compare-and-swap: when the file now holds something else it is not
+//! written and the result is `Error: <path> changed since it was read`
+//! with metadata `changed_since_read: true`. The TUI editor saves this way.
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::filelock;
 use super::textfile::{self, DIFF_MAX_BYTES, OpenError};
 use super::{Tool, ToolContext, ToolResult, parse_args};
 use crate::backend::BackendError;
@@ -32,6 +45,9 @@ pub struct Write;
 struct Args {
     file_path: String,
     content: String,
+    /// Compare-and-swap: hex SHA-256 the file must still have.
+    #[serde(default)]
+    expected_sha256: Option<String>,
 }
 
 const DESCRIPTION: &str = "Writes a file in the workspace, replacing it if it exists.
@@ -77,6 +93,7 @@ impl Tool for Write {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
+        let _guard = filelock::lock(ctx.env.sandbox, &path).await;
         let sb = ctx.env.sandbox.as_ref();
 
         let stat = match sb.stat(&path).await {
@@ -106,6 +123,20 @@ impl Tool for Write {
             }
         }
 
+        if let Some(want) = &args.expected_sha256 {
+            let now = match sb.read(&path, None).await {
+                Ok(b) => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&b)),
+                Err(e) if e.is_not_found() => String::new(),
+                Err(e) => return ToolResult::error(format!("Error reading file: {e}")),
+            };
+            if !now.eq_ignore_ascii_case(want) {
+                return ToolResult::error(format!(
+                    "Error: {path} changed since it was read (its content is not the one expected); \
+                     nothing was written."
+                ))
+                .with_meta("changed_since_read", true);
+            }
+        }
         if ctx.cancel.is_cancelled() {
             return ToolResult::interrupted(format!(
                 "Write was interrupted; {path} was not changed."
@@ -127,14 +158,28 @@ impl Tool for Write {
         };
         let diff = textfile::unified_diff(&old, &args.content, &from, &format!("b/{path}"));
         let lines = textfile::count_lines(&args.content);
+        let workdir = ctx.env.layout.workdir();
+        let outside = crate::backend::path::strip_root(workdir, &path).is_none();
+        let note = if outside {
+            // Reported, not refused: scratch files have their uses.
+            format!(
+                "\nNote: {path} is outside the workspace ({workdir}): it is not kept with the \
+                 workspace, and on a sandboxed backend it is lost when the sandbox stops."
+            )
+        } else {
+            String::new()
+        };
         let mut r = ToolResult::ok(format!(
-            "The file {path} has been written successfully ({lines} lines)."
+            "The file {path} has been written successfully ({lines} lines).{note}"
         ))
         .with_meta("diff", diff)
         .with_meta("file_path", path.as_str())
         .with_meta("occurrences", 1);
         if old_omitted {
             r = r.with_meta("diff_old_omitted", true);
+        }
+        if outside {
+            r = r.with_meta("outside_workspace", true);
         }
         r
     }

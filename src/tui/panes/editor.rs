@@ -15,9 +15,9 @@ use ratatui_textarea::TextArea;
 use serde_json::json;
 
 use crate::engine::workspace::ToolCall;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder};
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
@@ -27,11 +27,15 @@ pub const ID: &str = "editor";
 /// Largest file opened for editing (4 MiB).
 pub const MAX_EDIT_BYTES: u64 = 4 * 1024 * 1024;
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum EditorAction in "editor", no nav;
+    Save => act("editor.save", ID, "save", &["ctrl-s"], true, true),
+    Close => act("editor.close", ID, "close", &["esc"], false, true),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = &[
-    act("editor.save", ID, "save", &["ctrl-s"], true, true),
-    act("editor.close", ID, "close", &["esc"], false, true),
-];
+pub const ACTIONS: &[ActionSpec] = EditorAction::TABLE;
 
 pub(crate) enum Msg {
     Loaded(String, Result<String, String>),
@@ -175,24 +179,26 @@ impl EditorPane {
         self.saving = true;
         let content = join_text(area.lines(), self.crlf, self.final_newline);
         self.pending = Some(digest(content.as_bytes()));
-        let expect = if force { None } else { self.disk };
+        let mut args = json!({"file_path": path, "content": content});
+        if let (false, Some(want)) = (force, self.disk) {
+            // Compare-and-swap inside Write, under the file's lock: a
+            // change since loading is refused, never overwritten.
+            args["expected_sha256"] = json!(hex::encode(want));
+        }
         let ws = cx.ws.clone();
         let call = ToolCall {
             agent: cx.agent.clone(),
             session: cx.session.clone(),
             tool: "Write".into(),
-            args: json!({"file_path": path, "content": content}),
+            args,
             ..Default::default()
         };
         let p = path.clone();
         cx.spawn::<EditorPane>(async move {
-            if let Some(want) = expect {
-                let now = ws.sandbox().read(&p, None).await.ok().map(|b| digest(&b));
-                if now != Some(want) {
-                    return Msg::Conflict(p);
-                }
-            }
             let r = ws.call_tool(call).await;
+            if r.metadata.get("changed_since_read") == Some(&json!(true)) {
+                return Msg::Conflict(p);
+            }
             let text = r.text();
             Msg::Saved(p, if r.is_success() { Ok(text) } else { Err(text) })
         });
@@ -208,17 +214,7 @@ impl EditorPane {
 }
 
 impl Pane for EditorPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    crate::task_pane_glue!();
 
     fn title(&self) -> String {
         match &self.path {
@@ -275,9 +271,9 @@ impl Pane for EditorPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        match action {
-            "editor.save" => self.save(false, cx),
-            "editor.close" => {
+        match EditorAction::parse(action) {
+            Some(EditorAction::Save) => self.save(false, cx),
+            Some(EditorAction::Close) => {
                 if self.modified() {
                     cx.effect(Effect::Confirm {
                         pane: ID,
@@ -288,7 +284,7 @@ impl Pane for EditorPane {
                     self.close(cx);
                 }
             }
-            _ => return false,
+            None => return false,
         }
         true
     }

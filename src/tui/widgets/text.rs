@@ -21,22 +21,7 @@ use unicode_width::UnicodeWidthStr;
 /// Columns a tab stands for when text is shown.
 pub const TAB_WIDTH: usize = 4;
 
-/// True for characters that must never reach the terminal as themselves.
-pub fn is_control(c: char) -> bool {
-    let u = c as u32;
-    u < 0x20 || (0x7f..=0x9f).contains(&u)
-}
-
-/// The visible stand-in for a control character: the Unicode Control
-/// Picture for C0 and DEL (`␛` for ESC, `␇` for BEL), `�` for C1.
-pub fn control_picture(c: char) -> char {
-    let u = c as u32;
-    match u {
-        0..=0x1f => char::from_u32(0x2400 + u).unwrap_or('\u{fffd}'),
-        0x7f => '\u{2421}',
-        _ => '\u{fffd}',
-    }
-}
+pub use crate::root::safe_text::{control_picture, is_control};
 
 /// Text ready for a terminal cell grid: NFC, no control characters, tabs
 /// expanded. Borrows when nothing needs changing (the common case).

@@ -35,7 +35,14 @@ impl McpInstance {
         };
         self.check_tool(tool)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        let timeout = self.decl.execution_timeout.map(Duration::from_secs_f64);
+        // The declaration's own timeout wins; else the workspace default,
+        // so a server that never answers cannot hang a call forever.
+        let timeout = self
+            .decl
+            .execution_timeout
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(Duration::from_secs_f64)
+            .or(self.env.options().call_timeout);
         let (conn, temporary) = match conn {
             Some(c) => (c, false),
             None => {
@@ -104,10 +111,7 @@ impl McpInstance {
                 secs: t.as_secs_f64(),
             }),
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(ServiceError::McpError(e))) => Err(McpError::Server {
-                server: self.decl.name.clone(),
-                message: e.message.to_string(),
-            }),
+            Ok(Err(ServiceError::McpError(e))) => Err(self.server_error(&e.message)),
             Ok(Err(e)) => {
                 if let Some(p) = &conn.process {
                     let st = died_or(p, format!("the call failed: {e}")).await;
@@ -127,10 +131,7 @@ impl McpInstance {
                     }
                     return Err(self.unavailable(format!("during `{tool}`: {reason}")));
                 }
-                Err(McpError::Server {
-                    server: self.decl.name.clone(),
-                    message: e.to_string(),
-                })
+                Err(self.server_error(&e.to_string()))
             }
         }
     }

@@ -294,6 +294,8 @@ pub(super) struct HostJob {
     pub(super) types: Option<Types>,
     pub(super) matcher: RegexMatcher,
     pub(super) opts: Opts,
+    /// Collects what the walk left out.
+    pub(super) skipped: std::sync::Arc<walk::Skipped>,
 }
 
 /// The in-process engine.
@@ -336,6 +338,7 @@ pub(super) fn search_host(job: HostJob, stop: &AtomicBool) -> Outcome {
         max_depth: None,
         overrides,
         types: job.types.clone(),
+        skipped: job.skipped.clone(),
     };
     let collector = Mutex::new(Collector::new(opts.keep, opts.has_context()));
     let prefix = job.root_backend.trim_end_matches('/');

@@ -8,15 +8,17 @@
 //! every skill of the agent's partition is also a resource
 //! `skill://<name>` (its SKILL.md body).
 
+mod frame;
+
 use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, EmbeddedResource,
-    ErrorData, ImageContent, Implementation, InitializeResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, TextContent,
-    Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, EmbeddedResource, ErrorCode, ErrorData, ImageContent, Implementation,
+    InitializeResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, TextContent, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -55,8 +57,10 @@ impl WorkspaceServer {
     /// Errors: the handshake failed or the service task broke.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         use rmcp::ServiceExt;
+        // Requests over the limit get an error answer instead of none.
+        let input = frame::bounded_lines(tokio::io::stdin(), frame::MAX_REQUEST_BYTES);
         let running = self
-            .serve((tokio::io::stdin(), tokio::io::stdout()))
+            .serve((input, tokio::io::stdout()))
             .await
             .map_err(|e| anyhow::anyhow!("MCP handshake failed: {e}"))?;
         running.waiting().await?;
@@ -185,6 +189,35 @@ impl ServerHandler for WorkspaceServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    /// The stand-in of a request over the size limit ([`frame`]): a
+    /// JSON-RPC "invalid request" error naming the size and the limit.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method != frame::TOO_LARGE_METHOD {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let p = request.params.unwrap_or_default();
+        let (bytes, limit) = (
+            p["bytes"].as_u64().unwrap_or(0),
+            p["limit"].as_u64().unwrap_or(0),
+        );
+        Err(ErrorData::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "request too large: {bytes} bytes, the limit is {limit} bytes ({} MiB) per message; the request was not read",
+                limit / (1024 * 1024)
+            ),
+            Some(json!({"bytes": bytes, "limit": limit})),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

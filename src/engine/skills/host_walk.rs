@@ -1,0 +1,202 @@
+//! Walking a host skill folder for `skills add DIR` and seeding, under the
+//! same link rule as archives ([`archive`](super::archive)): a link is
+//! never followed out of the folder. A symlink whose target, resolved
+//! against the folder, is a regular file inside it becomes a copy of that
+//! file; an absolute link, one that climbs out with `..`, one that leads
+//! out through another link, a link to a directory and a dangling link
+//! refuse the whole copy with the link's path and target named (issue 14
+//! point 2: dereferencing them copied host files into the workspace).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::archive::{parent_of, resolve_inside};
+use super::invalid;
+use crate::engine::error::WsResult;
+
+/// Host directories nested deeper than this are refused when copying a
+/// skill.
+const MAX_HOST_DEPTH: usize = 64;
+
+/// One entry of a host directory being copied.
+pub(super) struct HostItem {
+    /// Path relative to the folder, `/`-separated.
+    pub rel: String,
+    /// What to read: the entry itself, or for a link the file it names
+    /// (canonical, inside the folder).
+    pub abs: PathBuf,
+    /// A directory (created, not read).
+    pub is_dir: bool,
+    /// Permission bits of what `abs` names.
+    pub mode: u32,
+}
+
+/// Lists host folder `root` recursively (parents before children, by
+/// name) under the link rule of this module. Special files (FIFOs,
+/// sockets, devices) are skipped.
+///
+/// Errors: [`WorkspaceError::Invalid`](crate::engine::WorkspaceError)
+/// naming the refused link, an unreadable entry, or a tree nested deeper
+/// than [`MAX_HOST_DEPTH`].
+pub(super) fn walk_host(root: &Path) -> WsResult<Vec<HostItem>> {
+    // The folder the user named may itself be reached through a link; the
+    // rule is about what is inside it.
+    let canon_root = std::fs::canonicalize(root)
+        .map_err(|e| invalid(format!("cannot read {}: {e}", root.display())))?;
+    let mut out = Vec::new();
+    visit(root, &canon_root, "", 0, &mut out)?;
+    Ok(out)
+}
+
+fn visit(
+    dir: &Path,
+    canon_root: &Path,
+    rel: &str,
+    depth: usize,
+    out: &mut Vec<HostItem>,
+) -> WsResult<()> {
+    if depth > MAX_HOST_DEPTH {
+        return Err(invalid(format!("{} is nested too deeply", dir.display())));
+    }
+    let read_err = |e: std::io::Error| invalid(format!("cannot read {}: {e}", dir.display()));
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(read_err)?
+        .collect::<Result<_, _>>()
+        .map_err(read_err)?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let abs = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let r = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        let meta = std::fs::symlink_metadata(&abs)
+            .map_err(|e| invalid(format!("cannot copy {}: {e}", abs.display())))?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            out.push(HostItem {
+                rel: r.clone(),
+                abs: abs.clone(),
+                is_dir: true,
+                mode: meta.permissions().mode(),
+            });
+            visit(&abs, canon_root, &r, depth + 1, out)?;
+        } else if kind.is_file() {
+            out.push(HostItem {
+                rel: r,
+                abs,
+                is_dir: false,
+                mode: meta.permissions().mode(),
+            });
+        } else if kind.is_symlink() {
+            out.push(link_item(&abs, canon_root, r)?);
+        }
+    }
+    Ok(())
+}
+
+/// The copy a link at `abs` (relative path `rel`) stands for, or the
+/// refusal.
+fn link_item(abs: &Path, canon_root: &Path, rel: String) -> WsResult<HostItem> {
+    let target = std::fs::read_link(abs)
+        .map_err(|e| invalid(format!("cannot read the link {}: {e}", abs.display())))?;
+    let shown = target.display().to_string();
+    let refuse = |why: &str| {
+        invalid(format!(
+            "refused the skill folder: the link {rel:?} points {why} ({shown:?}); links are never followed out of a skill folder, copy the file in instead"
+        ))
+    };
+    // The lexical check first, the archive's rule: absolute or `..` out.
+    if resolve_inside(parent_of(&rel), &shown).is_none() {
+        return Err(refuse("outside the skill folder"));
+    }
+    // Then where it really leads: a chain of links may still leave.
+    let real = std::fs::canonicalize(abs).map_err(|_| refuse("at nothing"))?;
+    if !real.starts_with(canon_root) {
+        return Err(refuse("outside the skill folder"));
+    }
+    let meta = std::fs::metadata(&real).map_err(|_| refuse("at nothing"))?;
+    if !meta.is_file() {
+        return Err(refuse("at a directory or special file"));
+    }
+    Ok(HostItem {
+        rel,
+        abs: real,
+        is_dir: false,
+        mode: meta.permissions().mode(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn folder() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("skill")).unwrap();
+        std::fs::write(
+            d.path().join("skill/SKILL.md"),
+            "---\nname: s\ndescription: d\n---\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("secret.txt"), "host secret").unwrap();
+        std::fs::create_dir(d.path().join("hostdir")).unwrap();
+        std::fs::write(d.path().join("hostdir/key"), "host key").unwrap();
+        d
+    }
+
+    fn refused(d: &tempfile::TempDir, link: &str) -> String {
+        let e = walk_host(&d.path().join("skill")).err().expect("refused");
+        let msg = e.to_string();
+        assert!(msg.contains(link) && msg.contains("refused"), "{msg}");
+        msg
+    }
+
+    #[test]
+    fn links_out_of_the_folder_are_refused() {
+        let d = folder();
+        symlink(d.path().join("secret.txt"), d.path().join("skill/abs")).unwrap();
+        refused(&d, "abs");
+
+        let d = folder();
+        symlink("../secret.txt", d.path().join("skill/up")).unwrap();
+        refused(&d, "up");
+
+        let d = folder();
+        symlink("../hostdir", d.path().join("skill/dir")).unwrap();
+        refused(&d, "dir");
+
+        // Inside lexically, out through another link.
+        let d = folder();
+        std::fs::create_dir(d.path().join("skill/sub")).unwrap();
+        symlink(d.path().join("hostdir"), d.path().join("skill/sub/out")).unwrap();
+        symlink("sub/out/key", d.path().join("skill/chain")).unwrap();
+        refused(&d, "chain");
+
+        let d = folder();
+        symlink("missing", d.path().join("skill/dangling")).unwrap();
+        refused(&d, "dangling");
+
+        // A link to a directory inside is refused too (as in an archive).
+        let d = folder();
+        std::fs::create_dir(d.path().join("skill/docs")).unwrap();
+        symlink("docs", d.path().join("skill/alias")).unwrap();
+        refused(&d, "alias");
+    }
+
+    #[test]
+    fn a_link_to_a_file_inside_becomes_a_copy_of_it() {
+        let d = folder();
+        std::fs::create_dir(d.path().join("skill/docs")).unwrap();
+        std::fs::write(d.path().join("skill/docs/a.md"), "A").unwrap();
+        symlink("docs/a.md", d.path().join("skill/alias.md")).unwrap();
+        let items = walk_host(&d.path().join("skill")).unwrap();
+        let alias = items.iter().find(|i| i.rel == "alias.md").unwrap();
+        assert!(!alias.is_dir);
+        assert_eq!(std::fs::read_to_string(&alias.abs).unwrap(), "A");
+        assert!(!std::fs::symlink_metadata(&alias.abs).unwrap().is_symlink());
+    }
+}

@@ -1,0 +1,131 @@
+//! Per-file serialisation of the read-modify-write tools (Edit, and Write
+//! over an existing file; the TUI editor saves through Write), so that
+//! concurrent edits of one file never lose each other's changes.
+//!
+//! Two layers:
+//!
+//! * **In this process**, one async mutex per file (keyed by the host path
+//!   where the backend has one, else by sandbox and backend path): every
+//!   call through the engine, whatever the backend, is serialised.
+//! * **Across processes** on backends with a host view of the workspace
+//!   (local, bubblewrap, Docker with a bind mount), an exclusive `flock` on
+//!   the file's parent directory, held for the read-modify-write. The
+//!   directory rather than the file: Write replaces the file by rename, so
+//!   a lock on the file's inode would not be seen by the next writer, and
+//!   a separate lock file would show up in listings. The cost is that
+//!   edits of different files in one directory wait for each other (each
+//!   holds the lock for one read and one write).
+//!
+//! Backends without a host view (Kubernetes, the cloud services, Docker
+//! without a bind mount) get no cross-process lock: there the tools check
+//! just before writing that the file is still what they read
+//! ([`ensure_unchanged`]) and refuse with "changed since read" otherwise.
+//! Limit: that check and the write are two operations, so a writer that
+//! lands between them is still overwritten.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use tokio::sync::OwnedMutexGuard;
+
+use crate::backend::Sandbox;
+
+/// In-process locks by key; entries nobody holds are pruned on insert.
+static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Held while a tool reads, changes and writes one file; dropping it lets
+/// the next writer in.
+pub struct FileGuard {
+    _host: Option<nix::fcntl::Flock<std::fs::File>>,
+    _local: OwnedMutexGuard<()>,
+}
+
+/// Waits for exclusive use of `path` (a backend path) on `sb`; see the
+/// module docs for what that covers. Never fails: when the host lock
+/// cannot be taken (the parent directory does not exist yet, so there is
+/// nothing to lose) only the in-process lock is held.
+pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> FileGuard {
+    let host = sb.host_path(path);
+    let key = match &host {
+        Some(p) => format!("host:{}", p.display()),
+        None => format!("{:p}:{path}", Arc::as_ptr(sb) as *const ()),
+    };
+    let mutex = {
+        let mut map = LOCKS.lock().expect("file lock map");
+        map.retain(|_, m| Arc::strong_count(m) > 1);
+        map.entry(key).or_default().clone()
+    };
+    let local = mutex.lock_owned().await;
+    let host = match host.and_then(|p| p.parent().map(|d| d.to_path_buf())) {
+        Some(dir) => tokio::task::spawn_blocking(move || {
+            let f = std::fs::File::open(dir).ok()?;
+            nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).ok()
+        })
+        .await
+        .ok()
+        .flatten(),
+        None => None,
+    };
+    FileGuard {
+        _host: host,
+        _local: local,
+    }
+}
+
+/// Checks, just before a write, that `path` still holds `read` (the bytes
+/// the tool based its change on).
+///
+/// Errors: a message for the tool's result when the file changed (or
+/// vanished, or cannot be read back) since it was read.
+pub async fn ensure_unchanged(sb: &dyn Sandbox, path: &str, read: &[u8]) -> Result<(), String> {
+    match sb.read(path, None).await {
+        Ok(now) if now == read => Ok(()),
+        Ok(_) => Err(format!(
+            "Error: {path} changed since it was read (another writer changed it meanwhile); \
+             nothing was written. Read it again and redo the change."
+        )),
+        Err(e) => Err(format!(
+            "Error: {path} could not be read back before writing ({e}); nothing was written."
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::local::LocalSandbox;
+
+    #[tokio::test]
+    async fn one_holder_per_file_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let sb: Arc<dyn Sandbox> = Arc::new(LocalSandbox::open(dir.path()).unwrap());
+        let p = format!("{}/f.txt", sb.workdir());
+        let g = lock(&sb, &p).await;
+        let sb2 = sb.clone();
+        let p2 = p.clone();
+        let mut waiter = tokio::spawn(async move {
+            let _g = lock(&sb2, &p2).await;
+        });
+        // The second lock cannot be had while the first is held.
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), &mut waiter)
+                .await
+                .is_err()
+        );
+        drop(g);
+        waiter.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_change_since_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let sb = LocalSandbox::open(dir.path()).unwrap();
+        let p = format!("{}/f.txt", sb.workdir());
+        sb.write(&p, b"a").await.unwrap();
+        assert!(ensure_unchanged(&sb, &p, b"a").await.is_ok());
+        sb.write(&p, b"b").await.unwrap();
+        let e = ensure_unchanged(&sb, &p, b"a").await.unwrap_err();
+        assert!(e.contains("changed since it was read"), "{e}");
+    }
+}

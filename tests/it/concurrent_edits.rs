@@ -1,0 +1,143 @@
+//! Lost updates (issue 14 point 7): 50 concurrent Edits of different lines
+//! of one file, through one engine and as 50 `wsbench tool Edit`
+//! processes. Every edit must land, or the loser must get a clear error;
+//! a success that did not land is the bug. Also Write's compare-and-swap
+//! (`expected_sha256`), which the TUI editor saves with.
+
+use crate::support;
+
+use serde_json::json;
+use sha2::Digest;
+
+const N: usize = 50;
+
+fn original() -> String {
+    (0..N).map(|i| format!("L{i:02}=old\n")).collect()
+}
+
+/// Checks the file against the results: every reported success landed,
+/// and a failure says why.
+fn check(content: &str, results: &[(bool, String)]) {
+    let mut ok = 0;
+    for (i, (success, text)) in results.iter().enumerate() {
+        let landed = content.contains(&format!("L{i:02}=new\n"));
+        if *success {
+            ok += 1;
+            assert!(landed, "edit {i} reported success but is not in the file");
+        } else {
+            assert!(
+                text.contains("changed since it was read"),
+                "edit {i}: {text}"
+            );
+        }
+    }
+    // With the lock in place none has to lose.
+    assert_eq!(ok, N, "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_edits_through_the_engine_all_land() {
+    let (dir, ws) = support::temp_workspace().await;
+    let path = format!("{}/f.txt", ws.layout().workdir());
+    std::fs::write(dir.path().join("f.txt"), original()).unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let ws = ws.clone();
+        let path = path.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = support::call(
+                &ws,
+                "Edit",
+                json!({"file_path": path, "old_string": format!("L{i:02}=old\n"), "new_string": format!("L{i:02}=new\n")}),
+            )
+            .await;
+            (r.is_success(), r.text())
+        }));
+    }
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    let content = std::fs::read_to_string(dir.path().join("f.txt")).unwrap();
+    check(&content, &results);
+}
+
+#[test]
+fn fifty_concurrent_edit_processes_all_land() {
+    let home = tempfile::tempdir().unwrap();
+    let w = tempfile::tempdir().unwrap();
+    std::fs::write(w.path().join("f.txt"), original()).unwrap();
+    let path = format!("{}/f.txt", w.path().display());
+    // Open the workspace once, so the 50 do not race to create it.
+    let first = support::cli::wsbench_cmd(home.path())
+        .args(["tool", "Glob", r#"{"pattern":"*.txt"}"#, "--workdir"])
+        .arg(w.path())
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let children: Vec<_> = (0..N)
+        .map(|i| {
+            let args = json!({"file_path": path, "old_string": format!("L{i:02}=old\n"), "new_string": format!("L{i:02}=new\n")});
+            support::cli::wsbench_cmd(home.path())
+                .args(["tool", "Edit", &args.to_string(), "--workdir"])
+                .arg(w.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let results: Vec<_> = children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            (o.status.success(), text)
+        })
+        .collect();
+    let content = std::fs::read_to_string(w.path().join("f.txt")).unwrap();
+    check(&content, &results);
+}
+
+#[tokio::test]
+async fn write_with_a_stale_expected_hash_is_refused() {
+    let (dir, ws) = support::temp_workspace().await;
+    let path = format!("{}/f.txt", ws.layout().workdir());
+    std::fs::write(dir.path().join("f.txt"), "seen").unwrap();
+    let seen = hex::encode(sha2::Sha256::digest(b"seen"));
+    // Someone else writes after the caller read the file.
+    std::fs::write(dir.path().join("f.txt"), "theirs").unwrap();
+    let r = support::call(
+        &ws,
+        "Write",
+        json!({"file_path": path, "content": "mine", "expected_sha256": seen}),
+    )
+    .await;
+    assert!(!r.is_success());
+    assert!(
+        r.text().contains("changed since it was read"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.metadata.get("changed_since_read"), Some(&json!(true)));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "theirs"
+    );
+    let theirs = hex::encode(sha2::Sha256::digest(b"theirs"));
+    let r = support::call(
+        &ws,
+        "Write",
+        json!({"file_path": path, "content": "mine", "expected_sha256": theirs}),
+    )
+    .await;
+    assert!(r.is_success(), "{}", r.text());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "mine"
+    );
+}
