@@ -42,6 +42,7 @@ pub mod path;
 pub mod process_tree;
 pub mod secret;
 pub mod shell;
+pub mod text;
 
 mod capabilities;
 mod command;

@@ -78,10 +78,7 @@ fn bound_args(v: &mut Value, budget: &mut usize) -> u64 {
                 *budget -= keep;
                 return 0;
             }
-            let mut at = keep;
-            while !s.is_char_boundary(at) {
-                at -= 1;
-            }
+            let at = crate::backend::text::head_bytes(s, keep).len();
             let cut = (s.len() - at) as u64;
             s.truncate(at);
             s.push_str(&format!("…[{cut} bytes cut]"));

@@ -416,10 +416,6 @@ fn first_line(text: &str, max: usize) -> String {
     if line.len() <= max {
         line.to_string()
     } else {
-        let mut end = max;
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &line[..end])
+        format!("{}…", crate::backend::text::head_bytes(line, max))
     }
 }

@@ -3,8 +3,8 @@
 //! `wsbench` with no sub-command opens it (on a terminal; otherwise it
 //! prints the summary). This module owns the real terminal: raw mode, the
 //! alternate screen, bracketed paste and mouse capture are switched on
-//! here and always switched off again — on quit, on error, on SIGTERM /
-//! SIGHUP, and on panic through a panic hook that runs before anything is
+//! here and always switched off again — on quit, on error, on SIGTERM,
+//! SIGHUP, SIGINT and SIGQUIT (exit status 128 + signal), and on panic through a panic hook that runs before anything is
 //! printed (C22). While the TUI runs, stderr (where the tracing log goes)
 //! is captured into the Logs pane so nothing scribbles over the screen;
 //! the hook puts stderr back first, so a panic message is readable.
@@ -410,9 +410,47 @@ pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result
         app.cx.ws.close().await;
     }
     ws.close().await;
-    r.map(|_| 0)
+    // The shell's convention: a signal `s` ends the TUI with `128 + s`.
+    r.map(|sig| sig.map_or(0, |s| 128 + s as i32))
 }
 
+/// The signals that end the TUI like a quit does: the terminal is
+/// restored, running commands are killed and journalled, and the exit
+/// status is `128 + signal`. Raw mode turns Ctrl-C and Ctrl-\ into keys,
+/// so INT and QUIT only come from `kill`; their default action would end
+/// the process with the terminal raw and the command orphaned.
+const STOP_SIGNALS: [(tokio::signal::unix::SignalKind, nix::sys::signal::Signal); 4] = {
+    use nix::sys::signal::Signal;
+    use tokio::signal::unix::SignalKind;
+    [
+        (SignalKind::terminate(), Signal::SIGTERM),
+        (SignalKind::hangup(), Signal::SIGHUP),
+        (SignalKind::interrupt(), Signal::SIGINT),
+        (SignalKind::quit(), Signal::SIGQUIT),
+    ]
+};
+
+/// Resolves with the first of [`STOP_SIGNALS`] that arrives. Errors: a
+/// handler cannot be installed.
+fn stop_signals() -> std::io::Result<impl std::future::Future<Output = nix::sys::signal::Signal>> {
+    let mut streams = Vec::new();
+    for (kind, sig) in STOP_SIGNALS {
+        streams.push((tokio::signal::unix::signal(kind)?, sig));
+    }
+    Ok(async move {
+        let waits = streams.iter_mut().map(|(s, sig)| {
+            let sig = *sig;
+            Box::pin(async move {
+                s.recv().await;
+                sig
+            })
+        });
+        futures::future::select_all(waits).await.0
+    })
+}
+
+/// Runs the TUI until quit (`Ok(None)`) or one of [`STOP_SIGNALS`]
+/// (`Ok(Some(signal))`).
 async fn event_loop(
     term: &mut Term,
     app: &mut App,
@@ -420,15 +458,14 @@ async fn event_loop(
     tx: &mpsc::Sender<AppMsg>,
     max_fps: u32,
     early: Option<crate::engine::events::Subscriber>,
-) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
+) -> anyhow::Result<Option<nix::sys::signal::Signal>> {
     let fault = std::env::var(FAULT_ENV).unwrap_or_default();
     let budget = Duration::from_secs_f64(1.0 / max_fps.max(1) as f64);
     let mut sub = early.unwrap_or_else(|| app.cx.ws.events().subscribe());
     let mut sub_ws = app.cx.ws.clone();
     let mut bus_open = true;
-    let mut term_sig = signal(SignalKind::terminate())?;
-    let mut hup_sig = signal(SignalKind::hangup())?;
+    let stop = stop_signals()?;
+    tokio::pin!(stop);
     let mut dirty = true;
     let mut last_draw = Instant::now() - budget;
     let mut frames = 0u64;
@@ -475,7 +512,7 @@ async fn event_loop(
             dirty = true;
         }
         if app.quit {
-            return Ok(());
+            return Ok(None);
         }
         let deadline = if dirty {
             last_draw + budget
@@ -486,7 +523,7 @@ async fn event_loop(
             m = app.recv() => {
                 match m {
                     Some(m) => app.on_msg(m),
-                    None => return Ok(()),
+                    None => return Ok(None),
                 }
             }
             r = sub.recv(), if bus_open => {
@@ -495,8 +532,7 @@ async fn event_loop(
                     None => bus_open = false,
                 }
             }
-            _ = term_sig.recv() => return Ok(()),
-            _ = hup_sig.recv() => return Ok(()),
+            sig = &mut stop => return Ok(Some(sig)),
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
         // Drain everything pending, then draw once.

@@ -13,6 +13,8 @@
 //! * `wsbench --profile k8s` against the project's stub API server
 //!   (`tests/it/support/k8s_stub.rs`): the TUI opens on a Pod workspace and runs
 //!   `echo hello` in the Pod (needs `bwrap` for the stub's pods too).
+//! * INT, QUIT and HUP sent with `kill` restore the terminal, kill the
+//!   running command and exit 128 + signal.
 
 use crate::support;
 use crate::support::k8s_stub;
@@ -465,4 +467,45 @@ fn ctrl_c_and_f1_in_the_prompt_never_strand_the_user() {
     t.key("q");
     t.wait_for("EXIT=0", Duration::from_secs(10));
     t.assert_sane();
+}
+
+/// Issue 14, point 10: INT, QUIT and HUP sent to the TUI with `kill` while
+/// a command runs restore the terminal (cooked mode, main screen, mouse
+/// reporting off, cursor shown), kill the command's tree and exit with
+/// `128 + signal`.
+#[test]
+fn int_quit_and_hup_restore_the_terminal_and_kill_the_command() {
+    if !have_tmux() {
+        return;
+    }
+    for (sig, code) in [("INT", 130), ("QUIT", 131), ("HUP", 129)] {
+        let t = Tmux::start(&format!("sig{sig}"));
+        let ws = t.workspace();
+        t.launch(&ws, "");
+        let tag = format!("wsbench-sig-{sig}-{}", std::process::id());
+        t.literal(&format!("bash -c 'while :; do sleep 1; done' {tag}"));
+        t.key("Enter");
+        support::procs::wait_for_tag(&tag, Duration::from_secs(20), sig);
+        // The TUI: the wsbench whose command line names this workspace.
+        let ws_arg = ws.display().to_string();
+        let tui: Vec<i32> = support::procs::with_tag(&ws_arg)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_link(format!("/proc/{p}/exe"))
+                    .is_ok_and(|e| e.to_string_lossy().contains("wsbench"))
+            })
+            .collect();
+        assert_eq!(tui.len(), 1, "{sig}: the TUI process: {tui:?}");
+        let st = Command::new("kill")
+            .args(["-s", sig, &tui[0].to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let s = t.wait_for("EXIT=", Duration::from_secs(20));
+        assert!(s.contains(&format!("EXIT={code}")), "{sig}:\n{s}");
+        support::procs::assert_gone(&tag, Duration::from_secs(10), sig);
+        assert_eq!(t.display("#{mouse_any_flag}"), "0", "{sig}: mouse still on");
+        assert_eq!(t.display("#{cursor_flag}"), "1", "{sig}: cursor hidden");
+        t.assert_sane();
+    }
 }

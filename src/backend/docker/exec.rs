@@ -578,7 +578,10 @@ struct DockerProcess {
 #[async_trait]
 impl ProcessControl for DockerProcess {
     fn id(&self) -> String {
-        format!("exec {}", &self.exec_id[..self.exec_id.len().min(12)])
+        format!(
+            "exec {}",
+            crate::backend::text::head_bytes(&self.exec_id, 12)
+        )
     }
 
     async fn wait(&self) -> BackendResult<Option<i32>> {

@@ -29,6 +29,7 @@ use super::{
 };
 
 mod provision;
+mod reaper;
 
 pub use provision::LocalProvisioner;
 
@@ -151,6 +152,9 @@ impl Sandbox for LocalSandbox {
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| spawn_error(&req.argv[0], e))?;
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
+        // Kills the tree if wsbench dies before the command ends; disarmed
+        // when this function returns or is dropped.
+        let _reaper = reaper::Reaper::watch(pid, &marker);
         let stdout = child.stdout.take().expect("piped");
         let (out, err) = start_io(&mut child, stdout, req.stdin.clone(), sink);
         let deadline = req.timeout.map(|t| Instant::now() + t);
@@ -196,7 +200,8 @@ impl Sandbox for LocalSandbox {
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
-        let control = Arc::new(LocalProcess::new(child, pid, marker));
+        let reaper = reaper::Reaper::watch(pid, &marker);
+        let control = Arc::new(LocalProcess::new(child, pid, marker, reaper));
         Ok(Process {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
@@ -342,14 +347,17 @@ struct LocalProcess {
     pid: i32,
     marker: String,
     child: ChildStatus,
+    /// Kills the tree if wsbench dies while the process runs.
+    _reaper: Option<reaper::Reaper>,
 }
 
 impl LocalProcess {
-    fn new(child: Child, pid: i32, marker: String) -> Self {
+    fn new(child: Child, pid: i32, marker: String, reaper: Option<reaper::Reaper>) -> Self {
         LocalProcess {
             pid,
             marker,
             child: ChildStatus::new(child),
+            _reaper: reaper,
         }
     }
 }

@@ -309,11 +309,8 @@ fn cut(message: &str) -> String {
     if message.len() <= LOG_LINE_MAX {
         return message.to_string();
     }
-    let mut end = LOG_LINE_MAX;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} bytes in all]", &message[..end], message.len())
+    let head = crate::backend::text::head_bytes(message, LOG_LINE_MAX);
+    format!("{head}… [{} bytes in all]", message.len())
 }
 
 /// The last `cap` bytes written to a stream (a server's stderr).

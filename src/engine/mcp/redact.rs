@@ -96,11 +96,8 @@ pub fn bound(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes dropped)", &text[..end], text.len() - end)
+    let head = crate::backend::text::head_bytes(text, max);
+    format!("{head}… ({} bytes dropped)", text.len() - head.len())
 }
 
 fn is_token_byte(b: u8) -> bool {

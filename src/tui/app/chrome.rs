@@ -136,7 +136,7 @@ impl App {
         use crate::manager::display::id_or_default;
         let ws = &self.cx.ws;
         let id = ws.id();
-        let short = &id[..id.len().min(12)];
+        let short = crate::backend::text::head_cols(id, 12);
         let state = &self.cx.header.state;
         let dot = if state == "ready" { "●" } else { "○" };
         let h = &self.cx.header;

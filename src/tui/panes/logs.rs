@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use crate::backend::text::head_bytes;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
@@ -220,11 +221,7 @@ impl LogsPane {
             } => {
                 let mut a = args.to_string();
                 if a.len() > 200 {
-                    let mut end = 200;
-                    while !a.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    a.truncate(end);
+                    a.truncate(head_bytes(&a, 200).len());
                     a.push('…');
                 }
                 (

@@ -16,6 +16,7 @@ use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use crate::backend::text::head_cols;
 use crate::engine::Workspace;
 use crate::engine::events::Event;
 use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
@@ -425,7 +426,7 @@ impl Pane for WorkspacesPane {
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         let t = &cx.theme;
         let note = match (&self.opening, &cx.manager) {
-            (Some(id), _) => format!("opening {}…", &id[..id.len().min(12)]),
+            (Some(id), _) => format!("opening {}…", head_cols(id, 12)),
             (None, Some(m)) => format!("profile {}", m.profile()),
             (None, None) => String::new(),
         };
@@ -455,7 +456,7 @@ impl Pane for WorkspacesPane {
         let outside =
             (!self.job.running() && !self.rows.iter().any(|r| r.id == current)).then(|| {
                 let p = cx.manager.as_ref().map_or("", |m| m.profile());
-                let short = &current[..current.len().min(12)];
+                let short = head_cols(&current, 12);
                 format!("the open workspace {short} is not one of profile {p}'s")
             });
         if self.list.shown.is_empty() {

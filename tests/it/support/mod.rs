@@ -14,6 +14,7 @@ pub mod images;
 pub mod k8s_stub;
 pub mod leak;
 pub mod mcp_servers;
+pub mod procs;
 pub mod tui;
 
 use std::path::{Path, PathBuf};
