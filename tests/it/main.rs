@@ -35,6 +35,7 @@ mod mcp_redact;
 mod mcp_serve_limits;
 mod mcp_stdio;
 mod offload;
+mod read_only;
 mod search_skips;
 mod skills;
 mod skills_hostile;
