@@ -27,7 +27,7 @@ use crate::root::{Context, Selection};
 pub const DEFAULT_LOG_FILTER: &str = "off,wsbench=warn";
 
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
-pub const EXIT_TIMEOUT: i32 = 124;
+pub(crate) const EXIT_TIMEOUT: i32 = 124;
 
 /// wsbench — a terminal workbench for AI-agent workspaces.
 #[derive(Debug, Parser)]
@@ -184,7 +184,7 @@ impl Ctx {
 /// Cancels `token` on SIGINT, SIGTERM or SIGHUP, so a running command's
 /// whole process tree is killed and its call journalled instead of being
 /// orphaned. Returns the number of the signal received (0 while none).
-pub fn cancel_on_signals(
+pub(crate) fn cancel_on_signals(
     token: tokio_util::sync::CancellationToken,
 ) -> Arc<std::sync::atomic::AtomicI32> {
     use tokio::signal::unix::{SignalKind, signal};

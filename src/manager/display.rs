@@ -9,7 +9,7 @@ use crate::backend::labels as blabels;
 
 /// How an empty user or agent id reads (the default user / agent, which
 /// the manager keys with `""`).
-pub const DEFAULT_ID: &str = "(default)";
+pub(crate) const DEFAULT_ID: &str = "(default)";
 
 /// The state in the provider's words, the same in every process:
 /// a workspace this process holds open (`ready`, `leased`) is `running`

@@ -65,7 +65,7 @@ impl FromStr for IsolationPolicy {
 }
 
 /// `blake2b(text, digest_size=8).hexdigest()`: 16 lower-case hex digits.
-pub fn blake2b_64_hex(text: &str) -> String {
+pub(crate) fn blake2b_64_hex(text: &str) -> String {
     hex::encode(Blake2b::<U8>::digest(text.as_bytes()))
 }
 
@@ -83,13 +83,17 @@ pub fn per_user_id(user: &str) -> String {
 
 /// A fresh workspace id: uuid4 as 32 lower-case hex digits, like the
 /// reference's `_mint_workspace_id` without a pre-warm pool.
-pub fn mint_workspace_id() -> String {
+pub(crate) fn mint_workspace_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// The id `policy` gives without any state, or `None` for per_session,
 /// whose ids are minted.
-pub fn derived_workspace_id(policy: IsolationPolicy, user: &str, agent: &str) -> Option<String> {
+pub(crate) fn derived_workspace_id(
+    policy: IsolationPolicy,
+    user: &str,
+    agent: &str,
+) -> Option<String> {
     match policy {
         IsolationPolicy::PerAgent => Some(per_agent_id(user, agent)),
         IsolationPolicy::PerUser => Some(per_user_id(user)),
@@ -122,7 +126,7 @@ const RESERVED_SEGMENTS: [&str; 2] = ["default", "by-id"];
 /// id's: `""` becomes `default`; a reserved name gets a hash suffix; other
 /// ids go through [`sanitize_segment`](crate::backend::host::sanitize_segment)
 /// (unsafe characters replaced, plus a hash suffix when anything changed).
-pub fn dir_segment(id: &str) -> String {
+pub(crate) fn dir_segment(id: &str) -> String {
     if id.is_empty() {
         return "default".to_string();
     }

@@ -75,10 +75,10 @@ pub mod labels {
     /// session's workspace again).
     pub const SESSION: &str = "wsbench.session";
     /// `"true"` on workspaces built by the pre-warm pool.
-    pub const PREWARM: &str = "wsbench.prewarm";
+    pub(crate) const PREWARM: &str = "wsbench.prewarm";
     /// Isolation policy the workspace was assigned under (`per_agent`,
     /// ...); the local layout picks the directory from it.
-    pub const ISOLATION: &str = "wsbench.isolation";
+    pub(crate) const ISOLATION: &str = "wsbench.isolation";
 }
 
 type FlightOutput = Result<Arc<Entry>, ManagerError>;

@@ -32,7 +32,7 @@ pub enum EvictionMode {
 impl EvictionMode {
     /// Local workspaces cost nothing while idle, so they are collected
     /// lazily; every sandboxed backend holds compute and gets a sweeper.
-    pub fn for_backend(kind: BackendKind) -> Self {
+    pub(crate) fn for_backend(kind: BackendKind) -> Self {
         match kind {
             BackendKind::Local => EvictionMode::OnAccess,
             _ => EvictionMode::Sweeper,
@@ -53,7 +53,7 @@ pub enum CloseAction {
 
 impl CloseAction {
     /// `Suspend` where the provisioner can, else `Keep`.
-    pub fn for_capabilities(caps: ProvisionerCapabilities) -> Self {
+    pub(crate) fn for_capabilities(caps: ProvisionerCapabilities) -> Self {
         if caps.suspend {
             CloseAction::Suspend
         } else {

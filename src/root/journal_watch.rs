@@ -10,7 +10,7 @@ use crate::engine::events::{Event, Received, Subscriber};
 
 /// Subscribers to every workspace opened through the composition root.
 #[derive(Default)]
-pub struct JournalWatch {
+pub(crate) struct JournalWatch {
     subs: Mutex<Vec<Subscriber>>,
 }
 

@@ -22,7 +22,7 @@
 mod journal_watch;
 pub mod profile;
 pub mod safe_text;
-pub mod sandbox_record;
+pub(crate) mod sandbox_record;
 mod workdir;
 
 use std::path::PathBuf;
@@ -30,9 +30,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-pub use journal_watch::JournalWatch;
-pub use profile::{ProfileError, make_provisioner, open_profile, profile_options};
-pub use workdir::{check_workdir, workdir_workspace_id};
+pub(crate) use journal_watch::JournalWatch;
+pub use profile::{ProfileError, open_profile, profile_options};
+pub(crate) use workdir::{check_workdir, workdir_workspace_id};
 
 use crate::backend::local::LocalSandbox;
 use crate::config::{Config, Paths};
@@ -178,7 +178,7 @@ impl Context {
     /// that got a new, empty sandbox because its recorded one is gone from
     /// the service, and updates the records (made, destroyed). Called
     /// after opening a workspace and when a run ends.
-    pub fn report_lost_sandboxes(&self) {
+    pub(crate) fn report_lost_sandboxes(&self) {
         if let Some(r) = self.records.get() {
             for n in r.drain() {
                 eprintln!("{n}");
@@ -255,7 +255,7 @@ impl Context {
 
     /// The journal failures the opened workspaces reported during the
     /// run, each distinct message once, as `warning: ...` lines.
-    pub fn journal_warnings(&self) -> Vec<String> {
+    pub(crate) fn journal_warnings(&self) -> Vec<String> {
         self.journal.warnings()
     }
 }

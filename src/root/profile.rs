@@ -20,7 +20,7 @@ use crate::manager::layout::local_layout;
 use crate::manager::{ManagerOptions, WorkspaceManager};
 
 /// Options the local backend takes (`[profiles.<name>.options]`).
-pub const LOCAL_OPTIONS: &[&str] = &["base_dir"];
+pub(crate) const LOCAL_OPTIONS: &[&str] = &["base_dir"];
 
 /// Errors turning a profile into a provisioner or a manager.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +74,7 @@ pub enum ProfileError {
 
 impl ProfileError {
     /// The option key the error is about, if any.
-    pub fn option_key(&self) -> Option<&str> {
+    pub(crate) fn option_key(&self) -> Option<&str> {
         match self {
             ProfileError::UnknownOption { key, .. } | ProfileError::BadOption { key, .. } => {
                 Some(key)
@@ -91,7 +91,7 @@ impl ProfileError {
 /// Errors: [`ProfileError::Unavailable`] for kinds without an
 /// implementation yet, [`ProfileError::UnknownOption`] /
 /// [`ProfileError::BadOption`] naming the offending key.
-pub fn make_provisioner(
+pub(crate) fn make_provisioner(
     kind: BackendKind,
     name: &str,
     options: &toml::Table,

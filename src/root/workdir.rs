@@ -10,7 +10,7 @@ use std::path::Path;
 /// for different directories. Nothing on disk is keyed by it (sessions
 /// and journals live in the directory), so earlier launches' data is
 /// found whatever id they had.
-pub fn workdir_workspace_id(dir: &Path) -> String {
+pub(crate) fn workdir_workspace_id(dir: &Path) -> String {
     use sha2::Digest as _;
     let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
@@ -21,7 +21,7 @@ pub fn workdir_workspace_id(dir: &Path) -> String {
 /// directory; a missing one is an error unless `create` (`--create-workdir`)
 /// asks for it, and then only the last level is made (a typo in a parent
 /// must not silently create a tree of directories).
-pub fn check_workdir(dir: &Path, create: bool) -> anyhow::Result<()> {
+pub(crate) fn check_workdir(dir: &Path, create: bool) -> anyhow::Result<()> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => anyhow::bail!("--workdir {} is not a directory", dir.display()),

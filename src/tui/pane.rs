@@ -30,6 +30,8 @@ use crate::tui::widgets::filter::Filter;
 use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::text;
 
+mod macros;
+
 /// Builds the manager of a profile by name (`:profile <name>`): the
 /// composition root's factory ([`crate::root::Context::manager_factory`]).
 pub type ManagerFactory = crate::root::ManagerFactory;
@@ -384,128 +386,6 @@ pub fn placeholder(f: &mut Frame<'_>, area: Rect, text: &str, style: Style) {
     f.buffer_mut().set_string(x, y, &t, style);
 }
 
-/// A pane's `ACTIONS` table: its own actions first, then the list
-/// navigation ones. `pane_actions!("files"; act(...), ...)` adds
-/// `files.down`, `files.up`, `files.page_down`, `files.page_up`,
-/// `files.top`, `files.bottom` (j/k, pgdn/pgup, g/G).
-#[macro_export]
-#[doc(hidden)]
-macro_rules! pane_actions {
-    ($id:literal; $($extra:expr),* $(,)?) => {
-        &[
-        $($extra,)*
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".down"),
-            context: $id,
-            desc: "down",
-            keys: &["j", "down"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".up"),
-            context: $id,
-            desc: "up",
-            keys: &["k", "up"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".page_down"),
-            context: $id,
-            desc: "page down",
-            keys: &["pgdn", "ctrl-d"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".page_up"),
-            context: $id,
-            desc: "page up",
-            keys: &["pgup", "ctrl-u"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".top"),
-            context: $id,
-            desc: "first",
-            keys: &["g", "home"],
-            dangerous: false,
-            hint: false,
-        },
-        $crate::tui::keymap::ActionSpec {
-            name: concat!($id, ".bottom"),
-            context: $id,
-            desc: "last",
-            keys: &["G", "end"],
-            dangerous: false,
-            hint: false,
-        }
-        ]
-    };
-}
-
-/// Declares a pane's action enum and its `ACTIONS` table in one place, so
-/// every table entry has a variant and every variant a table entry (the
-/// footer, help, the palette and `[tui.keys]` all read the table; the
-/// pane matches on the enum, so a variant without a handler does not
-/// compile unless the pane says `_ =>`).
-///
-/// ```ignore
-/// crate::pane_action_enum! {
-///     /// An action of the Command pane.
-///     pub(crate) enum CommandAction in "command";
-///     Prompt => act("command.prompt", ID, "type a command", &["i"], false, true),
-/// }
-/// ```
-///
-/// makes `CommandAction::{Prompt, Nav(Nav)}`, `CommandAction::TABLE` (the
-/// entries in order, then the list navigation ones of
-/// [`pane_actions!`](crate::pane_actions)) and `CommandAction::parse`,
-/// which maps a table name to its variant (`None` for any other name).
-#[macro_export]
-#[doc(hidden)]
-macro_rules! pane_action_enum {
-    (
-        $(#[$m:meta])*
-        $vis:vis enum $E:ident in $id:literal;
-        $($V:ident => act($name:literal, $ctx:expr, $desc:literal, $keys:expr, $danger:expr, $hint:expr)),* $(,)?
-    ) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        $vis enum $E {
-            $(#[doc = $desc] $V,)*
-            /// A list navigation verb (`<id>.down`, `<id>.top`, …).
-            Nav($crate::tui::pane::Nav),
-        }
-
-        impl $E {
-            /// The action table: one entry per variant, in order, then the
-            /// navigation entries.
-            pub const TABLE: &'static [$crate::tui::keymap::ActionSpec] = $crate::pane_actions!($id;
-                $($crate::tui::pane::act($name, $ctx, $desc, $keys, $danger, $hint)),*
-            );
-
-            /// The variant of the table entry named `name`; `None` when the
-            /// table has no such entry.
-            pub fn parse(name: &str) -> Option<Self> {
-                use $crate::tui::pane::Nav;
-                Some(match name {
-                    $($name => Self::$V,)*
-                    concat!($id, ".down") => Self::Nav(Nav::Down),
-                    concat!($id, ".up") => Self::Nav(Nav::Up),
-                    concat!($id, ".page_down") => Self::Nav(Nav::PageDown),
-                    concat!($id, ".page_up") => Self::Nav(Nav::PageUp),
-                    concat!($id, ".top") => Self::Nav(Nav::Top),
-                    concat!($id, ".bottom") => Self::Nav(Nav::Bottom),
-                    _ => return None,
-                })
-            }
-        }
-    };
-}
-
 /// A list navigation verb: the six entries
 /// [`pane_actions!`](crate::pane_actions) adds to every list pane's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -533,6 +413,17 @@ pub fn nav(cursor: &mut ListCursor, verb: Nav, len: usize) {
         Nav::PageUp => cursor.page(-1, len),
         Nav::Top => cursor.top(),
         Nav::Bottom => cursor.bottom(len),
+    }
+}
+
+/// The wheel as a navigation verb (up or down), for panes that scroll
+/// through their own actions; `None` for other mouse events.
+pub fn wheel_nav(ev: &MouseEvent) -> Option<Nav> {
+    use ratatui::crossterm::event::MouseEventKind;
+    match ev.kind {
+        MouseEventKind::ScrollUp => Some(Nav::Up),
+        MouseEventKind::ScrollDown => Some(Nav::Down),
+        _ => None,
     }
 }
 
@@ -609,6 +500,40 @@ pub fn filter_bar(f: &mut Frame<'_>, inner: Rect, filter: &Filter, cx: &Ctx) -> 
     Rect::new(inner.x, inner.y, inner.width, inner.height - 1)
 }
 
+/// Draws a list pane's `block` and its filter bar in `area`; returns the
+/// rect its rows go in (the one its mouse handler reads too).
+pub fn list_frame(
+    f: &mut Frame<'_>,
+    area: Rect,
+    block: Block<'_>,
+    filter: &Filter,
+    cx: &Ctx,
+) -> Rect {
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    filter_bar(f, inner, filter, cx)
+}
+
+/// What a list pane draws instead of rows: `error: …` when its last load
+/// failed, else `empty` (the caller's "loading…" or "no …") when no row
+/// is shown. True when it drew one, and the caller then draws no rows.
+pub fn list_placeholder(
+    f: &mut Frame<'_>,
+    list: Rect,
+    error: Option<&str>,
+    empty: Option<&str>,
+    cx: &Ctx,
+) -> bool {
+    if let Some(e) = error {
+        placeholder(f, list, &format!("error: {e}"), cx.theme.error);
+    } else if let Some(msg) = empty {
+        placeholder(f, list, msg, cx.theme.muted);
+    } else {
+        return false;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::Nav;
@@ -647,5 +572,48 @@ mod tests {
         assert_eq!(DemoAction::parse("demo"), None);
         assert_eq!(DemoAction::parse("open"), None);
         assert_eq!(DemoAction::parse("other.open"), None);
+    }
+
+    crate::pane_action_enum! {
+        /// A table without list movement (the second form).
+        enum PlainAction in "plain", no nav;
+        Save => act("plain.save", "plain", "save", &["ctrl-s"], true, true),
+        Close => act("plain.close", "plain", "close", &["esc"], false, true),
+    }
+
+    /// The second form declares exactly the listed entries: no
+    /// navigation entries in the table, none parsed.
+    #[test]
+    fn the_no_nav_form_has_only_its_own_entries() {
+        let names: Vec<_> = PlainAction::TABLE.iter().map(|a| a.name).collect();
+        assert_eq!(names, ["plain.save", "plain.close"]);
+        assert!(PlainAction::TABLE[0].dangerous);
+        assert_eq!(PlainAction::parse("plain.save"), Some(PlainAction::Save));
+        assert_eq!(PlainAction::parse("plain.close"), Some(PlainAction::Close));
+        assert_eq!(PlainAction::parse("plain.down"), None);
+    }
+
+    /// The wheel is the one mouse event that maps to a list verb.
+    #[test]
+    fn wheel_nav_maps_the_wheel_only() {
+        use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+        let ev = |kind| MouseEvent {
+            kind,
+            column: 0,
+            row: 0,
+            modifiers: KeyModifiers::NONE,
+        };
+        assert_eq!(
+            super::wheel_nav(&ev(MouseEventKind::ScrollUp)),
+            Some(Nav::Up)
+        );
+        assert_eq!(
+            super::wheel_nav(&ev(MouseEventKind::ScrollDown)),
+            Some(Nav::Down)
+        );
+        assert_eq!(
+            super::wheel_nav(&ev(MouseEventKind::Down(MouseButton::Left))),
+            None
+        );
     }
 }

@@ -54,14 +54,14 @@ mod setup;
 
 use isolation::isolation_args;
 pub use provision::BubblewrapProvisioner;
-pub use setup::diagnose_setup_failure;
+pub(crate) use setup::diagnose_setup_failure;
 use setup::missing_bwrap;
 
 /// Path of the workspace inside the sandbox (docs/contract.md §7.2).
-pub const SANDBOX_WORKDIR: &str = "/workspace";
+pub(crate) const SANDBOX_WORKDIR: &str = "/workspace";
 
 /// Path of the private temp dir inside the sandbox.
-pub const SANDBOX_TMPDIR: &str = "/tmp";
+pub(crate) const SANDBOX_TMPDIR: &str = "/tmp";
 
 /// The byte the in-sandbox wrapper prints before running the command.
 const STARTED: u8 = b'\x06';
@@ -80,7 +80,8 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Base `PATH` inside the sandbox.
-pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(crate) const SANDBOX_PATH: &str =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 fn default_bwrap() -> PathBuf {
     PathBuf::from("bwrap")

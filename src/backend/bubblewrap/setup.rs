@@ -19,7 +19,11 @@ use crate::backend::BackendError;
 /// * network-namespace failures (`loopback: Failed RTM_NEWADDR`): the
 ///   sandbox's network namespace could not be set up;
 /// * anything else: bwrap's message as it is.
-pub fn diagnose_setup_failure(bwrap: &Path, stderr: &str, exit_code: Option<i32>) -> BackendError {
+pub(crate) fn diagnose_setup_failure(
+    bwrap: &Path,
+    stderr: &str,
+    exit_code: Option<i32>,
+) -> BackendError {
     let line = stderr
         .lines()
         .map(str::trim)

@@ -62,7 +62,7 @@ pub fn command_line(argv: &[String]) -> BackendResult<String> {
 }
 
 /// The line of an argv of exactly `sh -c <line>` (or `/bin/sh -c`).
-pub fn plain_shell_line(argv: &[String]) -> Option<&str> {
+pub(crate) fn plain_shell_line(argv: &[String]) -> Option<&str> {
     match argv {
         [sh, c, line] if (sh == "sh" || sh == "/bin/sh") && c == "-c" => Some(line),
         _ => None,

@@ -28,13 +28,17 @@ impl Known {
     }
 
     /// Forgets `workspace_id`; returns the sandbox id it had.
-    pub fn forget(&self, workspace_id: &str) -> Option<String> {
+    pub(crate) fn forget(&self, workspace_id: &str) -> Option<String> {
         self.lock().remove(workspace_id)
     }
 
     /// Passes `r` through, forgetting `workspace_id` when it says the
     /// sandbox is gone ([`BackendError::Unavailable`]).
-    pub fn forget_on_gone<T>(&self, workspace_id: &str, r: BackendResult<T>) -> BackendResult<T> {
+    pub(crate) fn forget_on_gone<T>(
+        &self,
+        workspace_id: &str,
+        r: BackendResult<T>,
+    ) -> BackendResult<T> {
         if matches!(r, Err(BackendError::Unavailable(_))) {
             self.forget(workspace_id);
         }
@@ -66,7 +70,7 @@ impl Known {
     /// The ids of every sandbox of `workspace_id`: those in `listed` that
     /// carry its id, and the one remembered for it (forgotten now), each
     /// once.
-    pub fn all_ids(
+    pub(crate) fn all_ids(
         &self,
         workspace_id: &str,
         listed: impl IntoIterator<Item = SandboxInfo>,

@@ -10,7 +10,7 @@ use crate::backend::StreamKind;
 /// split across frames, so up to two trailing tag bytes wait for the next
 /// frame.
 #[derive(Debug)]
-pub struct LogDemux {
+pub(crate) struct LogDemux {
     current: StreamKind,
     held: Vec<u8>,
 }

@@ -14,7 +14,7 @@
 //! never leaving the daemon's hidden 10 s default in force, and its output
 //! is the daemon's merged text. A Daytona answer of exit code -1 with no
 //! output means the toolbox could not start the command (C17); it is
-//! reported as [`BackendError::Spawn`], never as the command's status.
+//! reported as [`BackendError::Spawn`](crate::backend::BackendError::Spawn), never as the command's status.
 //!
 //! The module by job: [`options`] (the profile's options), [`service`]
 //! (the REST API, as a [`CloudService`](crate::backend::cloud::CloudService)),
@@ -29,9 +29,7 @@ pub mod options;
 pub mod sandbox;
 pub mod service;
 
-pub use logs::LogDemux;
 pub use options::{DaytonaExecMode, DaytonaOptions};
-pub use sandbox::DaytonaSandbox;
 pub use service::{DaytonaProvisioner, DaytonaService};
 
 /// Service name in errors.

@@ -18,7 +18,7 @@ use crate::backend::{
 };
 
 /// A live Daytona sandbox, reached through its toolbox.
-pub struct DaytonaSandbox {
+pub(crate) struct DaytonaSandbox {
     pub(super) id: String,
     pub(super) tb: ServiceClient,
     pub(super) base: String,
@@ -40,16 +40,6 @@ impl std::fmt::Debug for DaytonaSandbox {
 }
 
 impl DaytonaSandbox {
-    /// The Daytona sandbox id.
-    pub fn sandbox_id(&self) -> &str {
-        &self.id
-    }
-
-    /// The OS user's home directory (the toolbox's `/user-home-dir`).
-    pub fn home_dir(&self) -> &str {
-        &self.home
-    }
-
     pub(super) fn url(&self, path: &str) -> String {
         http::join_url(&self.base, path)
     }

@@ -1,6 +1,8 @@
 //! Docker API errors in the backend's terms.
 
-use super::*;
+use bollard::Docker;
+
+use crate::backend::{BackendError, BackendResult};
 
 /// Maps a bollard error to a [`BackendError::Remote`] with `context`.
 pub(super) fn api_error(context: &str, e: bollard::errors::Error) -> BackendError {

@@ -1,6 +1,11 @@
 //! What the Docker backend reports while it works ([`DockerEvent`]) and where it goes.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::backend::{BackendNotice, NoticeLevel};
 
 /// What the Docker backend reports while it works (the manager maps these
 /// onto its event bus).
@@ -190,5 +195,77 @@ pub type EventSink = Arc<dyn Fn(DockerEvent) + Send + Sync>;
 pub(super) fn emit(sink: &Option<EventSink>, ev: DockerEvent) {
     if let Some(s) = sink {
         s(ev);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_become_notices_with_levels_and_one_line_messages() {
+        let cid = "0123456789abcdef0123";
+        let pull = |current| DockerEvent::PullProgress {
+            image: "debian:bookworm-slim".into(),
+            status: "Downloading".into(),
+            layer: Some("1a2b".into()),
+            current,
+            total: Some(100),
+        };
+        let n = pull(Some(40)).notice("ws-1");
+        assert_eq!(
+            (n.workspace_id.as_str(), n.source.as_str(), n.level),
+            ("ws-1", "docker", NoticeLevel::Debug)
+        );
+        assert_eq!(
+            n.message,
+            "pulling debian:bookworm-slim: 1a2b: Downloading (40/100 bytes)"
+        );
+        assert_eq!(pull(None).level(), NoticeLevel::Info);
+        let created = DockerEvent::Created {
+            workspace_id: "ws-1".into(),
+            container: cid.into(),
+            name: "wsbench-ws-1".into(),
+        };
+        assert_eq!(created.level(), NoticeLevel::Info);
+        assert_eq!(
+            created.message(),
+            "created container wsbench-ws-1 (0123456789ab)"
+        );
+        for (ev, text) in [
+            (
+                DockerEvent::Stopped {
+                    container: cid.into(),
+                },
+                "stopped container 0123456789ab",
+            ),
+            (
+                DockerEvent::Removed {
+                    container: "short".into(),
+                },
+                "removed container short",
+            ),
+        ] {
+            assert_eq!(
+                (ev.level(), ev.message().as_str()),
+                (NoticeLevel::Info, text)
+            );
+        }
+        let exec = DockerEvent::ExecStarted {
+            container: cid.into(),
+            exec_id: "e".into(),
+            argv: vec!["sh".into(), "-c".into(), "x".repeat(500)],
+        };
+        assert_eq!(exec.level(), NoticeLevel::Debug);
+        assert!(exec.message().ends_with('…') && exec.message().chars().count() < 200);
+        let problem = DockerEvent::Problem {
+            action: "create".into(),
+            message: "image `x` is not present locally".into(),
+        };
+        assert_eq!(problem.level(), NoticeLevel::Error);
+        assert_eq!(
+            problem.message(),
+            "create failed: image `x` is not present locally"
+        );
     }
 }

@@ -29,7 +29,8 @@ use futures::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use super::{DockerEvent, EventSink, api_error, emit};
+use super::api::api_error;
+use super::events::{DockerEvent, EventSink, emit};
 use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,

@@ -29,7 +29,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::io::{ReaderStream, StreamReader};
 
-use super::api_error;
+use super::api::api_error;
 use super::exec::ExecTarget;
 use crate::backend::host::MAX_LINK_HOPS;
 use crate::backend::shell::codes::failed;

@@ -1,19 +1,22 @@
 //! Profile options of a Docker workspace: image, storage, suspend mode, limits, and their defaults.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 /// The default image of the built-in `docker` profile.
 pub const DEFAULT_IMAGE: &str = "debian:bookworm-slim";
 
 /// Path of the workspace inside the container (docs/contract.md §7.3).
-pub const CONTAINER_WORKDIR: &str = "/workspace";
+pub(crate) const CONTAINER_WORKDIR: &str = "/workspace";
 
 /// Label: how the workspace stores its files (`bind`, `volume`, `ephemeral`).
-pub const LABEL_STORAGE: &str = "wsbench.docker.storage";
+pub(crate) const LABEL_STORAGE: &str = "wsbench.docker.storage";
 /// Label: host directory of a bind-mounted workspace.
-pub const LABEL_HOST_DIR: &str = "wsbench.docker.host_dir";
+pub(crate) const LABEL_HOST_DIR: &str = "wsbench.docker.host_dir";
 /// Label: named volume of a volume workspace.
-pub const LABEL_VOLUME: &str = "wsbench.docker.volume";
+pub(crate) const LABEL_VOLUME: &str = "wsbench.docker.volume";
 /// Label: user commands run as (`uid:gid`), empty for the image default.
 pub const LABEL_USER: &str = "wsbench.docker.user";
 
@@ -146,7 +149,7 @@ pub fn default_base_dir() -> PathBuf {
 
 /// Parses a memory size: plain bytes or a number with `b`, `k`, `m`, `g`
 /// (binary multiples, case-insensitive).
-pub fn parse_memory(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_memory(s: &str) -> Result<i64, String> {
     let t = s.trim().to_ascii_lowercase();
     let (num, mult) = match t.chars().last() {
         Some('k') => (&t[..t.len() - 1], 1i64 << 10),
@@ -163,4 +166,40 @@ pub fn parse_memory(s: &str) -> Result<i64, String> {
         return Err(format!("memory size `{s}` must be positive"));
     }
     Ok((v * mult as f64) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_deserialize_strictly_with_defaults() {
+        let o: DockerOptions = toml::from_str("").unwrap();
+        assert_eq!(o, DockerOptions::default());
+        assert_eq!(o.image, DEFAULT_IMAGE);
+        assert_eq!(o.network, "none");
+        let o: DockerOptions = toml::from_str(
+            "image = \"busybox\"\nstorage = \"volume\"\nsuspend = \"pause\"\nmemory = \"512m\"\ncpus = 1.5\npull = \"never\"",
+        )
+        .unwrap();
+        assert_eq!(o.storage, Storage::Volume);
+        assert_eq!(o.suspend, SuspendMode::Pause);
+        assert_eq!(o.pull, PullPolicy::Never);
+        let e = toml::from_str::<DockerOptions>("imgae = \"x\"").unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
+        let e = toml::from_str::<DockerOptions>("storage = \"nfs\"").unwrap_err();
+        assert!(e.to_string().contains("unknown variant"), "{e}");
+        let j: DockerOptions = serde_json::from_str(r#"{"network": "host"}"#).unwrap();
+        assert_eq!(j.network, "host");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory("512m").unwrap(), 512 << 20);
+        assert_eq!(parse_memory("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_memory("1000").unwrap(), 1000);
+        assert_eq!(parse_memory("1.5k").unwrap(), 1536);
+        assert!(parse_memory("lots").is_err());
+        assert!(parse_memory("-1m").is_err());
+    }
 }

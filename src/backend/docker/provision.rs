@@ -1,6 +1,34 @@
 //! [`DockerProvisioner`]: containers (and volumes) per workspace: create, find by label, suspend, resume, destroy.
 
-use super::*;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder, StopContainerOptionsBuilder,
+};
+use futures::StreamExt;
+use tokio::sync::OnceCell;
+
+use super::api::{api_error, connect, is_status};
+use super::events::{DockerEvent, EventSink, emit};
+use super::exec::ExecTarget;
+use super::files::ContainerFiles;
+use super::options::{
+    CONTAINER_WORKDIR, DockerOptions, LABEL_HOST_DIR, LABEL_STORAGE, LABEL_USER, LABEL_VOLUME,
+    PullPolicy, Storage, SuspendMode, default_base_dir, parse_memory,
+};
+use super::sandbox::DockerSandbox;
+use crate::backend::host::{HostDir, sanitize_segment};
+use crate::backend::{
+    BackendError, BackendKind, BackendResult, NoticeSink, ProvisionSpec, Provisioner,
+    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, labels,
+};
 
 /// The real uid and gid of this process: the owner of what `/proc/self`
 /// shows (no `unsafe` needed).
@@ -143,15 +171,11 @@ impl DockerProvisioner {
         HashMap::from([("label".to_string(), label)])
     }
 
-    /// Makes sure the image is present, pulling it per [`PullPolicy`].
+    /// Makes sure the image is present, pulling it per [`PullPolicy`],
+    /// with pull progress to `sink`.
     ///
     /// Errors: a [`BackendError::Remote`] naming the image when it is
     /// missing and cannot be pulled.
-    pub async fn ensure_image(&self) -> BackendResult<()> {
-        self.ensure_image_to(&self.events).await
-    }
-
-    /// [`DockerProvisioner::ensure_image`], with pull progress to `sink`.
     pub(super) async fn ensure_image_to(&self, sink: &Option<EventSink>) -> BackendResult<()> {
         let docker = self.client().await?;
         let image = &self.opts.image;
@@ -618,7 +642,7 @@ impl Provisioner for DockerProvisioner {
         }
     }
 
-    /// Every [`DockerEvent`] also goes to `sink` as a [`BackendNotice`]
+    /// Every [`DockerEvent`] also goes to `sink` as a [`BackendNotice`](crate::backend::BackendNotice)
     /// (source `docker`; see [`DockerEvent::level`] for the levels).
     fn set_notice_sink(&self, sink: NoticeSink) {
         self.notices.set(sink);
@@ -687,5 +711,27 @@ impl Provisioner for DockerProvisioner {
         let mut out: Vec<SandboxInfo> = list.iter().map(Self::info_of).collect();
         out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_docker_safe_and_distinct() {
+        let p = DockerProvisioner::new(DockerOptions::default());
+        assert_eq!(p.container_name("abc"), "wsbench-abc");
+        assert_ne!(p.container_name("a/b"), p.container_name("a_b"));
+        let q = DockerProvisioner::new(DockerOptions::default()).with_profile("docker");
+        assert_eq!(q.container_name("abc"), "wsbench-docker-abc");
+        let f = q.filters(Some("abc"));
+        assert_eq!(
+            f["label"],
+            vec![
+                "wsbench.workspace.id=abc".to_string(),
+                "wsbench.profile=docker".to_string()
+            ]
+        );
     }
 }

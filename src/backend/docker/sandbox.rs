@@ -1,10 +1,23 @@
 //! [`DockerSandbox`]: a running container as a [`Sandbox`] (files through a bind mount or the container).
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::io::AsyncRead;
+
+use super::exec::ExecTarget;
+use super::files::ContainerFiles;
+use super::options::CONTAINER_WORKDIR;
+use crate::backend::host::HostDir;
+use crate::backend::{
+    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
+    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+};
 
 /// A running container used as a sandbox.
 #[derive(Clone)]
-pub struct DockerSandbox {
+pub(crate) struct DockerSandbox {
     pub(super) target: ExecTarget,
     pub(super) name: String,
     /// The bind-mounted host directory, when there is one.
@@ -24,21 +37,6 @@ impl std::fmt::Debug for DockerSandbox {
 }
 
 impl DockerSandbox {
-    /// Container id.
-    pub fn container_id(&self) -> &str {
-        &self.target.container
-    }
-
-    /// Container name.
-    pub fn container_name(&self) -> &str {
-        &self.name
-    }
-
-    /// The user commands run as (`None` = the image's).
-    pub fn user(&self) -> Option<&str> {
-        self.target.user.as_deref()
-    }
-
     /// Routes a path: the bind-mounted host directory when it covers the
     /// path, else the container.
     pub(super) fn on_host(&self, path: &str) -> Option<&HostDir> {

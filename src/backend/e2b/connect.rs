@@ -25,7 +25,7 @@ pub fn envelope(flag: u8, payload: &[u8]) -> Vec<u8> {
 
 /// Splits a byte stream into Connect envelopes, whatever the chunking.
 #[derive(Debug, Default)]
-pub struct EnvelopeReader {
+pub(crate) struct EnvelopeReader {
     buf: BytesMut,
 }
 
@@ -41,7 +41,7 @@ impl EnvelopeReader {
     /// The next complete envelope as `(flag, payload)`, if any.
     ///
     /// Errors: a length over 64 MiB (a corrupt stream).
-    pub fn next_envelope(&mut self) -> BackendResult<Option<(u8, Bytes)>> {
+    pub(crate) fn next_envelope(&mut self) -> BackendResult<Option<(u8, Bytes)>> {
         if self.buf.len() < 5 {
             return Ok(None);
         }
@@ -60,11 +60,6 @@ impl EnvelopeReader {
         let flag = self.buf[0];
         self.buf.advance(5);
         Ok(Some((flag, self.buf.split_to(len).freeze())))
-    }
-
-    /// Bytes received that do not yet form an envelope.
-    pub fn pending(&self) -> usize {
-        self.buf.len()
     }
 }
 

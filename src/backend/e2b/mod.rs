@@ -25,12 +25,11 @@ pub mod options;
 pub mod sandbox;
 pub mod service;
 
-pub use connect::{EnvelopeReader, envelope};
+pub use connect::envelope;
 pub use options::E2bOptions;
-pub use sandbox::E2bSandbox;
 pub use service::{E2bProvisioner, E2bService};
 
 /// Service name in errors.
 const SERVICE: &str = "e2b";
 /// envd's port inside every sandbox.
-pub const ENVD_PORT: u16 = 49983;
+pub(crate) const ENVD_PORT: u16 = 49983;

@@ -24,7 +24,7 @@ use crate::backend::{
 };
 
 /// A live E2B sandbox, reached through envd.
-pub struct E2bSandbox {
+pub(crate) struct E2bSandbox {
     pub(super) id: String,
     pub(super) envd: ServiceClient,
     pub(super) base: String,

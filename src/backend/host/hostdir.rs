@@ -169,7 +169,7 @@ impl HostDir {
     ///
     /// Errors: [`BackendError::Escapes`] when the path or a link leaves the
     /// mounts; an `Io` error for a link loop.
-    pub fn resolve_sandbox(&self, path: &str, follow_final: bool) -> BackendResult<String> {
+    pub(crate) fn resolve_sandbox(&self, path: &str, follow_final: bool) -> BackendResult<String> {
         let escapes = || BackendError::Escapes(path.to_string());
         let start = if bpath::is_absolute(path) {
             path.to_string()
@@ -276,7 +276,7 @@ impl HostDir {
     }
 
     /// Sandbox path of a host path under one of the mounts.
-    pub fn sandbox_path_of(&self, host: &Path) -> Option<String> {
+    pub(crate) fn sandbox_path_of(&self, host: &Path) -> Option<String> {
         self.mounts.iter().find_map(|m| {
             let rel = host.strip_prefix(&m.host).ok()?;
             let rel = rel.to_string_lossy();

@@ -5,7 +5,7 @@
 //! file names from ids.
 
 pub mod fs;
-pub mod hostdir;
+pub(crate) mod hostdir;
 pub mod names;
 pub mod watch;
 
@@ -15,4 +15,5 @@ pub use fs::{
 };
 pub use hostdir::{HostDir, MAX_LINK_HOPS, Mount};
 pub use names::sanitize_segment;
-pub use watch::{PathMapper, watch_host};
+pub(crate) use watch::PathMapper;
+pub use watch::watch_host;

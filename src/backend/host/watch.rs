@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use crate::backend::{BackendError, BackendResult, ChangeKind, FileChange, Watch};
 
 /// Maps a host path to the backend path reported in watch events.
-pub type PathMapper = Arc<dyn Fn(&Path) -> String + Send + Sync>;
+pub(crate) type PathMapper = Arc<dyn Fn(&Path) -> String + Send + Sync>;
 
 /// Watches a host directory recursively with `notify`.
 ///

@@ -12,12 +12,13 @@
 //! lines, the provisioning flow) is `backend::cloud`.
 //!
 //! Error-body and transport-error text live in `errors`, the retry
-//! timing (`Retry-After`, retryable 5xx) in `retry`.
+//! timing (`Retry-After`, retryable 5xx) in `retry`, API keys and the
+//! headers that carry them in `auth`.
 
 use std::sync::Once;
 use std::time::{Duration, Instant, SystemTime};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::HeaderMap;
 use reqwest::{Client, RequestBuilder, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -25,9 +26,11 @@ use serde_json::Value;
 use super::secret::Secret;
 use super::{BackendError, BackendResult};
 
+mod auth;
 mod errors;
 mod retry;
 
+pub use auth::{api_key, auth_headers, header, option_or_env, secret_header};
 pub use errors::{error_chain, is_tls_error, parse_error_body, root_cause, snippet};
 use retry::is_retryable_5xx;
 pub use retry::retry_after;
@@ -123,56 +126,6 @@ impl std::fmt::Debug for ServiceClient {
             .field("policy", &self.policy)
             .finish()
     }
-}
-
-/// Builds a header value that is never printed (API keys, tokens).
-///
-/// Errors: the value holds characters a header cannot carry.
-pub fn secret_header(value: &str) -> BackendResult<HeaderValue> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| BackendError::Remote {
-        service: "http",
-        status: None,
-        code: Some("invalid_header".into()),
-        message: "a credential contains characters that cannot be sent in a header".into(),
-    })?;
-    v.set_sensitive(true);
-    Ok(v)
-}
-
-fn header_name(name: &str) -> BackendResult<HeaderName> {
-    HeaderName::from_bytes(name.as_bytes()).map_err(|_| BackendError::Remote {
-        service: "http",
-        status: None,
-        code: Some("invalid_header".into()),
-        message: format!("invalid header name `{name}`"),
-    })
-}
-
-/// Auth headers: `secret` (never printed) and the `plain` pairs.
-///
-/// Errors: a name or value that cannot be sent in a header.
-pub fn auth_headers(secret: (&str, &str), plain: &[(&str, &str)]) -> BackendResult<HeaderMap> {
-    let mut headers = HeaderMap::new();
-    headers.insert(header_name(secret.0)?, secret_header(secret.1)?);
-    for (n, v) in plain {
-        let (n, v) = header(n, v)?;
-        headers.insert(n, v);
-    }
-    Ok(headers)
-}
-
-/// Builds a plain header pair.
-///
-/// Errors: the name or value is not valid in a header.
-pub fn header(name: &str, value: &str) -> BackendResult<(HeaderName, HeaderValue)> {
-    let n = header_name(name)?;
-    let v = HeaderValue::from_str(value).map_err(|_| BackendError::Remote {
-        service: "http",
-        status: None,
-        code: Some("invalid_header".into()),
-        message: format!("invalid value for header `{name}`"),
-    })?;
-    Ok((n, v))
 }
 
 impl ServiceClient {
@@ -571,39 +524,6 @@ impl ServiceClient {
     }
 }
 
-/// Reads an API key: the explicit value if non-empty, else the environment
-/// variable `env`.
-///
-/// Errors: neither is set — [`BackendError::Remote`] with code
-/// `missing_api_key` naming both places.
-pub fn api_key(
-    service: &'static str,
-    explicit: Option<&Secret>,
-    env: &str,
-) -> BackendResult<Secret> {
-    if let Some(k) = explicit.filter(|k| !k.is_blank()) {
-        return Ok(Secret::new(k.expose().trim()));
-    }
-    match std::env::var(env) {
-        Ok(k) if !k.trim().is_empty() => Ok(Secret::new(k.trim())),
-        _ => Err(BackendError::Remote {
-            service,
-            status: None,
-            code: Some("missing_api_key".into()),
-            message: format!("no API key: set {env} or `api_key` in the profile"),
-        }),
-    }
-}
-
-/// A profile option that falls back to the environment variable `var`;
-/// empty values count as unset.
-pub fn option_or_env(value: &Option<String>, var: &str) -> Option<String> {
-    value
-        .clone()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var(var).ok().filter(|s| !s.is_empty()))
-}
-
 /// Joins a base URL and a path without doubling or dropping the slash.
 pub fn join_url(base: &str, path: &str) -> String {
     format!(
@@ -749,18 +669,5 @@ mod tests {
         assert!(text.contains("SSL_CERT_FILE"), "{text}");
         assert!(!text.contains('\n'), "{text}");
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
-    }
-
-    #[test]
-    fn api_key_prefers_explicit_then_env() {
-        let k = |s: &str| Secret::from(s);
-        assert_eq!(
-            api_key("e2b", Some(&k(" k ")), "WSBENCH_TEST_NO_SUCH_VAR")
-                .unwrap()
-                .expose(),
-            "k"
-        );
-        let e = api_key("e2b", Some(&k("")), "WSBENCH_TEST_NO_SUCH_VAR").unwrap_err();
-        assert!(e.to_string().contains("WSBENCH_TEST_NO_SUCH_VAR"), "{e}");
     }
 }

@@ -1,6 +1,10 @@
 //! The API connection: kube errors in the backend's terms, connecting with a kubeconfig, annotation keys.
 
-use super::*;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use super::options::KubernetesOptions;
+use crate::backend::{BackendError, BackendResult};
 
 /// Maps a kube error to [`BackendError::Remote`] with the API's status
 /// code and reason; see [`kube_error_at`].

@@ -1,6 +1,10 @@
 //! What the Kubernetes backend reports while it works ([`K8sEvent`]) and where it goes.
 
-use super::*;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::backend::{BackendNotice, NoticeLevel};
 
 /// What the Kubernetes backend reports while it works.
 #[derive(Debug, Clone, PartialEq, Serialize)]

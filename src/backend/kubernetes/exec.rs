@@ -39,18 +39,14 @@ use tungstenite::Message;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use super::{K8sEvent, emit, kube_error};
+use super::api::kube_error;
+use super::channel::{CLOSE, Ended, STDIN, read_until_status};
+use super::events::{K8sEvent, emit};
 use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
     ProcessControl, SpawnRequest, StreamKind,
 };
-
-const STDIN: u8 = 0;
-const STDOUT: u8 = 1;
-const STDERR: u8 = 2;
-const STATUS: u8 = 3;
-const CLOSE: u8 = 255;
 
 /// Bytes per stdin frame.
 const STDIN_CHUNK: usize = 32 * 1024;
@@ -129,48 +125,6 @@ impl std::fmt::Debug for ExecTarget {
             .field("pod", &self.pod)
             .finish()
     }
-}
-
-/// The end of a command as the status channel reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Ended {
-    /// Status frame: exit code.
-    Exit(i32),
-    /// Status frame with a failure that is not an exit code (the runtime
-    /// could not start the command).
-    Failure(String),
-    /// The connection closed cleanly but no status came.
-    NoStatus,
-    /// The connection broke.
-    Dropped(String),
-}
-
-/// Parses a `metav1.Status` from channel 3.
-pub(crate) fn parse_status(json: &[u8]) -> Ended {
-    let v: serde_json::Value = match serde_json::from_slice(json) {
-        Ok(v) => v,
-        Err(e) => return Ended::Failure(format!("unreadable exec status: {e}")),
-    };
-    if v["status"] == "Success" {
-        return Ended::Exit(0);
-    }
-    if v["reason"] == "NonZeroExitCode"
-        && let Some(causes) = v["details"]["causes"].as_array()
-    {
-        for c in causes {
-            if c["reason"] == "ExitCode"
-                && let Some(code) = c["message"].as_str().and_then(|m| m.trim().parse().ok())
-            {
-                return Ended::Exit(code);
-            }
-        }
-    }
-    Ended::Failure(
-        v["message"]
-            .as_str()
-            .unwrap_or("exec failed without a message")
-            .to_string(),
-    )
 }
 
 impl ExecTarget {
@@ -581,40 +535,6 @@ impl ExecTarget {
     }
 }
 
-/// Reads frames until the status arrives, forwarding output to `sink`.
-async fn read_until_status<S>(rx: &mut S, sink: Option<&OutputSink>) -> Ended
-where
-    S: futures::Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
-{
-    while let Some(msg) = rx.next().await {
-        let data = match msg {
-            Ok(Message::Binary(b)) => b,
-            Ok(Message::Close(_)) => return Ended::NoStatus,
-            Ok(_) => continue,
-            Err(e) => return Ended::Dropped(e.to_string()),
-        };
-        if data.len() < 2 {
-            // The empty "connected" frame, or a bare channel byte.
-            continue;
-        }
-        let stream = match data[0] {
-            STDOUT => StreamKind::Stdout,
-            STDERR => StreamKind::Stderr,
-            STATUS => return parse_status(&data[1..]),
-            _ => continue,
-        };
-        if let Some(s) = sink {
-            let _ = s
-                .send(OutputChunk {
-                    stream,
-                    data: data.slice(1..),
-                })
-                .await;
-        }
-    }
-    Ended::NoStatus
-}
-
 /// Control of a long-lived exec.
 struct K8sProcess {
     target: ExecTarget,
@@ -687,19 +607,6 @@ impl Drop for K8sProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_parse_like_the_kubelet_sends_them() {
-        assert_eq!(
-            parse_status(br#"{"metadata":{},"status":"Success"}"#),
-            Ended::Exit(0)
-        );
-        let n = br#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}"#;
-        assert_eq!(parse_status(n), Ended::Exit(3));
-        let e = br#"{"metadata":{},"status":"Failure","message":"boom","reason":"InternalError","code":500}"#;
-        assert_eq!(parse_status(e), Ended::Failure("boom".into()));
-        assert!(matches!(parse_status(b"{"), Ended::Failure(_)));
-    }
 
     #[test]
     fn the_wrapper_is_valid_shell() {

@@ -1,6 +1,10 @@
 //! What a Pod's status says about it: running, still starting, or failed for good.
 
-use super::*;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::options::FATAL_REASONS;
 
 /// What a Pod's status says about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,5 +79,69 @@ pub(super) fn pod_health_at(pod: &Pod, unschedulable_grace: Duration, now: i64) 
             PodHealth::Pending(why)
         }
         Some(other) => PodHealth::Finished(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::SandboxState;
+    use crate::backend::kubernetes::{KubernetesOptions, KubernetesProvisioner};
+
+    #[test]
+    fn pod_health_fails_fast_on_fatal_reasons() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Pending", "containerStatuses": [{
+                "name": "workspace", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}
+            }]}
+        }))
+        .unwrap();
+        assert_eq!(
+            pod_health(&pod, Duration::from_secs(60)),
+            PodHealth::Fatal("ImagePullBackOff".into(), "no such image".into())
+        );
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available"
+            }]}
+        }))
+        .unwrap();
+        let grace = Duration::from_secs(60);
+        assert!(matches!(pod_health(&pod, grace), PodHealth::Fatal(r, _) if r == "Unschedulable"));
+        // Unschedulable for 10 s: maybe a node is on its way; for 61 s: fatal.
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available", "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}
+        }))
+        .unwrap();
+        let t0 = 1_767_225_600; // 2026-01-01T00:00:00Z
+        assert_eq!(
+            pod_health_at(&pod, grace, t0 + 10),
+            PodHealth::Pending(Some("Unschedulable".into()))
+        );
+        assert!(
+            matches!(pod_health_at(&pod, grace, t0 + 61), PodHealth::Fatal(r, _) if r == "Unschedulable")
+        );
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"}, "status": {"phase": "Failed"}
+        }))
+        .unwrap();
+        assert_eq!(
+            pod_health(&pod, Duration::ZERO),
+            PodHealth::Finished("Failed".into())
+        );
+        assert_eq!(
+            KubernetesProvisioner::new(KubernetesOptions::default())
+                .unwrap()
+                .state_of(None),
+            SandboxState::Suspended
+        );
     }
 }

@@ -12,7 +12,7 @@
 use sha2::{Digest, Sha256};
 
 /// Longest DNS-1123 label (Pod and PVC names, label values).
-pub const MAX_NAME: usize = 63;
+pub(crate) const MAX_NAME: usize = 63;
 
 /// Hex digits of the id hash in a derived name (40 bits: a collision
 /// needs about a million ids, and the annotation check catches it).
@@ -71,7 +71,7 @@ pub fn object_name(prefix: &str, id: &str) -> String {
 
 /// Whether `v` is a valid label value: at most 63 characters of
 /// `[A-Za-z0-9._-]`, starting and ending with an alphanumeric (or empty).
-pub fn is_label_value(v: &str) -> bool {
+pub(crate) fn is_label_value(v: &str) -> bool {
     if v.is_empty() {
         return true;
     }
@@ -86,7 +86,7 @@ pub fn is_label_value(v: &str) -> bool {
 /// `v` itself when it is a valid label value, else a sanitised form with
 /// a hash of `v` (`<sanitised>-<hash>`, at most 63 characters). The exact
 /// value is kept in an annotation of the same key.
-pub fn label_value(v: &str) -> String {
+pub(crate) fn label_value(v: &str) -> String {
     if is_label_value(v) {
         return v.to_string();
     }
@@ -103,7 +103,7 @@ pub fn label_value(v: &str) -> String {
 
 /// Whether `k` is a valid label key (`[prefix/]name`, name ≤ 63 of
 /// `[A-Za-z0-9._-]` with alphanumeric ends, prefix a DNS subdomain).
-pub fn is_label_key(k: &str) -> bool {
+pub(crate) fn is_label_key(k: &str) -> bool {
     let (prefix, name) = match k.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, k),
@@ -125,7 +125,7 @@ pub fn is_label_key(k: &str) -> bool {
 }
 
 /// Whether `name` is a valid DNS-1123 label (namespaces).
-pub fn is_dns_label(name: &str) -> bool {
+pub(crate) fn is_dns_label(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME
         && name

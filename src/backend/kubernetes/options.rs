@@ -1,31 +1,37 @@
 //! Profile options of a Kubernetes workspace (namespace, image, resources, tolerations, ...) and their defaults.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::Toleration;
+use serde::{Deserialize, Serialize};
+
+use super::names;
 
 /// The default image: has `sh`, `tar`, `stat` and `head`, which the
 /// file operations need (no `rg`: Glob/Grep then need an image with it).
 pub const DEFAULT_IMAGE: &str = "debian:bookworm-slim";
 
 /// Default namespace.
-pub const DEFAULT_NAMESPACE: &str = "wsbench";
+pub(crate) const DEFAULT_NAMESPACE: &str = "wsbench";
 
 /// Path of the workspace in the Pod: the PVC's mount point (§7.6).
-pub const POD_WORKDIR: &str = "/workspace";
+pub(crate) const POD_WORKDIR: &str = "/workspace";
 
 /// Name of the one container of a workspace Pod.
-pub const CONTAINER: &str = "workspace";
+pub(crate) const CONTAINER: &str = "workspace";
 
 /// Name of the PVC volume in the Pod spec.
 pub const VOLUME: &str = "workspace-data";
 
 /// Label every wsbench object carries (`app.kubernetes.io/managed-by`).
-pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub(crate) const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 
 /// Value of [`LABEL_MANAGED_BY`].
-pub const MANAGED_BY: &str = "wsbench";
+pub(crate) const MANAGED_BY: &str = "wsbench";
 
 /// Pod waiting reasons that will not heal by waiting.
-pub const FATAL_REASONS: &[&str] = &[
+pub(crate) const FATAL_REASONS: &[&str] = &[
     "ImagePullBackOff",
     "ErrImagePull",
     "InvalidImageName",
@@ -207,5 +213,45 @@ impl KubernetesOptions {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_default_and_reject_unknown_fields() {
+        let o: KubernetesOptions = toml::from_str("").unwrap();
+        assert_eq!(o, KubernetesOptions::default());
+        assert!(toml::from_str::<KubernetesOptions>("imagee = 'x'").is_err());
+        let o: KubernetesOptions = toml::from_str(
+            r#"
+namespace = "team-a"
+image = "busybox"
+image_pull_policy = "Always"
+image_pull_secrets = ["regcred"]
+storage_class = "fast"
+storage_size = "5Gi"
+delete_pvc_on_close = true
+node_selector = { "kubernetes.io/os" = "linux" }
+tolerations = [{ key = "dedicated", operator = "Equal", value = "agents", effect = "NoSchedule" }]
+resources = { limits = { cpu = "1", memory = "1Gi" } }
+env = { A = "1" }
+"#,
+        )
+        .unwrap();
+        assert_eq!(o.tolerations[0].key.as_deref(), Some("dedicated"));
+        let typo = toml::from_str::<KubernetesOptions>(
+            "tolerations = [{ key = 'k', operatr = 'Exists', tolerationSeconds = 5 }]",
+        )
+        .unwrap_err();
+        assert!(typo.message().contains("operatr"), "{typo}");
+        assert!(o.validate().is_ok());
+        let bad = KubernetesOptions {
+            namespace: "Bad_NS".into(),
+            ..Default::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("namespace"));
     }
 }

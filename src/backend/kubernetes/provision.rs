@@ -1,6 +1,33 @@
 //! [`KubernetesProvisioner`]: one Pod + PVC per workspace: create, find by name and label, suspend, resume, destroy.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{
+    Container, LocalObjectReference, Namespace, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, Pod, PodSpec, ResourceRequirements, Volume, VolumeMount,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use tokio::sync::OnceCell;
+
+use super::api::{annotation_key, api_code, connect_to, kube_error_at};
+use super::events::{EventSink, K8sEvent, emit};
+use super::health::{PodHealth, pod_health};
+use super::names;
+use super::options::{
+    CONTAINER, KubernetesOptions, LABEL_MANAGED_BY, MANAGED_BY, POD_WORKDIR, VOLUME,
+};
+use super::sandbox::KubernetesSandbox;
+use crate::backend::{
+    BackendError, BackendKind, BackendResult, NoticeSink, ProvisionSpec, Provisioner,
+    ProvisionerCapabilities, Sandbox, SandboxInfo, SandboxState, labels,
+};
 
 /// Provisions one Pod + PVC per workspace; finds them again by name and
 /// label.
@@ -88,7 +115,7 @@ impl KubernetesProvisioner {
 
     /// The client, built on first use.
     ///
-    /// Errors: [`connect`]'s.
+    /// Errors: [`connect`](super::connect)'s.
     pub async fn client(&self) -> BackendResult<&Client> {
         self.client
             .get_or_try_init(|| async {
@@ -222,7 +249,7 @@ impl KubernetesProvisioner {
     }
 
     /// The Pod object of a workspace (see the module docs).
-    pub fn pod_object(&self, name: &str, spec: &ProvisionSpec) -> Pod {
+    pub(crate) fn pod_object(&self, name: &str, spec: &ProvisionSpec) -> Pod {
         let (lab, ann) = self.metadata(spec);
         let o = &self.opts;
         let quantities = |m: &BTreeMap<String, String>| {
@@ -609,7 +636,7 @@ impl Provisioner for KubernetesProvisioner {
         }
     }
 
-    /// Every [`K8sEvent`] also goes to `sink` as a [`BackendNotice`]
+    /// Every [`K8sEvent`] also goes to `sink` as a [`BackendNotice`](crate::backend::BackendNotice)
     /// (source `kubernetes`; see [`K8sEvent::notice`] for the levels).
     fn set_notice_sink(&self, sink: NoticeSink) {
         self.notices.set(sink);
@@ -745,3 +772,6 @@ impl Provisioner for KubernetesProvisioner {
         Ok(by_name.into_values().collect())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,23 @@
 //! [`KubernetesSandbox`]: a workspace Pod as a [`Sandbox`] (exec over the websocket, files through the shared shell scripts).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use kube::Client;
+use tokio::io::AsyncRead;
+use tokio::sync::{Mutex, mpsc};
+
+use super::events::EventSink;
+use super::exec::ExecTarget;
+use super::options::POD_WORKDIR;
+use super::{files, tarball};
+use crate::backend::shell::ops;
+use crate::backend::{
+    BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
+    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+};
 
 /// A workspace Pod used as a sandbox.
 #[derive(Clone)]
@@ -41,23 +58,9 @@ impl KubernetesSandbox {
         }
     }
 
-    /// Pod name.
-    pub fn pod_name(&self) -> &str {
-        &self.target.pod
-    }
-
     /// Namespace.
     pub fn namespace(&self) -> &str {
         &self.target.namespace
-    }
-
-    /// Whether the API server speaks `v5.channel.k8s.io` (stdin can be
-    /// closed without closing the connection). Asks with a no-op exec the
-    /// first time.
-    ///
-    /// Errors: the exec fails.
-    pub async fn supports_stdin_close(&self) -> BackendResult<bool> {
-        self.target.supports_stdin_close().await
     }
 
     /// Streams directory `dir` of the Pod as a tar archive into `sink`

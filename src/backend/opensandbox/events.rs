@@ -13,7 +13,7 @@ use crate::backend::{BackendError, BackendResult};
 /// is accepted too. Bytes are buffered until a frame is complete, so a
 /// chunk boundary inside a UTF-8 character is harmless.
 #[derive(Debug, Default)]
-pub struct SseReader {
+pub(crate) struct SseReader {
     buf: BytesMut,
 }
 
@@ -27,7 +27,7 @@ impl SseReader {
     /// keep-alive blank frames) are skipped.
     ///
     /// Errors: a frame that is not JSON.
-    pub fn next_event(&mut self) -> BackendResult<Option<Value>> {
+    pub(crate) fn next_event(&mut self) -> BackendResult<Option<Value>> {
         loop {
             let Some(end) = find_frame_end(&self.buf) else {
                 return Ok(None);

@@ -29,9 +29,7 @@ pub mod options;
 pub mod sandbox;
 pub mod service;
 
-pub use events::SseReader;
 pub use options::OpenSandboxOptions;
-pub use sandbox::OpenSandboxSandbox;
 pub use service::{OpenSandboxProvisioner, OpenSandboxService};
 
 /// Service name in errors.

@@ -16,7 +16,7 @@ use crate::backend::{
 };
 
 /// A live OpenSandbox sandbox, reached through its execd.
-pub struct OpenSandboxSandbox {
+pub(crate) struct OpenSandboxSandbox {
     pub(super) id: String,
     pub(super) execd: ServiceClient,
     pub(super) base: String,
@@ -36,11 +36,6 @@ impl std::fmt::Debug for OpenSandboxSandbox {
 }
 
 impl OpenSandboxSandbox {
-    /// The OpenSandbox sandbox id.
-    pub fn sandbox_id(&self) -> &str {
-        &self.id
-    }
-
     pub(super) fn url(&self, path: &str) -> String {
         http::join_url(&self.base, path)
     }

@@ -15,9 +15,9 @@ use ratatui_textarea::TextArea;
 use serde_json::json;
 
 use crate::engine::workspace::ToolCall;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{Ctx, Pane, TaskPane, act, deliver, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder};
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
@@ -27,11 +27,15 @@ pub const ID: &str = "editor";
 /// Largest file opened for editing (4 MiB).
 pub const MAX_EDIT_BYTES: u64 = 4 * 1024 * 1024;
 
+crate::pane_action_enum! {
+    /// An action of the pane (an entry of [`ACTIONS`]).
+    pub(crate) enum EditorAction in "editor", no nav;
+    Save => act("editor.save", ID, "save", &["ctrl-s"], true, true),
+    Close => act("editor.close", ID, "close", &["esc"], false, true),
+}
+
 /// Keys of the pane.
-pub const ACTIONS: &[ActionSpec] = &[
-    act("editor.save", ID, "save", &["ctrl-s"], true, true),
-    act("editor.close", ID, "close", &["esc"], false, true),
-];
+pub const ACTIONS: &[ActionSpec] = EditorAction::TABLE;
 
 pub(crate) enum Msg {
     Loaded(String, Result<String, String>),
@@ -210,17 +214,7 @@ impl EditorPane {
 }
 
 impl Pane for EditorPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    crate::task_pane_glue!();
 
     fn title(&self) -> String {
         match &self.path {
@@ -277,9 +271,9 @@ impl Pane for EditorPane {
     }
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        match action {
-            "editor.save" => self.save(false, cx),
-            "editor.close" => {
+        match EditorAction::parse(action) {
+            Some(EditorAction::Save) => self.save(false, cx),
+            Some(EditorAction::Close) => {
                 if self.modified() {
                     cx.effect(Effect::Confirm {
                         pane: ID,
@@ -290,7 +284,7 @@ impl Pane for EditorPane {
                     self.close(cx);
                 }
             }
-            _ => return false,
+            None => return false,
         }
         true
     }

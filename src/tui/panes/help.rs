@@ -15,25 +15,18 @@ use crate::tui::widgets::text;
 /// Keymap context of the overlay.
 pub const ID: &str = "help";
 
-/// Keys of the overlay.
-pub const ACTIONS: &[ActionSpec] = &[
-    a("help.close", "close help", &["esc", "q", "?", "f1"]),
-    a("help.down", "scroll down", &["j", "down"]),
-    a("help.up", "scroll up", &["k", "up"]),
-    a("help.page_down", "page down", &["pgdn", "space"]),
-    a("help.page_up", "page up", &["pgup"]),
-];
-
-const fn a(name: &'static str, desc: &'static str, keys: &'static [&'static str]) -> ActionSpec {
-    ActionSpec {
-        name,
-        context: ID,
-        desc,
-        keys,
-        dangerous: false,
-        hint: true,
-    }
+crate::pane_action_enum! {
+    /// An action of the overlay (an entry of [`ACTIONS`]).
+    pub(crate) enum HelpAction in "help", no nav;
+    Close => act("help.close", ID, "close help", &["esc", "q", "?", "f1"], false, true),
+    Down => act("help.down", ID, "scroll down", &["j", "down"], false, true),
+    Up => act("help.up", ID, "scroll up", &["k", "up"], false, true),
+    PageDown => act("help.page_down", ID, "page down", &["pgdn", "space"], false, true),
+    PageUp => act("help.page_up", ID, "page up", &["pgup"], false, true),
 }
+
+/// Keys of the overlay.
+pub const ACTIONS: &[ActionSpec] = HelpAction::TABLE;
 
 enum Row {
     Section(String),
@@ -134,13 +127,13 @@ impl HelpOverlay {
     /// A bound action; false closes the overlay.
     pub fn on_action(&mut self, name: &str) -> bool {
         let page = self.height.max(1) as isize;
-        match name {
-            "help.close" => return false,
-            "help.down" => self.scroll(1),
-            "help.up" => self.scroll(-1),
-            "help.page_down" => self.scroll(page),
-            "help.page_up" => self.scroll(-page),
-            _ => {}
+        match HelpAction::parse(name) {
+            Some(HelpAction::Close) => return false,
+            Some(HelpAction::Down) => self.scroll(1),
+            Some(HelpAction::Up) => self.scroll(-1),
+            Some(HelpAction::PageDown) => self.scroll(page),
+            Some(HelpAction::PageUp) => self.scroll(-page),
+            None => {}
         }
         true
     }

@@ -16,10 +16,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::engine::events::{Event, OffloadKind};
-use crate::tui::action::{DialogTag, Effect, Level, LogLine, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Effect, Level, LogLine, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::Nav;
-use crate::tui::pane::{Ctx, Pane, TaskPane, deliver, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder, wheel_nav};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::ring::Ring;
@@ -407,53 +407,10 @@ fn wrapped_rows(line: &Line<'_>, width: usize) -> usize {
     }
 }
 
-impl Pane for LogsPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Logs".into()
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.search.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.search.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        match self.search.key(key) {
-            FilterOutcome::Ignored => false,
-            FilterOutcome::Changed => true,
-            FilterOutcome::Done => {
-                if self.search.active() {
-                    self.find(false);
-                }
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        self.search.paste(s) != FilterOutcome::Ignored
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = LogsAction::parse(action) else {
-            return false;
-        };
+impl LogsPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: LogsAction, cx: &mut Ctx) -> bool {
         let n = self.filtered.len();
         let page = self.height.max(1);
         match action {
@@ -543,6 +500,40 @@ impl Pane for LogsPane {
         self.follow = self.selected + 1 >= n;
         true
     }
+}
+
+impl Pane for LogsPane {
+    crate::task_pane_glue!(actions: LogsAction);
+
+    fn title(&self) -> String {
+        "Logs".into()
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.search.editing
+    }
+
+    fn blur(&mut self) {
+        // The filter typed so far stays applied, as after Enter.
+        self.search.editing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        match self.search.key(key) {
+            FilterOutcome::Ignored => false,
+            FilterOutcome::Changed => true,
+            FilterOutcome::Done => {
+                if self.search.active() {
+                    self.find(false);
+                }
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        self.search.paste(s) != FilterOutcome::Ignored
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -613,22 +604,13 @@ impl Pane for LogsPane {
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        use ratatui::crossterm::event::MouseEventKind;
-        match ev.kind {
-            MouseEventKind::ScrollUp => {
-                for _ in 0..3 {
-                    self.on_action("logs.up", cx);
-                }
-                true
-            }
-            MouseEventKind::ScrollDown => {
-                for _ in 0..3 {
-                    self.on_action("logs.down", cx);
-                }
-                true
-            }
-            _ => false,
+        let Some(verb) = wheel_nav(ev) else {
+            return false;
+        };
+        for _ in 0..3 {
+            self.act(LogsAction::Nav(verb), cx);
         }
+        true
     }
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {

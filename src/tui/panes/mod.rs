@@ -2,16 +2,34 @@
 //!
 //! # Adding a pane (the extension point)
 //!
-//! 1. Implement [`Pane`](crate::tui::pane::Pane) in a new module (`panes/workspaces.rs`,
-//!    `panes/mcp.rs`): an `ID`, a `static ACTIONS: &[ActionSpec]` with
-//!    names `<id>.<verb>` and `context: ID`, `on_action` for them,
-//!    `on_event` for engine events and the results of its own tasks, and
-//!    `render`. Long work goes through [`Ctx::spawn`](crate::tui::pane::Ctx::spawn), never inline.
-//! 2. Register it in [`registry`] (one line) and give it a place in
+//! 1. Implement [`Pane`](crate::tui::pane::Pane) and
+//!    [`TaskPane`](crate::tui::pane::TaskPane) in a new module
+//!    (`panes/<id>.rs`, or `panes/<id>/` split by job once it grows).
+//!    Declare the actions with `crate::pane_action_enum!`: one line per
+//!    action (`Open => act("<id>.open", ID, "open", &["enter"], false,
+//!    true)`) gives a typed enum `<Id>Action` and its table
+//!    `<Id>Action::TABLE` (set `pub const ACTIONS` to it); a list pane's
+//!    enum also gets `Nav(Nav)` for j/k/pgdn/pgup/g/G, and the form
+//!    `enum X in "<id>", no nav;` leaves those out (editor, help).
+//!    Write the typed handler `fn act(&mut self, a: <Id>Action, cx) ->
+//!    bool` and, inside `impl Pane`, `crate::task_pane_glue!(actions:
+//!    <Id>Action);` (id, task delivery, `as_any_mut`, `on_action` parsing
+//!    into `act`). Mouse handlers call `act` with a variant, never a name.
+//!    Then `on_event` for engine events, `on_msg` for the results of its
+//!    own tasks, and `render`. Long work goes through
+//!    [`Ctx::spawn`](crate::tui::pane::Ctx::spawn), never inline.
+//! 2. Use the shared widgets instead of writing the glue again
+//!    (`tui::widgets`): a filtered list is a `filtered::FilteredList`
+//!    (filter, cursor, shown rows) plus `crate::filtered_list_input!(list,
+//!    refilter);` for its keys, drawn with `pane::list_frame` and
+//!    `pane::list_placeholder`; a reload or preview that must not run
+//!    twice at once is a `single_flight::SingleFlight`; a multi-line
+//!    prompt is a `prompt::PromptField`.
+//! 3. Register it in [`registry`] (one line) and give it a place in
 //!    the app's `default_layout` (`tui/app/layout.rs`, a leaf of the split tree), or
 //!    leave it out of the layout to make it a full-screen pane opened
 //!    by an effect (like the editor and viewer).
-//! 3. Its keys appear in the footer, in `?` help and under `:` in the
+//! 4. Its keys appear in the footer, in `?` help and under `:` in the
 //!    palette by themselves, are rebindable from `[tui.keys]` by action
 //!    name, and its destructive actions (`dangerous: true`) disappear in
 //!    `--read-only` mode.

@@ -4,19 +4,20 @@
 //! conversation whose `workspace:///` links open the blob's metadata).
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::engine::events::{Event, OffloadKind};
 use crate::engine::offload::OffloadItem;
-use crate::tui::action::{Effect, PaneEvent, TaskResult};
+use crate::tui::action::{Effect, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
-use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::filtered::FilteredList;
+use crate::tui::widgets::list::render_rows;
+use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -39,11 +40,8 @@ pub(crate) struct Listed(String, Result<Vec<OffloadItem>, String>);
 /// The Offload pane.
 pub struct OffloadPane {
     items: Vec<OffloadItem>,
-    shown: Vec<usize>,
-    cursor: ListCursor,
-    filter: Filter,
-    loading: bool,
-    dirty: bool,
+    list: FilteredList,
+    job: SingleFlight,
     error: Option<String>,
     inner: Rect,
 }
@@ -71,11 +69,8 @@ impl OffloadPane {
     pub fn new() -> Self {
         OffloadPane {
             items: Vec::new(),
-            shown: Vec::new(),
-            cursor: ListCursor::default(),
-            filter: Filter::default(),
-            loading: false,
-            dirty: false,
+            list: FilteredList::default(),
+            job: SingleFlight::default(),
             error: None,
             inner: Rect::default(),
         }
@@ -87,12 +82,9 @@ impl OffloadPane {
     }
 
     fn load(&mut self, cx: &mut Ctx) {
-        if self.loading {
-            self.dirty = true;
+        if self.job.request(()).is_none() {
             return;
         }
-        self.loading = true;
-        self.dirty = false;
         let ws = cx.ws.clone();
         let s = cx.session.clone();
         cx.spawn::<OffloadPane>(async move {
@@ -102,25 +94,40 @@ impl OffloadPane {
     }
 
     fn refilter(&mut self) {
-        self.shown = (0..self.items.len())
-            .filter(|&i| self.filter.matches(item_name(&self.items[i])))
-            .collect();
-        self.cursor.clamp(self.shown.len());
+        let items = &self.items;
+        self.list
+            .refilter(items.len(), |f, i| f.matches(item_name(&items[i])));
+    }
+}
+
+impl OffloadPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: OffloadAction, cx: &mut Ctx) -> bool {
+        let sel = self.list.selected().map(|i| &self.items[i]);
+        match action {
+            OffloadAction::Nav(verb) => nav(&mut self.list.cursor, verb, self.list.shown.len()),
+            OffloadAction::Open => {
+                if let Some(o) = sel {
+                    cx.effect(Effect::OpenLink(o.path.clone()));
+                }
+            }
+            OffloadAction::Copy => {
+                if let Some(o) = sel {
+                    cx.effect(Effect::Copy(
+                        o.url.clone().unwrap_or_else(|| o.path.clone()),
+                    ));
+                }
+            }
+            OffloadAction::Filter => self.list.filter.begin(),
+            OffloadAction::Refresh => self.load(cx),
+        }
+        true
     }
 }
 
 impl Pane for OffloadPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    crate::task_pane_glue!(actions: OffloadAction);
 
     /// `Offload (3)`, or `Offload (3 + 1 data)` when data blobs are
     /// listed: the first number is what the Sessions pane's `o` column
@@ -143,82 +150,30 @@ impl Pane for OffloadPane {
         self.load(cx);
     }
 
-    fn text_input_active(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.filter.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        match self.filter.key(key) {
-            FilterOutcome::Ignored => false,
-            _ => {
-                self.refilter();
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        let used = self.filter.paste(s) != FilterOutcome::Ignored;
-        self.refilter();
-        used
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = OffloadAction::parse(action) else {
-            return false;
-        };
-        let sel = self
-            .shown
-            .get(self.cursor.selected)
-            .map(|&i| &self.items[i]);
-        match action {
-            OffloadAction::Nav(verb) => nav(&mut self.cursor, verb, self.shown.len()),
-            OffloadAction::Open => {
-                if let Some(o) = sel {
-                    cx.effect(Effect::OpenLink(o.path.clone()));
-                }
-            }
-            OffloadAction::Copy => {
-                if let Some(o) = sel {
-                    cx.effect(Effect::Copy(
-                        o.url.clone().unwrap_or_else(|| o.path.clone()),
-                    ));
-                }
-            }
-            OffloadAction::Filter => self.filter.begin(),
-            OffloadAction::Refresh => self.load(cx),
-        }
-        true
-    }
+    crate::filtered_list_input!(list, refilter);
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
             PaneEvent::SessionChanged => {
                 self.items.clear();
-                self.shown.clear();
-                self.cursor = ListCursor::default();
+                self.list.clear();
                 self.load(cx);
             }
             PaneEvent::Engine(env) => {
                 if let Event::OffloadWritten { session, .. } = &env.event
                     && (session.is_empty() || *session == cx.session)
                 {
-                    self.dirty = true;
+                    self.job.want(());
                 }
             }
-            PaneEvent::Tick if self.dirty && !self.loading => self.load(cx),
+            PaneEvent::Tick if self.job.due() => self.load(cx),
             _ => {}
         }
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("offload.open", cx),
+        match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
+            ListMouse::Clicked(_, true) => self.act(OffloadAction::Open, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -237,31 +192,24 @@ impl Pane for OffloadPane {
             cx.session.clone()
         };
         let block = cx.block_for(area, &title, &note, focused);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.filter, cx);
+        let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
-        if let Some(e) = &self.error {
-            placeholder(f, list, &format!("error: {e}"), t.error);
-            return;
-        }
-        if self.shown.is_empty() {
-            let msg = if self.loading {
-                "loading…"
-            } else {
-                "nothing offloaded in this session"
-            };
-            placeholder(f, list, msg, t.muted);
+        let empty = self.list.shown.is_empty().then_some(if self.job.running() {
+            "loading…"
+        } else {
+            "nothing offloaded in this session"
+        });
+        if list_placeholder(f, list, self.error.as_deref(), empty, cx) {
             return;
         }
         let now = cx.now_secs();
         let items = &self.items;
-        let shown = &self.shown;
+        let shown = &self.list.shown;
         let w = list.width as usize;
         render_rows(
             f.buffer_mut(),
             list,
-            &mut self.cursor,
+            &mut self.list.cursor,
             shown.len(),
             focused,
             t.selection,
@@ -296,7 +244,7 @@ impl TaskPane for OffloadPane {
 
     fn on_msg(&mut self, msg: Listed, cx: &mut Ctx) {
         let Listed(session, r) = &msg;
-        self.loading = false;
+        self.job.done();
         if *session == cx.session {
             match r {
                 Ok(items) => {
@@ -314,9 +262,9 @@ impl TaskPane for OffloadPane {
             }
             self.refilter();
         } else {
-            self.dirty = true;
+            self.job.want(());
         }
-        if self.dirty {
+        if self.job.wanted() {
             self.load(cx);
         }
     }

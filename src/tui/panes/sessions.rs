@@ -3,19 +3,20 @@
 //! scopes the Command and Offload panes.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::engine::events::Event;
 use crate::engine::sessions::SessionSummary;
-use crate::tui::action::{Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
-use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::filtered::FilteredList;
+use crate::tui::widgets::list::render_rows;
+use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -35,12 +36,9 @@ pub const ACTIONS: &[ActionSpec] = SessionsAction::TABLE;
 /// The Sessions pane.
 pub struct SessionsPane {
     items: Vec<SessionSummary>,
-    shown: Vec<usize>,
-    cursor: ListCursor,
-    filter: Filter,
-    loading: bool,
+    list: FilteredList,
+    job: SingleFlight,
     error: Option<String>,
-    dirty: bool,
     inner: Rect,
 }
 
@@ -57,41 +55,31 @@ impl SessionsPane {
     pub fn new() -> Self {
         SessionsPane {
             items: Vec::new(),
-            shown: Vec::new(),
-            cursor: ListCursor::default(),
-            filter: Filter::default(),
-            loading: false,
+            list: FilteredList::default(),
+            job: SingleFlight::default(),
             error: None,
-            dirty: false,
             inner: Rect::default(),
         }
     }
 
     fn load(&mut self, cx: &mut Ctx) {
-        if self.loading {
-            self.dirty = true;
+        if self.job.request(()).is_none() {
             return;
         }
-        self.loading = true;
-        self.dirty = false;
         let ws = cx.ws.clone();
         cx.spawn::<SessionsPane>(async move {
             Loaded(ws.sessions().list().await.map_err(|e| e.to_string()))
         });
     }
 
-    fn refilter(&mut self, cx: &Ctx) {
-        self.shown = (0..self.items.len())
-            .filter(|&i| self.filter.matches(&self.items[i].id))
-            .collect();
-        let _ = cx;
-        self.cursor.clamp(self.shown.len());
+    fn refilter(&mut self) {
+        let items = &self.items;
+        self.list
+            .refilter(items.len(), |f, i| f.matches(&items[i].id));
     }
 
     fn selected(&self) -> Option<&SessionSummary> {
-        self.shown
-            .get(self.cursor.selected)
-            .map(|&i| &self.items[i])
+        self.list.selected().map(|i| &self.items[i])
     }
 
     /// The listed sessions (tests).
@@ -100,18 +88,28 @@ impl SessionsPane {
     }
 }
 
+impl SessionsPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: SessionsAction, cx: &mut Ctx) -> bool {
+        match action {
+            SessionsAction::Nav(verb) => {
+                nav(&mut self.list.cursor, verb, self.list.shown.len());
+            }
+            SessionsAction::Select => {
+                if let Some(s) = self.selected() {
+                    cx.effect(Effect::SelectSession(s.id.clone()));
+                }
+            }
+            SessionsAction::Filter => self.list.filter.begin(),
+            SessionsAction::Refresh => self.load(cx),
+        }
+        true
+    }
+}
+
 impl Pane for SessionsPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
+    crate::task_pane_glue!(actions: SessionsAction);
 
     fn title(&self) -> String {
         format!("Sessions ({})", self.items.len())
@@ -121,49 +119,7 @@ impl Pane for SessionsPane {
         self.load(cx);
     }
 
-    fn text_input_active(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.filter.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
-        match self.filter.key(key) {
-            FilterOutcome::Ignored => false,
-            _ => {
-                self.refilter(cx);
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, text: &str, cx: &mut Ctx) -> bool {
-        let used = self.filter.paste(text) != FilterOutcome::Ignored;
-        self.refilter(cx);
-        used
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = SessionsAction::parse(action) else {
-            return false;
-        };
-        match action {
-            SessionsAction::Nav(verb) => {
-                nav(&mut self.cursor, verb, self.shown.len());
-            }
-            SessionsAction::Select => {
-                if let Some(s) = self.selected() {
-                    cx.effect(Effect::SelectSession(s.id.clone()));
-                }
-            }
-            SessionsAction::Filter => self.filter.begin(),
-            SessionsAction::Refresh => self.load(cx),
-        }
-        true
-    }
+    crate::filtered_list_input!(list, refilter);
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -172,18 +128,18 @@ impl Pane for SessionsPane {
                     env.event,
                     Event::ToolFinished { .. } | Event::OffloadWritten { .. }
                 ) {
-                    self.dirty = true;
+                    self.job.want(());
                 }
             }
             PaneEvent::SessionChanged => self.load(cx),
-            PaneEvent::Tick if self.dirty && !self.loading => self.load(cx),
+            PaneEvent::Tick if self.job.due() => self.load(cx),
             _ => {}
         }
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("sessions.select", cx),
+        match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
+            ListMouse::Clicked(_, true) => self.act(SessionsAction::Select, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -194,32 +150,26 @@ impl Pane for SessionsPane {
         // The row's `1c 3o`: tool calls / offloaded files of the session
         // (data blobs are not the session's files; the Offload pane
         // counts them apart).
-        let note = if self.loading {
+        let note = if self.job.running() {
             "loading…"
         } else {
             "calls/offloads"
         };
         let block = cx.block_for(area, &self.title(), note, focused);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.filter, cx);
+        let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
-        if let Some(e) = &self.error {
-            placeholder(f, list, &format!("error: {e}"), t.error);
-            return;
-        }
-        if self.shown.is_empty() {
-            let msg = if self.loading {
-                "loading…"
-            } else {
-                "no sessions"
-            };
-            placeholder(f, list, msg, t.muted);
+        let empty = self.list.shown.is_empty().then_some(if self.job.running() {
+            "loading…"
+        } else {
+            "no sessions"
+        });
+        if list_placeholder(f, list, self.error.as_deref(), empty, cx) {
             return;
         }
         let now = cx.now_secs();
         let w = list.width as usize;
         let rows: Vec<(String, String, bool)> = self
+            .list
             .shown
             .iter()
             .map(|&i| {
@@ -236,7 +186,7 @@ impl Pane for SessionsPane {
         render_rows(
             f.buffer_mut(),
             list,
-            &mut self.cursor,
+            &mut self.list.cursor,
             rows.len(),
             focused,
             t.selection,
@@ -264,7 +214,7 @@ impl TaskPane for SessionsPane {
 
     fn on_msg(&mut self, msg: Loaded, cx: &mut Ctx) {
         let Loaded(r) = &msg;
-        self.loading = false;
+        self.job.done();
         match r {
             Ok(items) => {
                 self.items = items.clone();
@@ -287,8 +237,8 @@ impl TaskPane for SessionsPane {
                 cx.toast(Level::Error, format!("listing sessions: {e}"));
             }
         }
-        self.refilter(cx);
-        if self.dirty {
+        self.refilter();
+        if self.job.wanted() {
             self.load(cx);
         }
     }

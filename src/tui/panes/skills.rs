@@ -4,22 +4,23 @@
 //! one after asking.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
 use crate::engine::events::Event;
 use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
-use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
+    Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
-use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::widgets::filtered::FilteredList;
+use crate::tui::widgets::list::render_rows;
+use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -60,11 +61,8 @@ pub(crate) enum Msg {
 /// The Skills pane.
 pub struct SkillsPane {
     rows: Vec<Row>,
-    shown: Vec<usize>,
-    cursor: ListCursor,
-    filter: Filter,
-    loading: bool,
-    dirty: bool,
+    list: FilteredList,
+    job: SingleFlight,
     error: Option<String>,
     partition: String,
     inner: Rect,
@@ -126,11 +124,8 @@ impl SkillsPane {
     pub fn new() -> Self {
         SkillsPane {
             rows: Vec::new(),
-            shown: Vec::new(),
-            cursor: ListCursor::default(),
-            filter: Filter::default(),
-            loading: false,
-            dirty: false,
+            list: FilteredList::default(),
+            job: SingleFlight::default(),
             error: None,
             partition: String::new(),
             inner: Rect::default(),
@@ -138,12 +133,9 @@ impl SkillsPane {
     }
 
     fn load(&mut self, cx: &mut Ctx) {
-        if self.loading {
-            self.dirty = true;
+        if self.job.request(()).is_none() {
             return;
         }
-        self.loading = true;
-        self.dirty = false;
         let ws = cx.ws.clone();
         let agent = cx.agent.clone();
         cx.spawn::<SkillsPane>(async move {
@@ -152,86 +144,29 @@ impl SkillsPane {
     }
 
     fn refilter(&mut self) {
-        self.shown = (0..self.rows.len())
-            .filter(|&i| {
-                let r = &self.rows[i];
-                let desc = match r {
-                    Row::Valid(s) => s.description.as_str(),
-                    Row::Invalid(i) => i.reason.as_str(),
-                };
-                self.filter.matches(&r.name()) || self.filter.matches(desc)
-            })
-            .collect();
-        self.cursor.clamp(self.shown.len());
+        let rows = &self.rows;
+        self.list.refilter(rows.len(), |f, i| {
+            let r = &rows[i];
+            let desc = match r {
+                Row::Valid(s) => s.description.as_str(),
+                Row::Invalid(i) => i.reason.as_str(),
+            };
+            f.matches(&r.name()) || f.matches(desc)
+        });
     }
 
     fn selected(&self) -> Option<&Row> {
-        self.shown.get(self.cursor.selected).map(|&i| &self.rows[i])
+        self.list.selected().map(|i| &self.rows[i])
     }
 }
 
-impl Pane for SkillsPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        let bad = self
-            .rows
-            .iter()
-            .filter(|r| matches!(r, Row::Invalid(_)))
-            .count();
-        if bad > 0 {
-            format!("Skills ({}, {bad} invalid)", self.rows.len() - bad)
-        } else {
-            format!("Skills ({})", self.rows.len())
-        }
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.load(cx);
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.filter.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        match self.filter.key(key) {
-            FilterOutcome::Ignored => false,
-            _ => {
-                self.refilter();
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        let used = self.filter.paste(s) != FilterOutcome::Ignored;
-        self.refilter();
-        used
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = SkillsAction::parse(action) else {
-            return false;
-        };
+impl SkillsPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: SkillsAction, cx: &mut Ctx) -> bool {
         match action {
             SkillsAction::Nav(verb) => {
-                nav(&mut self.cursor, verb, self.shown.len());
+                nav(&mut self.list.cursor, verb, self.list.shown.len());
             }
             SkillsAction::View => match self.selected() {
                 Some(Row::Valid(s)) => {
@@ -280,11 +215,34 @@ impl Pane for SkillsPane {
                     });
                 }
             }
-            SkillsAction::Filter => self.filter.begin(),
+            SkillsAction::Filter => self.list.filter.begin(),
             SkillsAction::Refresh => self.load(cx),
         }
         true
     }
+}
+
+impl Pane for SkillsPane {
+    crate::task_pane_glue!(actions: SkillsAction);
+
+    fn title(&self) -> String {
+        let bad = self
+            .rows
+            .iter()
+            .filter(|r| matches!(r, Row::Invalid(_)))
+            .count();
+        if bad > 0 {
+            format!("Skills ({}, {bad} invalid)", self.rows.len() - bad)
+        } else {
+            format!("Skills ({})", self.rows.len())
+        }
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    crate::filtered_list_input!(list, refilter);
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -357,8 +315,8 @@ impl Pane for SkillsPane {
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("skills.view", cx),
+        match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
+            ListMouse::Clicked(_, true) => self.act(SkillsAction::View, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -372,34 +330,23 @@ impl Pane for SkillsPane {
             cx.agent.as_str()
         };
         let block = cx.block_for(area, &self.title(), &format!("agent {agent}"), focused);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let list = filter_bar(f, inner, &self.filter, cx);
+        let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
-        if let Some(e) = &self.error {
-            placeholder(f, list, &format!("error: {e}"), t.error);
-            return;
-        }
-        if self.shown.is_empty() {
-            placeholder(
-                f,
-                list,
-                if self.loading {
-                    "loading…"
-                } else {
-                    "no skills"
-                },
-                t.muted,
-            );
+        let empty = self.list.shown.is_empty().then_some(if self.job.running() {
+            "loading…"
+        } else {
+            "no skills"
+        });
+        if list_placeholder(f, list, self.error.as_deref(), empty, cx) {
             return;
         }
         let rows = &self.rows;
-        let shown = &self.shown;
+        let shown = &self.list.shown;
         let w = list.width as usize;
         render_rows(
             f.buffer_mut(),
             list,
-            &mut self.cursor,
+            &mut self.list.cursor,
             shown.len(),
             focused,
             t.selection,
@@ -433,7 +380,7 @@ impl TaskPane for SkillsPane {
     fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
         match &msg {
             Msg::Listed(r) => {
-                self.loading = false;
+                self.job.done();
                 match r {
                     Ok(l) => {
                         self.partition = l.partition.clone();
@@ -449,7 +396,7 @@ impl TaskPane for SkillsPane {
                     Err(e) => self.error = Some(e.clone()),
                 }
                 self.refilter();
-                if self.dirty {
+                if self.job.wanted() {
                     self.load(cx);
                 }
             }

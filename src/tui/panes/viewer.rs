@@ -13,10 +13,10 @@ use crate::backend::ByteRange;
 use crate::engine::layout::names;
 use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
 use crate::engine::sessions::{ContextRead, parse_context};
-use crate::tui::action::{Doc, Effect, PaneEvent, TaskResult};
+use crate::tui::action::{Doc, Effect, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::Nav;
-use crate::tui::pane::{Ctx, Pane, TaskPane, deliver, placeholder};
+use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder, wheel_nav};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::text;
@@ -327,39 +327,10 @@ impl ViewerPane {
     }
 }
 
-impl Pane for ViewerPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        match &self.doc {
-            Some(d) => text::display(&d.title).into_owned(),
-            None => "Viewer".into(),
-        }
-    }
-
-    fn hint_off(&self, action: &str) -> bool {
-        let links = self.doc.as_ref().is_some_and(|d| !d.links.is_empty());
-        !links
-            && matches!(
-                action,
-                "viewer.next_link" | "viewer.prev_link" | "viewer.open_link"
-            )
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = ViewerAction::parse(action) else {
-            return false;
-        };
+impl ViewerPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: ViewerAction, cx: &mut Ctx) -> bool {
         let len = self.doc.as_ref().map(|d| d.lines.len()).unwrap_or(0);
         let max = len.saturating_sub(self.height.max(1));
         let h = self.height.max(1);
@@ -418,6 +389,26 @@ impl Pane for ViewerPane {
         }
         true
     }
+}
+
+impl Pane for ViewerPane {
+    crate::task_pane_glue!(actions: ViewerAction);
+
+    fn title(&self) -> String {
+        match &self.doc {
+            Some(d) => text::display(&d.title).into_owned(),
+            None => "Viewer".into(),
+        }
+    }
+
+    fn hint_off(&self, action: &str) -> bool {
+        let links = self.doc.as_ref().is_some_and(|d| !d.links.is_empty());
+        !links
+            && matches!(
+                action,
+                "viewer.next_link" | "viewer.prev_link" | "viewer.open_link"
+            )
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -437,22 +428,13 @@ impl Pane for ViewerPane {
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        use ratatui::crossterm::event::MouseEventKind;
-        match ev.kind {
-            MouseEventKind::ScrollDown => {
-                for _ in 0..3 {
-                    self.on_action("viewer.down", cx);
-                }
-                true
-            }
-            MouseEventKind::ScrollUp => {
-                for _ in 0..3 {
-                    self.on_action("viewer.up", cx);
-                }
-                true
-            }
-            _ => false,
+        let Some(verb) = wheel_nav(ev) else {
+            return false;
+        };
+        for _ in 0..3 {
+            self.act(ViewerAction::Nav(verb), cx);
         }
+        true
     }
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {

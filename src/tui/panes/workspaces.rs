@@ -12,20 +12,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::engine::Workspace;
 use crate::engine::events::Event;
 use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
-use crate::tui::action::{DialogTag, Level, PaneEvent, TaskResult};
+use crate::tui::action::{DialogTag, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
-};
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
-use crate::tui::widgets::list::{ListCursor, render_rows};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
+use crate::tui::widgets::filtered::FilteredList;
+use crate::tui::widgets::list::render_rows;
+use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -64,11 +63,8 @@ pub(crate) enum Msg {
 /// The Workspaces pane.
 pub struct WorkspacesPane {
     rows: Vec<WorkspaceInfo>,
-    shown: Vec<usize>,
-    cursor: ListCursor,
-    filter: Filter,
-    loading: bool,
-    dirty: bool,
+    list: FilteredList,
+    job: SingleFlight,
     error: Option<String>,
     /// Our own failed opens, by id (shown in the row with a retry).
     failures: HashMap<String, String>,
@@ -124,11 +120,8 @@ impl WorkspacesPane {
     pub fn new() -> Self {
         WorkspacesPane {
             rows: Vec::new(),
-            shown: Vec::new(),
-            cursor: ListCursor::default(),
-            filter: Filter::default(),
-            loading: false,
-            dirty: false,
+            list: FilteredList::default(),
+            job: SingleFlight::default(),
             error: None,
             failures: HashMap::new(),
             opening: None,
@@ -152,12 +145,9 @@ impl WorkspacesPane {
         let Some(m) = cx.manager.clone() else {
             return;
         };
-        if self.loading {
-            self.dirty = true;
+        if self.job.request(()).is_none() {
             return;
         }
-        self.loading = true;
-        self.dirty = false;
         cx.spawn::<WorkspacesPane>(async move {
             Msg::Listed(m.list().await.map_err(|e| e.to_string()))
         });
@@ -269,21 +259,19 @@ impl WorkspacesPane {
     }
 
     fn refilter(&mut self) {
-        self.shown = (0..self.rows.len())
-            .filter(|&i| {
-                let r = &self.rows[i];
-                self.filter.matches(&r.id)
-                    || self.filter.matches(&r.state)
-                    || r.user.as_deref().is_some_and(|u| self.filter.matches(u))
-                    || r.agent.as_deref().is_some_and(|a| self.filter.matches(a))
-                    || self.filter.matches(&display::labels(r))
-            })
-            .collect();
-        self.cursor.clamp(self.shown.len());
+        let rows = &self.rows;
+        self.list.refilter(rows.len(), |f, i| {
+            let r = &rows[i];
+            f.matches(&r.id)
+                || f.matches(&r.state)
+                || r.user.as_deref().is_some_and(|u| f.matches(u))
+                || r.agent.as_deref().is_some_and(|a| f.matches(a))
+                || f.matches(&display::labels(r))
+        });
     }
 
     fn selected(&self) -> Option<&WorkspaceInfo> {
-        self.shown.get(self.cursor.selected).map(|&i| &self.rows[i])
+        self.list.selected().map(|i| &self.rows[i])
     }
 
     /// State text and reason of a row, our own failures included.
@@ -334,59 +322,13 @@ impl WorkspacesPane {
     }
 }
 
-impl Pane for WorkspacesPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        format!("Workspaces ({})", self.rows.len())
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.load(cx);
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.filter.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        match self.filter.key(key) {
-            FilterOutcome::Ignored => false,
-            _ => {
-                self.refilter();
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        let used = self.filter.paste(s) != FilterOutcome::Ignored;
-        self.refilter();
-        used
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = WorkspacesAction::parse(action) else {
-            return false;
-        };
+impl WorkspacesPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: WorkspacesAction, cx: &mut Ctx) -> bool {
         match action {
             WorkspacesAction::Nav(verb) => {
-                nav(&mut self.cursor, verb, self.shown.len());
+                nav(&mut self.list.cursor, verb, self.list.shown.len());
             }
             WorkspacesAction::Open
             | WorkspacesAction::Close
@@ -412,10 +354,24 @@ impl Pane for WorkspacesPane {
                 ),
             },
             WorkspacesAction::Refresh => self.load(cx),
-            WorkspacesAction::Filter => self.filter.begin(),
+            WorkspacesAction::Filter => self.list.filter.begin(),
         }
         true
     }
+}
+
+impl Pane for WorkspacesPane {
+    crate::task_pane_glue!(actions: WorkspacesAction);
+
+    fn title(&self) -> String {
+        format!("Workspaces ({})", self.rows.len())
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.load(cx);
+    }
+
+    crate::filtered_list_input!(list, refilter);
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -459,8 +415,8 @@ impl Pane for WorkspacesPane {
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        match list_mouse(&mut self.cursor, ev, self.inner, self.shown.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("workspaces.open", cx),
+        match list_mouse(&mut self.list.cursor, ev, self.inner, self.list.shown.len()) {
+            ListMouse::Clicked(_, true) => self.act(WorkspacesAction::Open, cx),
             ListMouse::None => false,
             _ => true,
         }
@@ -476,7 +432,7 @@ impl Pane for WorkspacesPane {
         let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        let mut list = filter_bar(f, inner, &self.filter, cx);
+        let mut list = filter_bar(f, inner, &self.list.filter, cx);
         if cx.manager.is_none() {
             self.inner = list;
             placeholder(f, list, "no workspace manager: one directory only", t.muted);
@@ -496,16 +452,17 @@ impl Pane for WorkspacesPane {
         // The open workspace may not be this profile's (`--workdir`, or
         // after `:profile`): say so rather than leave it unexplained.
         let current = cx.ws.id().to_string();
-        let outside = (!self.loading && !self.rows.iter().any(|r| r.id == current)).then(|| {
-            let p = cx.manager.as_ref().map_or("", |m| m.profile());
-            let short = &current[..current.len().min(12)];
-            format!("the open workspace {short} is not one of profile {p}'s")
-        });
-        if self.shown.is_empty() {
+        let outside =
+            (!self.job.running() && !self.rows.iter().any(|r| r.id == current)).then(|| {
+                let p = cx.manager.as_ref().map_or("", |m| m.profile());
+                let short = &current[..current.len().min(12)];
+                format!("the open workspace {short} is not one of profile {p}'s")
+            });
+        if self.list.shown.is_empty() {
             self.inner = list;
-            let msg = if self.loading {
+            let msg = if self.job.running() {
                 "loading…"
-            } else if self.filter.active() && !self.rows.is_empty() {
+            } else if self.list.filter.active() && !self.rows.is_empty() {
                 "no match"
             } else {
                 "no workspaces in this profile: n creates one"
@@ -530,6 +487,7 @@ impl Pane for WorkspacesPane {
         // Whole ids where there is room (`:ws <id>` needs them), at
         // least 14 columns so the others line up.
         let longest = self
+            .list
             .shown
             .iter()
             .map(|&i| text::width(&self.rows[i].id))
@@ -583,6 +541,7 @@ impl Pane for WorkspacesPane {
         }
         self.inner = list;
         let rows: Vec<(String, Option<String>)> = self
+            .list
             .shown
             .iter()
             .map(|&i| {
@@ -590,12 +549,12 @@ impl Pane for WorkspacesPane {
                 (s, r.map(String::from))
             })
             .collect();
-        let shown = &self.shown;
+        let shown = &self.list.shown;
         let data = &self.rows;
         render_rows(
             f.buffer_mut(),
             list,
-            &mut self.cursor,
+            &mut self.list.cursor,
             shown.len(),
             focused,
             t.selection,
@@ -659,7 +618,7 @@ impl TaskPane for WorkspacesPane {
     fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
         match &msg {
             Msg::Listed(r) => {
-                self.loading = false;
+                self.job.done();
                 match r {
                     Ok(rows) => {
                         self.rows = rows.clone();
@@ -694,7 +653,7 @@ impl TaskPane for WorkspacesPane {
                     }
                 }
                 self.refilter();
-                if self.dirty {
+                if self.job.wanted() {
                     self.load(cx);
                 }
             }

@@ -30,9 +30,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::tui::widgets::prompt::PromptField;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
-use ratatui_textarea::TextArea;
 
 use crate::agent::script::{self, Transcript};
 use crate::agent::{AgentHandle, AgentReceived, FinishReason};
@@ -215,7 +214,7 @@ pub struct AgentPane {
     stepping: bool,
     pace: Duration,
     model: Option<ModelSetting>,
-    prompt: TextArea<'static>,
+    prompt: PromptField,
     typing: bool,
     /// `i` asked for a model first: typing starts once one is set (but
     /// not after `m` or `:agent`, which only set the model).
@@ -237,11 +236,8 @@ pub struct AgentPane {
     errors: usize,
 }
 
-fn new_prompt() -> TextArea<'static> {
-    let mut t = TextArea::default();
-    t.set_placeholder_text("message to the model · enter sends · alt-enter new line");
-    t.set_cursor_line_style(Style::default());
-    t
+fn new_prompt() -> PromptField {
+    PromptField::new("message to the model · enter sends · alt-enter new line")
 }
 
 impl AgentPane {

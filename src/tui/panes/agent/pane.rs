@@ -4,18 +4,17 @@
 use super::conversation::wrap_text;
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::agent::AgentReceived;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, deliver, list_mouse};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, list_mouse};
 use crate::tui::pane::{Nav, nav};
 use crate::tui::widgets::follow;
 use crate::tui::widgets::list::render_rows;
-use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
 
 use super::*;
@@ -99,74 +98,10 @@ impl AgentPane {
     }
 }
 
-impl Pane for AgentPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Agent".into()
-    }
-
-    fn context(&self) -> &'static str {
-        if self.typing { PROMPT } else { ID }
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.typing
-    }
-
-    fn blur(&mut self) {
-        self.typing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            // Left to the key map: send, new line, leave, stop, quit, help.
-            KeyCode::Enter | KeyCode::Esc | KeyCode::Tab | KeyCode::BackTab => false,
-            KeyCode::F(_) | KeyCode::PageUp | KeyCode::PageDown => false,
-            KeyCode::Char('c' | 'q' | 'j' | 'z' | 'l') if ctrl => false,
-            _ => {
-                self.prompt.input(*key);
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        if !self.typing {
-            return false;
-        }
-        self.prompt.insert_str(clean_paste(s));
-        true
-    }
-
-    fn busy(&self) -> Option<String> {
-        self.run.as_ref().map(|_| "an agent is running".to_string())
-    }
-
-    fn shutdown(&mut self, _cx: &mut Ctx) {
-        if let Some(r) = &mut self.run {
-            r.stop_requested = true;
-            if let Some(h) = &r.handle {
-                h.stop();
-            }
-        }
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = AgentAction::parse(action) else {
-            return false;
-        };
+impl AgentPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: AgentAction, cx: &mut Ctx) -> bool {
         match action {
             AgentAction::Nav(verb @ (Nav::Down | Nav::Up | Nav::Top | Nav::Bottom)) => {
                 nav(&mut self.cursor, verb, self.demos.len());
@@ -200,7 +135,7 @@ impl Pane for AgentPane {
                 if self.run.is_some() {
                     self.stop(cx);
                 } else if self.typing {
-                    self.prompt = new_prompt();
+                    self.prompt.clear();
                 }
             }
             AgentAction::Prompt => {
@@ -225,7 +160,7 @@ impl Pane for AgentPane {
             }
             AgentAction::Close => cx.effect(Effect::CloseModal),
             AgentAction::Send => {
-                let text_ = self.prompt.lines().join("\n");
+                let text_ = self.prompt.text();
                 if text_.trim().is_empty() {
                     return true;
                 }
@@ -233,13 +168,59 @@ impl Pane for AgentPane {
                     cx.toast(Level::Warn, "the agent is running: x stops it");
                     return true;
                 }
-                self.prompt = new_prompt();
+                self.prompt.clear();
                 self.run_prompt(text_, cx);
             }
             AgentAction::Newline => self.prompt.insert_newline(),
             AgentAction::Leave => self.typing = false,
         }
         true
+    }
+}
+
+impl Pane for AgentPane {
+    crate::task_pane_glue!(actions: AgentAction);
+
+    fn title(&self) -> String {
+        "Agent".into()
+    }
+
+    fn context(&self) -> &'static str {
+        if self.typing { PROMPT } else { ID }
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        // Send, new line, leave, stop, quit and help are the key map's.
+        self.prompt.key(key)
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if !self.typing {
+            return false;
+        }
+        self.prompt.paste(s);
+        true
+    }
+
+    fn busy(&self) -> Option<String> {
+        self.run.as_ref().map(|_| "an agent is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &mut self.run {
+            r.stop_requested = true;
+            if let Some(h) = &r.handle {
+                h.stop();
+            }
+        }
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
@@ -283,7 +264,7 @@ impl Pane for AgentPane {
             && ev.column >= self.side_list.x
         {
             return match list_mouse(&mut self.cursor, ev, self.side_list, self.demos.len()) {
-                ListMouse::Clicked(_, true) => self.on_action("agent.run", cx),
+                ListMouse::Clicked(_, true) => self.act(AgentAction::Run, cx),
                 ListMouse::None => false,
                 _ => true,
             };
@@ -349,11 +330,7 @@ impl Pane for AgentPane {
         };
         // Bottom rows: the step bar (while a step waits) and the prompt.
         let waiting = self.waiting_for();
-        let prompt_h = if self.typing {
-            (self.prompt.lines().len() as u16).clamp(1, 5)
-        } else {
-            0
-        };
+        let prompt_h = if self.typing { self.prompt.rows() } else { 0 };
         let bar_h = u16::from(waiting.is_some());
         let sep_h = 1;
         let reserved = (prompt_h + bar_h + sep_h).min(main.height.saturating_sub(1));
@@ -395,14 +372,12 @@ impl Pane for AgentPane {
             if !focused {
                 st = st.add_modifier(Modifier::DIM);
             }
-            self.prompt.set_style(st);
-            self.prompt.set_placeholder_style(t.muted);
-            self.prompt.set_cursor_style(if focused {
+            let cursor = if focused {
                 t.base.add_modifier(Modifier::REVERSED)
             } else {
                 st
-            });
-            f.render_widget(&self.prompt, pa);
+            };
+            self.prompt.render(f, pa, st, t.muted, cursor);
         }
     }
 }

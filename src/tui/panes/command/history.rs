@@ -5,13 +5,12 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui_textarea::CursorMove;
 
 use crate::tui::pane::{Ctx, placeholder};
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::text;
 
-use super::{CommandPane, Msg, new_prompt};
+use super::{CommandPane, Msg};
 
 impl CommandPane {
     pub(super) fn remember(&mut self, cmd: &str) {
@@ -61,11 +60,7 @@ impl CommandPane {
     }
 
     pub(super) fn set_prompt(&mut self, lines: Vec<String>) {
-        let mut t = new_prompt();
-        t.insert_str(lines.join("\n"));
-        t.move_cursor(CursorMove::Bottom);
-        t.move_cursor(CursorMove::End);
-        self.prompt = t;
+        self.prompt.set_lines(&lines);
     }
 
     pub(super) fn render_past(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {

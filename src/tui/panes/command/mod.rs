@@ -26,9 +26,8 @@
 
 use std::time::Instant;
 
+use crate::tui::widgets::prompt::PromptField;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
-use ratatui_textarea::TextArea;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::OutputChunk;
@@ -106,7 +105,7 @@ pub(crate) enum Msg {
 
 /// The Command pane.
 pub struct CommandPane {
-    prompt: TextArea<'static>,
+    prompt: PromptField,
     typing: bool,
     /// Output of the session shown ([`Self::output_session`]).
     output: Ring<OutLine>,
@@ -131,11 +130,8 @@ pub struct CommandPane {
     sent: Vec<String>,
 }
 
-fn new_prompt() -> TextArea<'static> {
-    let mut t = TextArea::default();
-    t.set_placeholder_text("type a command · enter runs · alt-enter new line");
-    t.set_cursor_line_style(Style::default());
-    t
+fn new_prompt() -> PromptField {
+    PromptField::new("type a command · enter runs · alt-enter new line")
 }
 
 impl CommandPane {
@@ -171,8 +167,7 @@ impl CommandPane {
 
     /// The prompt's cursor as (row, column) (tests).
     pub fn prompt_cursor(&self) -> (usize, usize) {
-        let c = self.prompt.cursor();
-        (c.0, c.1)
+        self.prompt.cursor()
     }
 
     /// Command lines sent to the Bash tool so far (tests).

@@ -1,102 +1,24 @@
 //! The Command pane's `Pane` glue: keys, actions, events, mouse, render.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent};
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, deliver, list_mouse, nav};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Nav, Pane, list_mouse, nav};
 use crate::tui::widgets::follow;
-use crate::tui::widgets::paste::clean_paste as editor_paste;
 use crate::tui::widgets::text;
 
-use super::{CommandAction, CommandPane, ID, PROMPT, new_prompt};
+use super::{CommandAction, CommandPane, ID, PROMPT};
 
-impl Pane for CommandPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Command".into()
-    }
-
-    fn context(&self) -> &'static str {
-        if self.typing { PROMPT } else { ID }
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        self.output_session = cx.session.clone();
-        self.load_journal(cx);
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.typing
-    }
-
-    fn blur(&mut self) {
-        self.typing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            // Left to the key map: run, new line, leave, focus, scroll,
-            // kill, quit, help.
-            KeyCode::Enter | KeyCode::Esc | KeyCode::Tab | KeyCode::BackTab => false,
-            KeyCode::F(_) | KeyCode::PageUp | KeyCode::PageDown => false,
-            KeyCode::Char('c' | 'q' | 'j' | 'z' | 'l') if ctrl => false,
-            KeyCode::Up if self.prompt.cursor().0 == 0 => {
-                self.history_step(-1);
-                true
-            }
-            KeyCode::Down if self.prompt.cursor().0 + 1 >= self.prompt.lines().len() => {
-                self.history_step(1);
-                true
-            }
-            _ => {
-                self.prompt.input(*key);
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        if !self.typing {
-            return false;
-        }
-        self.prompt.insert_str(editor_paste(s));
-        true
-    }
-
-    fn busy(&self) -> Option<String> {
-        self.running
-            .as_ref()
-            .map(|_| "a command is running".to_string())
-    }
-
-    fn shutdown(&mut self, _cx: &mut Ctx) {
-        if let Some(r) = &self.running {
-            r.cancel.cancel();
-        }
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = CommandAction::parse(action) else {
-            return false;
-        };
+impl CommandPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: CommandAction, cx: &mut Ctx) -> bool {
         match action {
             CommandAction::Run => {
-                let cmd = self.prompt.lines().join("\n");
+                let cmd = self.prompt.text();
                 if cmd.trim().is_empty() {
                     return true;
                 }
@@ -104,7 +26,7 @@ impl Pane for CommandPane {
                     cx.toast(Level::Warn, "a command is running: ctrl-c kills it");
                     return true;
                 }
-                self.prompt = new_prompt();
+                self.prompt.clear();
                 self.hist_pos = None;
                 self.run(cmd, cx);
             }
@@ -181,7 +103,7 @@ impl Pane for CommandPane {
                 }
                 None => {
                     if self.typing {
-                        self.prompt = new_prompt();
+                        self.prompt.clear();
                         self.hist_pos = None;
                     } else {
                         cx.toast(Level::Info, "no command is running (ctrl-q quits wsbench)");
@@ -224,6 +146,62 @@ impl Pane for CommandPane {
         }
         true
     }
+}
+
+impl Pane for CommandPane {
+    crate::task_pane_glue!(actions: CommandAction);
+
+    fn title(&self) -> String {
+        "Command".into()
+    }
+
+    fn context(&self) -> &'static str {
+        if self.typing { PROMPT } else { ID }
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.output_session = cx.session.clone();
+        self.load_journal(cx);
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.typing
+    }
+
+    fn blur(&mut self) {
+        self.typing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+        // Up on the first row and Down on the last step through the
+        // history; run, new line, leave, focus, scroll, kill, quit and
+        // help are the key map's.
+        if let Some(dir) = self.prompt.edge(key) {
+            self.history_step(dir);
+            return true;
+        }
+        self.prompt.key(key)
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if !self.typing {
+            return false;
+        }
+        self.prompt.paste(s);
+        true
+    }
+
+    fn busy(&self) -> Option<String> {
+        self.running
+            .as_ref()
+            .map(|_| "a command is running".to_string())
+    }
+
+    fn shutdown(&mut self, _cx: &mut Ctx) {
+        if let Some(r) = &self.running {
+            r.cancel.cancel();
+        }
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -253,7 +231,7 @@ impl Pane for CommandPane {
         use ratatui::crossterm::event::{MouseButton, MouseEventKind};
         if self.show_past {
             return match list_mouse(&mut self.past_cursor, ev, self.list_area, self.past.len()) {
-                ListMouse::Clicked(_, true) => self.on_action("command.prompt", cx),
+                ListMouse::Clicked(_, true) => self.act(CommandAction::Prompt, cx),
                 ListMouse::None => false,
                 _ => true,
             };
@@ -300,8 +278,9 @@ impl Pane for CommandPane {
         if inner.height == 0 || inner.width == 0 {
             return;
         }
-        let prompt_h = (self.prompt.lines().len() as u16)
-            .clamp(1, 5)
+        let prompt_h = self
+            .prompt
+            .rows()
             .min(inner.height.saturating_sub(1).max(1));
         let sep = u16::from(inner.height > prompt_h);
         let out_h = inner.height.saturating_sub(prompt_h + sep);
@@ -334,17 +313,15 @@ impl Pane for CommandPane {
         if !(self.typing && focused) {
             st = st.add_modifier(Modifier::DIM);
         }
-        self.prompt.set_style(st);
         if !cx.can("command.run") {
             self.prompt
-                .set_placeholder_text("read-only mode: commands do not run");
+                .set_placeholder("read-only mode: commands do not run");
         }
-        self.prompt.set_placeholder_style(t.muted);
-        self.prompt.set_cursor_style(if self.typing && focused {
+        let cursor = if self.typing && focused {
             t.base.add_modifier(Modifier::REVERSED)
         } else {
             st
-        });
-        f.render_widget(&self.prompt, pa);
+        };
+        self.prompt.render(f, pa, st, t.muted, cursor);
     }
 }

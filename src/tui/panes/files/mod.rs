@@ -28,8 +28,8 @@ use ratatui::layout::Rect;
 
 use crate::backend::{FileKind, FileStat};
 use crate::tui::keymap::ActionSpec;
-use crate::tui::widgets::filter::Filter;
-use crate::tui::widgets::list::ListCursor;
+use crate::tui::widgets::filtered::FilteredList;
+use crate::tui::widgets::single_flight::SingleFlight;
 
 mod pane;
 mod preview;
@@ -159,12 +159,12 @@ pub struct FilesPane {
     nodes: Vec<Node>,
     by_path: HashMap<String, usize>,
     root: usize,
-    visible: Vec<usize>,
-    cursor: ListCursor,
-    filter: Filter,
+    /// The tree's rows on show (`shown`: node indices), their cursor and
+    /// the `/` filter.
+    list: FilteredList,
     preview: Option<Preview>,
-    preview_want: Option<String>,
-    preview_busy: bool,
+    /// One preview read at a time; the latest selection waits.
+    preview_job: SingleFlight<String>,
     show_preview: bool,
     /// Inside of the pane at the last render: whether `p` can show the
     /// preview there.

@@ -2,16 +2,13 @@
 //! rendering, and task messages.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::crossterm::event::MouseEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::backend::{FileKind, path as bpath};
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{
-    Ctx, ListMouse, Pane, TaskPane, deliver, filter_bar, list_mouse, nav, placeholder,
-};
-use crate::tui::widgets::filter::FilterOutcome;
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::text;
 
@@ -33,64 +30,13 @@ impl FilesPane {
     }
 }
 
-impl Pane for FilesPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-
-    fn title(&self) -> String {
-        "Files".into()
-    }
-
-    fn init(&mut self, cx: &mut Ctx) {
-        let root = cx.ws.layout().workdir().to_string();
-        self.nodes.push(Self::root_node(&root));
-        self.root = 0;
-        self.by_path.insert(root.clone(), 0);
-        self.watching = cx.ws.sandbox().capabilities().watch;
-        self.list(root, cx);
-    }
-
-    fn text_input_active(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
-        self.filter.editing = false;
-    }
-
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
-        match self.filter.key(key) {
-            FilterOutcome::Ignored => false,
-            _ => {
-                self.rebuild();
-                true
-            }
-        }
-    }
-
-    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
-        let used = self.filter.paste(s) != FilterOutcome::Ignored;
-        self.rebuild();
-        used
-    }
-
-    fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
-        let Some(action) = FilesAction::parse(action) else {
-            return false;
-        };
+impl FilesPane {
+    /// Runs one of the pane's actions: keys, the palette and the mouse
+    /// all end here. True when it was handled.
+    pub(super) fn act(&mut self, action: FilesAction, cx: &mut Ctx) -> bool {
         match action {
             FilesAction::Nav(verb) => {
-                nav(&mut self.cursor, verb, self.visible.len());
+                nav(&mut self.list.cursor, verb, self.list.shown.len());
                 self.want_preview(cx);
             }
             FilesAction::Open => {
@@ -126,8 +72,8 @@ impl Pane for FilesPane {
                     } else if let Some(p) = self.nodes[i].parent.filter(|&p| p != self.root) {
                         self.nodes[p].expanded = false;
                         self.rebuild();
-                        if let Some(row) = self.visible.iter().position(|&v| v == p) {
-                            self.cursor.selected = row;
+                        if let Some(row) = self.list.shown.iter().position(|&v| v == p) {
+                            self.list.cursor.selected = row;
                         }
                     }
                 }
@@ -142,7 +88,7 @@ impl Pane for FilesPane {
                     cx.effect(Effect::OpenLink(n.path.clone()));
                 }
             }
-            FilesAction::Filter => self.filter.begin(),
+            FilesAction::Filter => self.list.filter.begin(),
             FilesAction::Refresh => {
                 let dirs: Vec<String> = self
                     .nodes
@@ -239,6 +185,25 @@ impl Pane for FilesPane {
         }
         true
     }
+}
+
+impl Pane for FilesPane {
+    crate::task_pane_glue!(actions: FilesAction);
+
+    fn title(&self) -> String {
+        "Files".into()
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        let root = cx.ws.layout().workdir().to_string();
+        self.nodes.push(Self::root_node(&root));
+        self.root = 0;
+        self.by_path.insert(root.clone(), 0);
+        self.watching = cx.ws.sandbox().capabilities().watch;
+        self.list(root, cx);
+    }
+
+    crate::filtered_list_input!(list, rebuild);
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -332,8 +297,13 @@ impl Pane for FilesPane {
     }
 
     fn on_mouse(&mut self, ev: &MouseEvent, _area: Rect, cx: &mut Ctx) -> bool {
-        match list_mouse(&mut self.cursor, ev, self.tree_area, self.visible.len()) {
-            ListMouse::Clicked(_, true) => self.on_action("files.open", cx),
+        match list_mouse(
+            &mut self.list.cursor,
+            ev,
+            self.tree_area,
+            self.list.shown.len(),
+        ) {
+            ListMouse::Clicked(_, true) => self.act(FilesAction::Open, cx),
             ListMouse::Clicked(_, false) => {
                 self.want_preview(cx);
                 true
@@ -362,12 +332,12 @@ impl Pane for FilesPane {
             Some((tree, prev, below)) => (tree, Some(prev), below),
             None => (inner, None, false),
         };
-        let list = filter_bar(f, tree, &self.filter, cx);
+        let list = filter_bar(f, tree, &self.list.filter, cx);
         self.tree_area = list;
-        if self.visible.is_empty() {
+        if self.list.shown.is_empty() {
             let msg = if loading {
                 "listing…"
-            } else if self.filter.active() {
+            } else if self.list.filter.active() {
                 "nothing matches (filter searches listed folders)"
             } else {
                 "empty workspace"
@@ -375,12 +345,12 @@ impl Pane for FilesPane {
             placeholder(f, list, msg, t.muted);
         } else {
             let nodes = &self.nodes;
-            let visible = &self.visible;
+            let visible = &self.list.shown;
             let w = list.width as usize;
             render_rows(
                 f.buffer_mut(),
                 list,
-                &mut self.cursor,
+                &mut self.list.cursor,
                 visible.len(),
                 focused,
                 t.selection,
@@ -495,7 +465,7 @@ impl TaskPane for FilesPane {
                 }
             }
             Msg::Preview(path, body) => {
-                self.preview_busy = false;
+                self.preview_job.done();
                 self.preview = Some(Preview {
                     path: path.clone(),
                     body: body.clone(),
@@ -519,7 +489,7 @@ impl TaskPane for FilesPane {
             Msg::Done(m) => {
                 cx.toast(Level::Info, m.clone());
                 if !self.watching {
-                    self.on_action("files.refresh", cx);
+                    self.act(FilesAction::Refresh, cx);
                 }
             }
             Msg::Failed(e) => cx.toast(Level::Error, e.clone()),

@@ -54,22 +54,23 @@ impl FilesPane {
         if self.preview.as_ref().is_some_and(|p| p.path == path) {
             return;
         }
-        self.preview_want = Some(path);
+        self.preview_job.want(path);
         self.start_preview(cx);
     }
 
     pub(super) fn start_preview(&mut self, cx: &Ctx) {
-        if self.preview_busy {
-            return;
-        }
-        let Some(path) = self.preview_want.take() else {
+        // Taking the request counts the job as running: the two ways out
+        // below that read nothing end it at once.
+        let Some(path) = self.preview_job.start() else {
             return;
         };
         let Some(i) = self.find(&path) else {
+            self.preview_job.done();
             return;
         };
         let n = &self.nodes[i];
         if n.is_dir() {
+            self.preview_job.done();
             let count = n.children.as_ref().map(|c| c.len()).unwrap_or(0);
             self.preview = Some(Preview {
                 path,
@@ -79,7 +80,6 @@ impl FilesPane {
             return;
         }
         let size = n.size;
-        self.preview_busy = true;
         let ws = cx.ws.clone();
         cx.spawn::<FilesPane>(async move {
             let body = match ws
@@ -105,9 +105,10 @@ impl FilesPane {
             return;
         }
         let todo: Vec<String> = self
+            .list
             .cursor
-            .visible(self.visible.len())
-            .map(|r| self.visible[r])
+            .visible(self.list.shown.len())
+            .map(|r| self.list.shown[r])
             .filter(|&i| {
                 let n = &self.nodes[i];
                 n.kind == FileKind::File && n.binary.is_none() && n.size > 0

@@ -8,8 +8,6 @@ use ratatui::layout::Rect;
 
 use crate::backend::{ChangeKind, FileKind, FileStat, path as bpath};
 use crate::tui::pane::Ctx;
-use crate::tui::widgets::filter::Filter;
-use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::text;
 
 use super::*;
@@ -21,12 +19,9 @@ impl FilesPane {
             nodes: Vec::new(),
             by_path: HashMap::new(),
             root: 0,
-            visible: Vec::new(),
-            cursor: ListCursor::default(),
-            filter: Filter::default(),
+            list: FilteredList::default(),
             preview: None,
-            preview_want: None,
-            preview_busy: false,
+            preview_job: SingleFlight::default(),
             show_preview: true,
             inner_area: Rect::default(),
             inflight: BTreeSet::new(),
@@ -39,7 +34,7 @@ impl FilesPane {
 
     /// Rows on show, as node indices (tests and benches).
     pub fn visible(&self) -> &[usize] {
-        &self.visible
+        &self.list.shown
     }
 
     /// A node by index.
@@ -57,7 +52,8 @@ impl FilesPane {
 
     /// Shown names of the visible rows (tests).
     pub fn visible_names(&self) -> Vec<String> {
-        self.visible
+        self.list
+            .shown
             .iter()
             .map(|&i| self.nodes[i].path.clone())
             .collect()
@@ -67,10 +63,10 @@ impl FilesPane {
     pub fn select_path(&mut self, path: &str) -> bool {
         match self
             .find(path)
-            .and_then(|i| self.visible.iter().position(|&v| v == i))
+            .and_then(|i| self.list.shown.iter().position(|&v| v == i))
         {
             Some(row) => {
-                self.cursor.selected = row;
+                self.list.cursor.selected = row;
                 true
             }
             None => false,
@@ -229,16 +225,16 @@ impl FilesPane {
 
     /// Rebuilds the rows on show (after the tree or the filter changed).
     pub fn rebuild(&mut self) {
-        let selected_node = self.visible.get(self.cursor.selected).copied();
-        self.visible.clear();
+        let selected_node = self.list.shown.get(self.list.cursor.selected).copied();
+        self.list.shown.clear();
         if self.nodes.is_empty() {
             return;
         }
-        if self.filter.active() {
+        if self.list.filter.active() {
             // Every loaded entry that matches, with its ancestors.
             let mut keep = vec![false; self.nodes.len()];
             for (i, n) in self.nodes.iter().enumerate() {
-                if i != self.root && n.alive && self.filter.matches(&n.display) {
+                if i != self.root && n.alive && self.list.filter.matches(&n.display) {
                     let mut p = Some(i);
                     while let Some(x) = p {
                         if x == self.root || keep[x] {
@@ -254,17 +250,17 @@ impl FilesPane {
             self.walk(self.root, &mut |_, n| n.expanded);
         }
         if let Some(sel) = selected_node
-            && let Some(row) = self.visible.iter().position(|&v| v == sel)
+            && let Some(row) = self.list.shown.iter().position(|&v| v == sel)
         {
-            self.cursor.selected = row;
+            self.list.cursor.selected = row;
         }
-        self.cursor.clamp(self.visible.len());
+        self.list.cursor.clamp(self.list.shown.len());
     }
 
     /// Depth-first over listed children; `descend(i, node)` says whether a
     /// node is shown (filter) or opened (no filter).
     pub(super) fn walk(&mut self, start: usize, descend: &mut impl FnMut(usize, &Node) -> bool) {
-        let filtering = self.filter.active();
+        let filtering = self.list.filter.active();
         let mut stack: Vec<usize> = self.nodes[start]
             .children
             .as_deref()
@@ -279,9 +275,9 @@ impl FilesPane {
                 if !descend(i, n) {
                     continue;
                 }
-                self.visible.push(i);
+                self.list.shown.push(i);
             } else {
-                self.visible.push(i);
+                self.list.shown.push(i);
                 if !descend(i, n) {
                     continue;
                 }
@@ -293,7 +289,7 @@ impl FilesPane {
     }
 
     pub(super) fn selected(&self) -> Option<usize> {
-        self.visible.get(self.cursor.selected).copied()
+        self.list.shown.get(self.list.cursor.selected).copied()
     }
 
     pub(super) fn expand(&mut self, i: usize, cx: &mut Ctx) {
@@ -329,7 +325,7 @@ impl FilesPane {
             && self.preview.as_ref().is_some_and(|p| p.path == path)
         {
             self.preview = None;
-            self.preview_want = Some(path.to_string());
+            self.preview_job.want(path.to_string());
             self.start_preview(cx);
         }
     }

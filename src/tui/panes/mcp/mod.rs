@@ -77,11 +77,37 @@ pub(super) const TAIL_LINES: usize = 4;
 
 pub(crate) enum Msg {
     Listed(Result<(McpListing, HashMap<String, Vec<McpToolInfo>>), String>),
-    /// An action on a server finished: server, verb, error text.
+    /// An action on a server finished: server, the verb of the toast
+    /// (`add` or a [`ServerVerb::label`]), message or error text.
     Acted(String, &'static str, Result<String, String>),
     Called(String, Doc),
     /// The add form's text was refused: server, what was typed, why.
     AddRefused(String, String, String),
+}
+
+/// What the pane does to the selected server in a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerVerb {
+    /// Started (`s`).
+    Start,
+    /// Stopped (`x`).
+    Stop,
+    /// Restarted (`R`).
+    Restart,
+    /// Removed from the declarations (`D`, confirmed).
+    Remove,
+}
+
+impl ServerVerb {
+    /// The verb as its toasts say it (`start `x`: …`).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            ServerVerb::Start => "start",
+            ServerVerb::Stop => "stop",
+            ServerVerb::Restart => "restart",
+            ServerVerb::Remove => "remove",
+        }
+    }
 }
 
 /// The MCP servers pane.

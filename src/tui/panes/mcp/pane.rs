@@ -6,29 +6,107 @@ use ratatui::layout::Rect;
 
 use crate::engine::events::Event;
 use crate::engine::mcp::McpState;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent, TaskResult};
-use crate::tui::pane::{Ctx, ListMouse, Pane, deliver, list_mouse, nav};
+use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
+use crate::tui::pane::{Ctx, ListMouse, Pane, list_mouse, nav};
 use crate::tui::widgets::filter::FilterOutcome;
 use crate::tui::widgets::list::ListCursor;
 
 use super::add::ADD_TITLE;
-use super::{ID, McpAction, McpPane, TOOLS, ToolAction};
+use super::{ID, McpAction, McpPane, ServerVerb, TOOLS, ToolAction};
+
+impl McpPane {
+    /// Runs one of the tool list's actions (keys, palette, mouse).
+    pub(super) fn tool_act(&mut self, action: ToolAction, cx: &mut Ctx) -> bool {
+        match action {
+            ToolAction::Nav(verb) => {
+                let n = self.selected_tools().len();
+                nav(&mut self.tool_cursor, verb, n);
+            }
+            ToolAction::Back => self.in_tools = false,
+            ToolAction::Schema => {
+                if let Some(t) = self.selected_tool() {
+                    let doc = self.tool_doc(t);
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+            }
+            ToolAction::Call => {
+                if let Some(t) = self.selected_tool() {
+                    cx.effect(Effect::Prompt {
+                        pane: ID,
+                        title: format!("Call {} with JSON arguments", t.tool),
+                        initial: "{}".into(),
+                        tag: DialogTag::McpCall {
+                            tool: t.name.clone(),
+                        },
+                    });
+                }
+            }
+        }
+        true
+    }
+
+    /// Runs one of the server list's actions (keys, palette, mouse).
+    pub(super) fn act(&mut self, action: McpAction, cx: &mut Ctx) -> bool {
+        match action {
+            McpAction::Nav(verb) => {
+                nav(&mut self.cursor, verb, self.shown.len());
+                self.tool_cursor = ListCursor::default();
+            }
+            McpAction::Tools => match self.selected() {
+                Some(s) if s.state.is_ready() => {
+                    self.in_tools = true;
+                    self.tool_cursor.clamp(self.selected_tools().len());
+                }
+                Some(s) => cx.toast(
+                    Level::Info,
+                    format!("`{}` is {}: press s to start it", s.name, s.state.name()),
+                ),
+                None => {}
+            },
+            McpAction::Stop => match self.selected() {
+                Some(s) if matches!(s.state, McpState::Ready { .. } | McpState::Starting) => {
+                    self.server_action(ServerVerb::Stop, cx)
+                }
+                Some(s) => cx.toast(
+                    Level::Info,
+                    format!("`{}` is not running ({})", s.name, s.state.name()),
+                ),
+                None => {}
+            },
+            McpAction::Start => self.server_action(ServerVerb::Start, cx),
+            McpAction::Restart => self.server_action(ServerVerb::Restart, cx),
+            McpAction::Add => cx.effect(Effect::Prompt {
+                pane: ID,
+                title: ADD_TITLE.into(),
+                initial: String::new(),
+                tag: DialogTag::McpAdd,
+            }),
+            McpAction::Remove => {
+                if let Some(s) = self.selected() {
+                    cx.effect(Effect::Confirm {
+                        pane: ID,
+                        message: format!(
+                            "Remove MCP server {} from agent {:?}, session {:?}?",
+                            s.name, cx.agent, cx.session
+                        ),
+                        tag: DialogTag::McpRemove {
+                            name: s.name.clone(),
+                        },
+                    });
+                }
+            }
+            McpAction::Refresh => self.load(cx),
+            McpAction::Filter => self.filter.begin(),
+        }
+        true
+    }
+}
 
 impl Pane for McpPane {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn on_task(&mut self, task: TaskResult, cx: &mut Ctx) {
-        deliver(self, task, cx);
-    }
+    crate::task_pane_glue!();
 
     fn context(&self) -> &'static str {
         if self.in_tools { TOOLS } else { ID }
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 
     fn title(&self) -> String {
@@ -76,88 +154,9 @@ impl Pane for McpPane {
 
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         if let Some(action) = ToolAction::parse(action) {
-            match action {
-                ToolAction::Nav(verb) => {
-                    let n = self.selected_tools().len();
-                    nav(&mut self.tool_cursor, verb, n);
-                }
-                ToolAction::Back => self.in_tools = false,
-                ToolAction::Schema => {
-                    if let Some(t) = self.selected_tool() {
-                        let doc = self.tool_doc(t);
-                        cx.effect(Effect::OpenViewer(doc));
-                    }
-                }
-                ToolAction::Call => {
-                    if let Some(t) = self.selected_tool() {
-                        cx.effect(Effect::Prompt {
-                            pane: ID,
-                            title: format!("Call {} with JSON arguments", t.tool),
-                            initial: "{}".into(),
-                            tag: DialogTag::McpCall {
-                                tool: t.name.clone(),
-                            },
-                        });
-                    }
-                }
-            }
-            return true;
+            return self.tool_act(action, cx);
         }
-        let Some(action) = McpAction::parse(action) else {
-            return false;
-        };
-        match action {
-            McpAction::Nav(verb) => {
-                nav(&mut self.cursor, verb, self.shown.len());
-                self.tool_cursor = ListCursor::default();
-            }
-            McpAction::Tools => match self.selected() {
-                Some(s) if s.state.is_ready() => {
-                    self.in_tools = true;
-                    self.tool_cursor.clamp(self.selected_tools().len());
-                }
-                Some(s) => cx.toast(
-                    Level::Info,
-                    format!("`{}` is {}: press s to start it", s.name, s.state.name()),
-                ),
-                None => {}
-            },
-            McpAction::Stop => match self.selected() {
-                Some(s) if matches!(s.state, McpState::Ready { .. } | McpState::Starting) => {
-                    self.server_action("stop", cx)
-                }
-                Some(s) => cx.toast(
-                    Level::Info,
-                    format!("`{}` is not running ({})", s.name, s.state.name()),
-                ),
-                None => {}
-            },
-            McpAction::Start => self.server_action("start", cx),
-            McpAction::Restart => self.server_action("restart", cx),
-            McpAction::Add => cx.effect(Effect::Prompt {
-                pane: ID,
-                title: ADD_TITLE.into(),
-                initial: String::new(),
-                tag: DialogTag::McpAdd,
-            }),
-            McpAction::Remove => {
-                if let Some(s) = self.selected() {
-                    cx.effect(Effect::Confirm {
-                        pane: ID,
-                        message: format!(
-                            "Remove MCP server {} from agent {:?}, session {:?}?",
-                            s.name, cx.agent, cx.session
-                        ),
-                        tag: DialogTag::McpRemove {
-                            name: s.name.clone(),
-                        },
-                    });
-                }
-            }
-            McpAction::Refresh => self.load(cx),
-            McpAction::Filter => self.filter.begin(),
-        }
-        true
+        McpAction::parse(action).is_some_and(|a| self.act(a, cx))
     }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
@@ -189,7 +188,7 @@ impl Pane for McpPane {
                     if let Some(pos) = self.shown.iter().position(|&j| j == i) {
                         self.cursor.selected = pos;
                     }
-                    self.server_action("remove", cx);
+                    self.server_action(ServerVerb::Remove, cx);
                 }
             }
             PaneEvent::Input {
@@ -211,7 +210,7 @@ impl Pane for McpPane {
                 ListMouse::Clicked(_, again) => {
                     self.in_tools = true;
                     if again {
-                        self.on_action("mcp_tools.schema", cx);
+                        self.tool_act(ToolAction::Schema, cx);
                     }
                     true
                 }

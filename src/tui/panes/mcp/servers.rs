@@ -8,7 +8,7 @@ use crate::tui::pane::{Ctx, TaskPane};
 
 use super::add::reopen_add;
 use super::render::short_issue;
-use super::{ID, McpPane, Msg, state_text};
+use super::{ID, McpPane, Msg, ServerVerb, state_text};
 
 impl McpPane {
     pub(super) fn load(&mut self, cx: &mut Ctx) {
@@ -39,12 +39,12 @@ impl McpPane {
     }
 
     /// Runs `verb` on the selected server in a task.
-    pub(super) fn server_action(&mut self, verb: &'static str, cx: &mut Ctx) {
+    pub(super) fn server_action(&mut self, verb: ServerVerb, cx: &mut Ctx) {
         let Some(name) = self.selected().map(|s| s.name.clone()) else {
             return;
         };
         // Stop, restart and remove cancel a start in progress.
-        if !self.busy.insert(name.clone()) && verb == "start" {
+        if !self.busy.insert(name.clone()) && verb == ServerVerb::Start {
             cx.toast(Level::Info, format!("`{name}` is busy"));
             return;
         }
@@ -53,28 +53,28 @@ impl McpPane {
         let (agent, session) = (cx.agent.clone(), cx.session.clone());
         cx.spawn::<McpPane>(async move {
             let r = match verb {
-                "start" => ws
+                ServerVerb::Start => ws
                     .mcp()
                     .start(&agent, &session, &name)
                     .await
                     .map(|s| format!("`{name}` {}", state_text(&s.state))),
-                "stop" => ws
+                ServerVerb::Stop => ws
                     .mcp()
                     .stop(&agent, &session, &name)
                     .await
                     .map(|_| format!("stopped `{name}`")),
-                "restart" => ws
+                ServerVerb::Restart => ws
                     .mcp()
                     .restart(&agent, &session, &name)
                     .await
                     .map(|s| format!("`{name}` {}", state_text(&s.state))),
-                _ => ws
+                ServerVerb::Remove => ws
                     .mcp()
                     .remove(&name, &agent, &session)
                     .await
                     .map(|_| format!("removed `{name}`")),
             };
-            Msg::Acted(name, verb, r.map_err(|e| e.to_string()))
+            Msg::Acted(name, verb.label(), r.map_err(|e| e.to_string()))
         });
     }
 }
