@@ -73,7 +73,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     let ctx = wsbench::root::Context::load(cli.global.selection())?;
     let options = wsbench::tui::TuiOptions {
-        read_only: cli.tui.read_only,
+        read_only: cli.global.read_only,
         theme: cli.tui.theme,
         no_mouse: cli.tui.no_mouse,
     };

@@ -83,6 +83,11 @@ pub struct GlobalArgs {
     /// Config file (default: `$XDG_CONFIG_HOME/wsbench/config.toml`).
     #[arg(long, global = true, value_name = "FILE", env = "WSBENCH_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Write nothing to the workspace: no layout or skills are created,
+    /// and commands, tools and edits that would write are refused with
+    /// an error. In the TUI, destructive actions are not offered.
+    #[arg(long, global = true)]
+    pub read_only: bool,
 }
 
 impl GlobalArgs {
@@ -97,6 +102,7 @@ impl GlobalArgs {
             agent: self.agent.clone(),
             session: self.session.clone(),
             config: self.config.clone(),
+            read_only: self.read_only,
         }
     }
 }
@@ -104,10 +110,6 @@ impl GlobalArgs {
 /// Options of a bare `wsbench` that only the TUI reads.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct TuiArgs {
-    /// Open the TUI without any destructive action (no commands, no
-    /// saving, deleting, renaming, uploading, adding or removing skills).
-    #[arg(long)]
-    pub read_only: bool,
     /// Theme: dark, light, high-contrast, or a user theme in
     /// `$XDG_CONFIG_HOME/wsbench/themes/<name>.toml`.
     #[arg(long, value_name = "NAME")]

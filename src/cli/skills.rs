@@ -50,6 +50,9 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                 listing.skills.len(),
                 listing.invalid.len()
             );
+            if let Some(note) = &listing.note {
+                say!("({note})");
+            }
             let rows: Vec<Vec<String>> = listing
                 .skills
                 .iter()

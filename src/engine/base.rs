@@ -19,6 +19,7 @@ pub struct WorkspaceBase {
     sandbox: Arc<dyn Sandbox>,
     layout: Layout,
     bus: EventBus,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for WorkspaceBase {
@@ -40,7 +41,27 @@ impl WorkspaceBase {
             sandbox,
             layout,
             bus,
+            read_only: false,
         }
+    }
+
+    /// The same pieces, opened read-only (`--read-only`): the sandbox is
+    /// wrapped in a [`ReadOnlySandbox`](super::read_only::ReadOnlySandbox)
+    /// that refuses every write and exec, and [`WorkspaceBase::read_only`]
+    /// is true so subsystems skip the writes they would do on their own.
+    pub fn read_only(self) -> Self {
+        let sandbox: Arc<dyn Sandbox> =
+            Arc::new(super::read_only::ReadOnlySandbox::new(self.sandbox));
+        WorkspaceBase {
+            sandbox,
+            read_only: true,
+            ..self
+        }
+    }
+
+    /// True when opened read-only: nothing may be written or run.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Workspace id.

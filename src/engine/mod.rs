@@ -12,6 +12,7 @@ pub mod layout;
 pub mod mcp;
 pub mod message;
 pub mod offload;
+pub mod read_only;
 pub mod serve;
 pub mod sessions;
 pub mod skills;

@@ -14,7 +14,7 @@ use super::base::WorkspaceBase;
 use super::events::{Event, EventBus, WorkspaceState};
 use super::journal::{Journal, JournalCall, JournalEntry};
 use super::layout::Layout;
-use super::mcp::{Mcp, McpDecl, McpRuntime};
+use super::mcp::{Mcp, McpDecl, McpOptions, McpRuntime};
 use super::offload::Offload;
 use super::sessions::Sessions;
 use super::skills::{SkillState, Skills};
@@ -42,6 +42,16 @@ pub struct WorkspaceConfig {
     /// MCP servers of every (agent, session) that has not diverged
     /// (reference `default_mcps`, docs/contract.md §5.2).
     pub default_mcps: Vec<McpDecl>,
+    /// Open without writing anything (`--read-only`): no layout is
+    /// created, no skill is migrated, seeded or equipped, and every write
+    /// or exec is refused with a clear error (see
+    /// [`ReadOnlySandbox`](super::read_only::ReadOnlySandbox)).
+    pub read_only: bool,
+    /// Options of the MCP clients (the default call timeout among them),
+    /// set once here by whoever opens the workspace (the composition root
+    /// fills it from `[mcp]`), so every way of opening one carries them.
+    #[serde(skip)]
+    pub mcp: McpOptions,
 }
 
 /// A workspace bound to a live sandbox. It owns the pieces; each
@@ -140,13 +150,18 @@ impl Workspace {
             .workspace_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+        let mut base = WorkspaceBase::new(id, sandbox, bus);
+        if config.read_only {
+            base = base.read_only();
+        }
+        // After the read-only wrap: MCP servers start through it too.
         let mcp = McpRuntime::new(
-            sandbox.clone(),
-            bus.clone(),
-            &id,
+            base.sandbox().clone(),
+            base.bus().clone(),
+            base.id(),
             config.default_mcps.clone(),
         );
-        let base = WorkspaceBase::new(id, sandbox, bus);
+        let mcp_options = config.mcp.clone();
         let ws = Arc::new(Workspace {
             offload: Offload::new(base.clone()),
             base,
@@ -156,6 +171,7 @@ impl Workspace {
             alive: AtomicBool::new(false),
             mcp,
         });
+        ws.mcp().set_options(mcp_options);
         if announce {
             ws.publish(Event::Workspace {
                 state: WorkspaceState::Provisioning,
@@ -175,8 +191,17 @@ impl Workspace {
     }
 
     /// Creates the layout and seeds skills. No-op when already alive.
+    /// Read-only ([`WorkspaceConfig::read_only`]): writes nothing, so a
+    /// missing layout stays missing and listings read what is there.
     pub async fn initialize(&self) -> WsResult<()> {
         if self.alive.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if self.base.is_read_only() {
+            self.alive.store(true, Ordering::Release);
+            self.publish(Event::Workspace {
+                state: WorkspaceState::Ready,
+            });
             return Ok(());
         }
         let sb = self.base.sandbox();

@@ -63,6 +63,9 @@ pub struct Selection {
     pub session: Option<String>,
     /// Config file given explicitly (must exist); `None` = the XDG default.
     pub config: Option<PathBuf>,
+    /// `--read-only`: open the workspace without writing anything to it
+    /// (see [`WorkspaceConfig::read_only`]).
+    pub read_only: bool,
 }
 
 /// What every command and the TUI work with: the selection, the resolved
@@ -136,15 +139,17 @@ impl Context {
     /// The manager of profile `name` (not cached; see [`Context::manager`]).
     /// Its pre-warm pool is off: a one-shot command would exit before
     /// claiming, and leave the pool's workspaces behind.
+    /// With `--read-only` its workspaces open read-only.
     pub fn manager_for(&self, name: &str) -> anyhow::Result<WorkspaceManager> {
-        one_shot_manager(&self.config, &self.paths, name)
+        one_shot_manager(&self.config, &self.paths, name, self.global.read_only)
     }
 
     /// [`Context::manager_for`] as a value the TUI keeps (it outlives no
     /// borrow of the context).
     pub fn manager_factory(&self) -> ManagerFactory {
         let (config, paths) = (self.config.clone(), self.paths.clone());
-        Arc::new(move |name: &str| one_shot_manager(&config, &paths, name))
+        let read_only = self.global.read_only;
+        Arc::new(move |name: &str| one_shot_manager(&config, &paths, name, read_only))
     }
 
     /// The manager of the selected profile, shared by the whole run.
@@ -222,7 +227,6 @@ impl Context {
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
                 self.journal.watch(ws);
-                self.apply_mcp_config(ws);
             }
             return ws;
         }
@@ -241,19 +245,12 @@ impl Context {
             instructions: self.config.workspace.instructions.clone(),
             limits: self.config.limits.clone(),
             default_mcps: Vec::new(),
+            read_only: self.global.read_only,
+            mcp: profile::mcp_options(&self.config),
         };
         let ws = Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?;
         self.journal.watch(&ws);
-        self.apply_mcp_config(&ws);
         Ok(ws)
-    }
-
-    /// Gives `ws`'s MCP clients the config's `[mcp]` settings (the
-    /// default call timeout).
-    pub fn apply_mcp_config(&self, ws: &Workspace) {
-        let mut opts = ws.mcp().options();
-        opts.call_timeout = self.config.mcp.call_timeout();
-        ws.mcp().set_options(opts);
     }
 
     /// The journal failures the opened workspaces reported during the
@@ -263,18 +260,82 @@ impl Context {
     }
 }
 
-/// The manager of profile `name`, pre-warm pool off, on its own bus.
+/// The manager of profile `name`, pre-warm pool off, on its own bus; its
+/// workspaces open read-only when `read_only` (provisioning a workspace
+/// that does not exist yet still makes its sandbox: a limit).
 fn one_shot_manager(
     config: &Config,
     paths: &Paths,
     name: &str,
+    read_only: bool,
 ) -> anyhow::Result<WorkspaceManager> {
     let (provisioner, mut opts) = profile_options(config, name, paths)?;
     opts.prewarm.size = 0;
+    opts.workspace.read_only = read_only;
     Ok(WorkspaceManager::new(
         name,
         provisioner,
         opts,
         EventBus::default(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A context over a temp home, with `config_text` as its config.
+    fn context(home: &std::path::Path, config_text: &str, read_only: bool) -> Context {
+        let config_file = home.join("config.toml");
+        Context {
+            global: Selection {
+                read_only,
+                ..Selection::default()
+            },
+            paths: Paths {
+                config_file: config_file.clone(),
+                data_dir: home.join("data"),
+                default_workdir: home.join("data/workspaces/default"),
+            },
+            config: Config::parse(config_text, &config_file).unwrap(),
+            config_file,
+            manager: tokio::sync::OnceCell::new(),
+            records: std::sync::OnceLock::new(),
+            journal: JournalWatch::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_way_of_opening_a_workspace_carries_the_mcp_call_timeout() {
+        let d = tempfile::tempdir().unwrap();
+        let ctx = context(d.path(), "[mcp]\ncall_timeout_secs = 7\n", false);
+        let want = Some(Duration::from_secs(7));
+        // The TUI's `:profile` and the Workspaces pane.
+        let m = (ctx.manager_factory())("local").unwrap();
+        let ws = m.get_workspace("", "a", "s", None).await.unwrap();
+        assert_eq!(ws.mcp().options().call_timeout, want);
+        m.shutdown().await.unwrap();
+        // The selected profile (the TUI's start, `mcp serve`, the agent).
+        let ws = ctx.open_workspace().await.unwrap();
+        assert_eq!(ws.mcp().options().call_timeout, want);
+        // `--workdir`.
+        let w = tempfile::tempdir().unwrap();
+        let mut ctx = context(d.path(), "[mcp]\ncall_timeout_secs = 0\n", false);
+        ctx.global.workdir = Some(w.path().to_path_buf());
+        let ws = ctx.open_workspace().await.unwrap();
+        assert_eq!(ws.mcp().options().call_timeout, None);
+    }
+
+    #[tokio::test]
+    async fn a_read_only_context_opens_read_only_workspaces_through_the_factory() {
+        let d = tempfile::tempdir().unwrap();
+        let ctx = context(d.path(), "", true);
+        let m = (ctx.manager_factory())("local").unwrap();
+        let ws = m.get_workspace("", "a", "s", None).await.unwrap();
+        assert!(ws.base().is_read_only());
+        let err = ws.sandbox().write(&ws.layout().join("x"), b"x").await;
+        assert!(err.unwrap_err().to_string().contains("--read-only"));
+        m.shutdown().await.unwrap();
+    }
 }

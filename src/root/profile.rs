@@ -14,6 +14,7 @@ use std::sync::Arc;
 use crate::backend::local::LocalProvisioner;
 use crate::backend::{BackendKind, Provisioner};
 use crate::config::{Config, ConfigError, Paths};
+use crate::engine::mcp::McpOptions;
 use crate::engine::{EventBus, WorkspaceConfig};
 use crate::manager::layout::local_layout;
 use crate::manager::{ManagerOptions, WorkspaceManager};
@@ -305,9 +306,23 @@ pub fn profile_options(
         skill_paths: config.workspace.skill_paths.clone(),
         instructions: config.workspace.instructions.clone(),
         limits: config.limits.clone(),
+        mcp: mcp_options(config),
         ..Default::default()
     };
     Ok((provisioner, opts))
+}
+
+/// The MCP client options of `config`'s `[mcp]` section (the default call
+/// timeout), the one place every way of opening a workspace takes them
+/// from: [`profile_options`] puts them in each manager's workspace
+/// template (the TUI's start, `:ws`, `:profile`, `mcp serve`, the agent
+/// loop all open through a manager or `--workdir`), and
+/// `Context::open_workspace` in a `--workdir` workspace's.
+pub fn mcp_options(config: &Config) -> McpOptions {
+    McpOptions {
+        call_timeout: config.mcp.call_timeout(),
+        ..McpOptions::default()
+    }
 }
 
 /// Opens profile `name` of `config` as a manager publishing on `bus`; see

@@ -36,6 +36,7 @@ mod mcp_serve_limits;
 mod mcp_stdio;
 mod offload;
 mod orphans;
+mod read_only;
 mod search_skips;
 mod skills;
 mod skills_hostile;

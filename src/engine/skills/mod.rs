@@ -128,6 +128,10 @@ pub struct SkillListing {
     pub skills: Vec<Skill>,
     /// Invalid skills, by directory name.
     pub invalid: Vec<InvalidSkill>,
+    /// Why the listing is not the partition itself (read-only: not
+    /// equipped, or not seeded); `None` normally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SkillListing {
@@ -180,6 +184,8 @@ struct Scan {
     invalid: Vec<InvalidSkill>,
     /// Every entry name of the directory (for directory-name conflicts).
     children: HashSet<String>,
+    /// Read-only: what this scan stands for when it is not the partition.
+    note: Option<String>,
 }
 
 impl Scan {
@@ -283,6 +289,7 @@ impl Skills<'_> {
             partition: scan.dir.clone(),
             skills: scan.skills(),
             invalid: scan.invalid,
+            note: scan.note,
         })
     }
 

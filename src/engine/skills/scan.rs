@@ -11,6 +11,9 @@ impl Skills<'_> {
         agent: &str,
     ) -> WsResult<(tokio::sync::MutexGuard<'_, ()>, Scan)> {
         let label = partition_name(agent)?;
+        if self.base.is_read_only() {
+            return self.read_only_scan(agent).await;
+        }
         let partition = self.equip(agent).await?;
         let guard = self.state.lock.lock().await;
         match self.scan_dir(&partition).await {
@@ -189,6 +192,7 @@ impl Skills<'_> {
             valid,
             invalid: invalid_skills,
             children,
+            note: None,
         })
     }
 
@@ -217,11 +221,59 @@ impl Skills<'_> {
     /// [`Self::persist`], logging a failure: the index is a cache that the
     /// next listing rebuilds.
     pub(super) async fn persist_quietly(&self, scan: &mut Scan) {
+        // Read-only: `.index` is reconciled in memory only.
+        if self.base.is_read_only() {
+            return;
+        }
         if let Err(e) = self.persist(scan).await {
             self.skill_log(
                 "warn",
                 format!("cannot write {}/{}: {e}", scan.dir, names::SKILL_INDEX),
             );
         }
+    }
+
+    /// The read-only listing: `agent`'s partition when it exists, else
+    /// `.seed` (what the partition would be equipped with), else nothing;
+    /// equips, seeds and writes nothing. `Scan::note` says which it is.
+    async fn read_only_scan(
+        &self,
+        agent: &str,
+    ) -> WsResult<(tokio::sync::MutexGuard<'_, ()>, Scan)> {
+        let partition = self.base.layout().partition_dir(agent)?;
+        let seed = self.base.layout().seed_dir();
+        let guard = self.state.lock.lock().await;
+        for dir in [&partition, &seed] {
+            match self.scan_dir(dir).await {
+                Ok(mut scan) => {
+                    if *dir == seed {
+                        scan.note = Some(format!(
+                            "read-only: {partition} is not equipped; listing {seed}, which it would be equipped from"
+                        ));
+                    }
+                    return Ok((guard, scan));
+                }
+                Err(WorkspaceError::Backend(BackendError::NotFound(_))) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let note = if self.seed_paths.is_empty() {
+            format!("read-only: {partition} is not equipped and {seed} does not exist")
+        } else {
+            format!(
+                "read-only: skills not seeded ({} skill path(s) of the config are copied on the first writable open)",
+                self.seed_paths.len()
+            )
+        };
+        let scan = Scan {
+            dir: partition,
+            index: SkillIndex::default(),
+            changed: false,
+            valid: HashMap::new(),
+            invalid: Vec::new(),
+            children: HashSet::new(),
+            note: Some(note),
+        };
+        Ok((guard, scan))
     }
 }
