@@ -207,6 +207,23 @@ pub fn create_new_host(p: &Path, data: &[u8], path_s: &str) -> BackendResult<boo
     }
 }
 
+/// Removes the host path `p` (blocking): a file or link, an empty
+/// directory, or with `recursive` a whole tree. Links are removed, never
+/// followed. Errors name `path_s`, the path as the caller was given it.
+pub fn remove_host(p: &Path, recursive: bool, path_s: &str) -> BackendResult<()> {
+    let meta = std::fs::symlink_metadata(p).map_err(|e| BackendError::from_io(e, path_s))?;
+    let res = if meta.is_dir() {
+        if recursive {
+            std::fs::remove_dir_all(p)
+        } else {
+            std::fs::remove_dir(p)
+        }
+    } else {
+        std::fs::remove_file(p)
+    };
+    res.map_err(|e| BackendError::from_io(e, path_s))
+}
+
 /// Reads the host file `p` whole or `range` of it (blocking); errors name
 /// `path_s`, the path as the caller was given it.
 pub fn read_host(p: &Path, path_s: String, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

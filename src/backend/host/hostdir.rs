@@ -29,7 +29,7 @@ use tokio::io::AsyncRead;
 
 use super::{
     PathMapper, append_host, atomic_write_host, create_new_host, finish_atomic, read_host,
-    stat_host, stream_to_temp, watch_host,
+    remove_host, stat_host, stream_to_temp, watch_host,
 };
 use crate::backend::path as bpath;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat, Watch};
@@ -409,21 +409,7 @@ impl HostDir {
             )));
         }
         let path_s = path.to_string();
-        blocking(move || {
-            let meta =
-                std::fs::symlink_metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-            let res = if meta.is_dir() {
-                if recursive {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_dir(&p)
-                }
-            } else {
-                std::fs::remove_file(&p)
-            };
-            res.map_err(|e| BackendError::from_io(e, path_s))
-        })
-        .await
+        blocking(move || remove_host(&p, recursive, &path_s)).await
     }
 
     /// Renames (the link itself when `from` is a link).

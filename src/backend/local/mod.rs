@@ -18,8 +18,8 @@ use tokio::process::{Child, Command};
 use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
 use super::host::fs::{finish_atomic, resolve_link_target};
 use super::host::{
-    append_host, atomic_write_host, create_new_host, read_host, stat_host, stream_to_temp,
-    watch_host,
+    append_host, atomic_write_host, create_new_host, read_host, remove_host, stat_host,
+    stream_to_temp, watch_host,
 };
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
@@ -297,22 +297,9 @@ impl Sandbox for LocalSandbox {
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
-            let meta =
-                std::fs::symlink_metadata(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
-            let res = if meta.is_dir() {
-                if recursive {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_dir(&p)
-                }
-            } else {
-                std::fs::remove_file(&p)
-            };
-            res.map_err(|e| BackendError::from_io(e, path_s))
-        })
-        .await
-        .expect("remove task")
+        tokio::task::spawn_blocking(move || remove_host(&p, recursive, &path_s))
+            .await
+            .expect("remove task")
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
