@@ -33,6 +33,7 @@ mod mcp_decl;
 mod mcp_real;
 mod mcp_redact;
 mod mcp_serve_limits;
+mod mcp_session;
 mod mcp_stdio;
 mod offload;
 mod orphans;
