@@ -37,6 +37,7 @@ mod mcp_session;
 mod mcp_stdio;
 mod offload;
 mod orphans;
+mod provision_race;
 mod read_only;
 mod search_skips;
 mod skills;
