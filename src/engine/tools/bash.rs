@@ -20,7 +20,8 @@ use tokio::sync::mpsc;
 
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
 use crate::backend::{ExecRequest, OutputChunk, StreamKind};
-use crate::engine::events::Event;
+use crate::engine::bus::{OutputMerge, Throttle};
+use crate::engine::events::{Event, OUTPUT_EVENT_BYTES, OUTPUT_EVENT_INTERVAL};
 
 /// The Bash tool.
 pub struct Bash;
@@ -182,7 +183,18 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     let mut out = Capture::new(head_cap);
     let mut err = Capture::new(head_cap);
     let mut spool_error = None;
-    while let Some(chunk) = rx.recv().await {
+    let mut events = OutputEvents::new(ctx.call_id);
+    loop {
+        let chunk = tokio::select! {
+            c = rx.recv() => match c {
+                Some(c) => c,
+                None => break,
+            },
+            _ = tokio::time::sleep_until(events.next_at()), if events.pending() => {
+                events.publish(&ws);
+                continue;
+            }
+        };
         let cap = match chunk.stream {
             StreamKind::Stdout => &mut out,
             StreamKind::Stderr => &mut err,
@@ -190,15 +202,15 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         if let Err(e) = cap.push(&chunk.data) {
             spool_error.get_or_insert(e);
         }
+        events.push(chunk.stream, chunk.data.clone());
         if let Some(sink) = &ctx.output {
-            let _ = sink.send(chunk.clone()).await;
+            let _ = sink.send(chunk).await;
         }
-        ws.publish(Event::CommandOutput {
-            call_id: ctx.call_id.to_string(),
-            stream: chunk.stream,
-            data: chunk.data,
-        });
+        if events.ready() {
+            events.publish(&ws);
+        }
     }
+    events.publish(&ws);
     let outcome = match exec.await {
         Ok(Ok(o)) => o,
         Ok(Err(e)) => {
@@ -297,6 +309,69 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         .with_meta("exit_code", outcome.exit_code)
         .with_meta("timed_out", outcome.timed_out)
         .with_meta("duration_ms", outcome.duration.as_millis() as u64)
+}
+
+/// The output events of one call on the bus: merged per stream, at most
+/// one per stream per [`OUTPUT_EVENT_INTERVAL`], each the newest
+/// [`OUTPUT_EVENT_BYTES`] (issue 16: a flood must not fill the bus).
+struct OutputEvents<'a> {
+    call_id: &'a str,
+    out: OutputMerge,
+    err: OutputMerge,
+    throttle: Throttle,
+}
+
+impl<'a> OutputEvents<'a> {
+    fn new(call_id: &'a str) -> Self {
+        OutputEvents {
+            call_id,
+            out: OutputMerge::new(OUTPUT_EVENT_BYTES),
+            err: OutputMerge::new(OUTPUT_EVENT_BYTES),
+            throttle: Throttle::new(OUTPUT_EVENT_INTERVAL),
+        }
+    }
+
+    fn push(&mut self, stream: StreamKind, data: Bytes) {
+        match stream {
+            StreamKind::Stdout => self.out.push(stream, data),
+            StreamKind::Stderr => self.err.push(stream, data),
+        }
+    }
+
+    fn pending(&self) -> bool {
+        !self.out.is_empty() || !self.err.is_empty()
+    }
+
+    fn ready(&self) -> bool {
+        self.throttle.ready()
+    }
+
+    fn next_at(&self) -> tokio::time::Instant {
+        self.throttle.next_at()
+    }
+
+    fn publish(&mut self, ws: &super::ToolEnv<'_>) {
+        if !self.pending() {
+            return;
+        }
+        self.throttle.released();
+        for (stream, merge) in [
+            (StreamKind::Stdout, &mut self.out),
+            (StreamKind::Stderr, &mut self.err),
+        ] {
+            // One stream per merge: `take` joins it into one chunk.
+            let m = merge.take();
+            let Some(data) = m.chunks.into_iter().next().map(|c| c.data) else {
+                continue;
+            };
+            ws.publish(Event::CommandOutput {
+                call_id: self.call_id.to_string(),
+                stream,
+                skipped: m.skipped,
+                data,
+            });
+        }
+    }
 }
 
 /// Writes stdout, then `\n` and stderr when both are non-empty (the

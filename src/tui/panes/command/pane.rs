@@ -252,6 +252,9 @@ impl Pane for CommandPane {
     }
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        // Output is taken once a frame, here: however fast a command
+        // prints, the pane parses at most `output_frame_bytes` per frame.
+        self.pull(cx.theme.warn, cx.theme.muted);
         let t = &cx.theme;
         let mut note = String::new();
         if let Some(r) = &self.running {
