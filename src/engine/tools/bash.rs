@@ -8,7 +8,6 @@
 //! output is over the limit, the full text is offloaded as a tool-result
 //! file that the truncated text names.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
+use super::spool::Spool;
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
 use crate::backend::{ExecRequest, OutputChunk, StreamKind};
 use crate::engine::bus::{OutputMerge, Throttle};
@@ -39,62 +39,6 @@ struct Args {
 
 /// Marker appended to truncated output (the reference's text).
 pub const TRUNCATED_MARKER: &str = "\n... (output truncated)";
-
-/// Collects one stream: the first `head_cap` bytes in memory, everything
-/// in a spool file once the head is full.
-struct Capture {
-    head: Vec<u8>,
-    head_cap: usize,
-    spool: Option<std::fs::File>,
-    total: u64,
-}
-
-impl Capture {
-    fn new(head_cap: usize) -> Self {
-        Capture {
-            head: Vec::new(),
-            head_cap,
-            spool: None,
-            total: 0,
-        }
-    }
-
-    fn push(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.total += data.len() as u64;
-        if let Some(f) = &mut self.spool {
-            return f.write_all(data);
-        }
-        if self.head.len() + data.len() <= self.head_cap {
-            self.head.extend_from_slice(data);
-            return Ok(());
-        }
-        let mut f = tempfile::tempfile()?;
-        f.write_all(&self.head)?;
-        f.write_all(data)?;
-        self.spool = Some(f);
-        let room = self.head_cap - self.head.len();
-        self.head.extend_from_slice(&data[..room]);
-        Ok(())
-    }
-
-    fn spilled(&self) -> bool {
-        self.spool.is_some()
-    }
-
-    /// A reader over everything captured.
-    fn reader(&mut self) -> std::io::Result<Box<dyn AsyncRead + Send + Unpin>> {
-        match self.spool.take() {
-            Some(mut f) => {
-                use std::io::Seek;
-                f.seek(std::io::SeekFrom::Start(0))?;
-                Ok(Box::new(tokio::fs::File::from_std(f)))
-            }
-            None => Ok(Box::new(std::io::Cursor::new(std::mem::take(
-                &mut self.head,
-            )))),
-        }
-    }
-}
 
 /// Truncates to `max` chars; returns whether anything was cut.
 fn truncate_chars(text: &mut String, max: usize) -> bool {
@@ -180,8 +124,9 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
 
     // A char is at most 4 bytes: this head always holds the model's share.
     let head_cap = max_chars.saturating_mul(4).max(4096);
-    let mut out = Capture::new(head_cap);
-    let mut err = Capture::new(head_cap);
+    let cap = ws.limits.tool_result_max_bytes;
+    let mut out = Spool::new(head_cap, cap);
+    let mut err = Spool::new(head_cap, cap);
     let mut spool_error = None;
     let mut events = OutputEvents::new(ctx.call_id);
     loop {
@@ -252,7 +197,18 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     let mut offload_path = None;
     let mut offload_error = None;
     if truncated {
+        let skipped = out.skipped() + err.skipped();
         let mut offload_note = match offload_full_output(ctx, &mut out, &mut err).await {
+            Ok(path) if skipped > 0 => {
+                capped_once(&ws, &path, skipped);
+                let note = format!(
+                    "\nOutput ({total_bytes} bytes) is over the tool-result cap of {cap} bytes a \
+                     stream: its first and last bytes are saved to {path}, with a line marking the \
+                     {skipped} bytes skipped"
+                );
+                offload_path = Some(path);
+                note
+            }
             Ok(path) => {
                 let note = format!("\nFull output ({total_bytes} bytes) saved to {path}");
                 offload_path = Some(path);
@@ -309,6 +265,26 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         .with_meta("exit_code", outcome.exit_code)
         .with_meta("timed_out", outcome.timed_out)
         .with_meta("duration_ms", outcome.duration.as_millis() as u64)
+}
+
+/// Tells the user, once per process, that a tool result was cut at the
+/// cap (a warning on the bus: Logs, `--json` event streams); the model's
+/// text says it on every capped call.
+fn capped_once(ws: &super::ToolEnv<'_>, path: &str, skipped: u64) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if TOLD.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    ws.publish(Event::Log {
+        level: "warn".into(),
+        source: "bash".into(),
+        message: format!(
+            "a command's output passed the tool-result cap ({} bytes a stream): {skipped} bytes \
+             were skipped in {path}; raise tool_result_max_bytes ([limits] or the profile) to keep \
+             more (said once)",
+            ws.limits.tool_result_max_bytes
+        ),
+    });
 }
 
 /// The output events of one call on the bus: merged per stream, at most
@@ -378,8 +354,8 @@ impl<'a> OutputEvents<'a> {
 /// reference's layout), raw bytes, to a fresh tool-result file.
 async fn offload_full_output(
     ctx: &ToolContext<'_>,
-    out: &mut Capture,
-    err: &mut Capture,
+    out: &mut Spool,
+    err: &mut Spool,
 ) -> Result<String, String> {
     let both = out.total > 0 && err.total > 0;
     let mut reader: Box<dyn AsyncRead + Send + Unpin> = out.reader().map_err(|e| e.to_string())?;
@@ -407,16 +383,5 @@ mod tests {
         assert_eq!(s, "éé");
         let mut t = "ab".to_string();
         assert!(!truncate_chars(&mut t, 2));
-    }
-
-    #[test]
-    fn capture_spills_past_head() {
-        let mut c = Capture::new(4);
-        c.push(b"ab").unwrap();
-        assert!(!c.spilled());
-        c.push(b"cdef").unwrap();
-        assert!(c.spilled());
-        assert_eq!(c.head, b"abcd");
-        assert_eq!(c.total, 6);
     }
 }
