@@ -156,6 +156,10 @@ fn install_panic_hook() {
     });
 }
 
+/// Longest stderr line forwarded to the Logs pane, in bytes; longer
+/// output is cut into several lines.
+const STDERR_LINE_BYTES: usize = 16 * 1024;
+
 /// Sends fd 2 into a pipe read by a thread that forwards lines to the
 /// Logs pane. Lines are dropped (and counted) rather than ever blocking a
 /// writer when the app is busy.
@@ -191,13 +195,29 @@ fn capture_stderr(tx: mpsc::Sender<AppMsg>) {
     std::thread::Builder::new()
         .name("wsbench-stderr".into())
         .spawn(move || {
-            use std::io::BufRead as _;
+            use std::io::{BufRead as _, Read as _};
             use std::os::fd::FromRawFd as _;
             // SAFETY: the read end is owned by this thread from here on.
             let file = unsafe { std::fs::File::from_raw_fd(read_fd) };
+            let mut reader = std::io::BufReader::new(file);
             let mut dropped = 0u64;
-            for line in std::io::BufReader::new(file).lines() {
-                let Ok(line) = line else { break };
+            let mut buf = Vec::new();
+            loop {
+                // A line is at most STDERR_LINE_BYTES: a library printing
+                // without newlines cannot grow it (the rest follows as
+                // further lines).
+                buf.clear();
+                match (&mut reader)
+                    .take(STDERR_LINE_BYTES as u64)
+                    .read_until(b'\n', &mut buf)
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                let line = String::from_utf8_lossy(&buf).into_owned();
                 if dropped > 0
                     && tx
                         .try_send(AppMsg::Stderr(format!("({dropped} stderr lines dropped)")))

@@ -48,3 +48,59 @@ async fn a_tool_result_over_the_cap_keeps_head_and_tail() {
     assert!(body.ends_with("199999\n200000\n"), "tail kept");
     assert!(body.contains(&want_marker), "marker line between");
 }
+
+/// A tool-result file deleted on disk leaves the Offload pane without a
+/// restart (the file watch reports it; the pane reloads on its tick).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offload_pane_follows_a_delete() {
+    use std::time::{Duration, Instant};
+    use support::tui::{Harness, open, options};
+    use wsbench::tui::panes::offload::{self, OffloadPane};
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.watch = true;
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    let r = ws
+        .call_tool(wsbench::engine::ToolCall {
+            tool: "Bash".into(),
+            session: "s-001".into(),
+            args: json!({"command": "seq 1 100000"}),
+            ..Default::default()
+        })
+        .await;
+    let path = r.offload_path.clone().expect("offloaded");
+    let listed = |hs: &mut Harness| {
+        hs.app
+            .pane_call::<OffloadPane, _>(offload::ID, |p, _| {
+                p.items().iter().any(|i| i.path == path)
+            })
+            .unwrap()
+    };
+    // A guard against a hang, not a timing: the watch and a tick or two.
+    let wait = |what: &'static str| {
+        let t0 = Instant::now();
+        move || {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "gave up waiting for {what}"
+            );
+        }
+    };
+    let check = wait("the offload to be listed");
+    while !listed(&mut hs) {
+        check();
+        hs.settle().await;
+        hs.app.tick();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::remove_file(&path).unwrap();
+    let check = wait("the deleted offload to leave the list");
+    while listed(&mut hs) {
+        check();
+        hs.settle().await;
+        hs.app.tick();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

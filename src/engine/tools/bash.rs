@@ -105,6 +105,10 @@ impl Tool for Bash {
 
 /// Runs `command` like the Bash tool does, with an explicit timeout.
 pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> ToolResult {
+    // The one clock of the call (issue 16): started here, read once at
+    // the end (after the offload), and that figure is the command's exit
+    // event, the result's `duration_ms`, the journal's and the pane's.
+    let t0 = std::time::Instant::now();
     let ws = ctx.env;
     let max_chars = ws.limits.bash_max_output_chars;
     let mut req = ExecRequest::shell(command);
@@ -170,13 +174,6 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         }
         Err(e) => return ToolResult::error(format!("Command failed: {command}\nError: {e}")),
     };
-    ws.publish(Event::CommandExited {
-        call_id: ctx.call_id.to_string(),
-        exit_code: outcome.exit_code,
-        timed_out: outcome.timed_out,
-        cancelled: outcome.cancelled,
-        duration_ms: outcome.duration.as_millis() as u64,
-    });
 
     let stdout = normalize_newlines(&out.head);
     let stderr = normalize_newlines(&err.head);
@@ -261,10 +258,18 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         // result text (`wsbench exec`), so the failure is not silent.
         result = result.with_meta("offload_error", e);
     }
+    let duration_ms = t0.elapsed().as_millis() as u64;
+    ws.publish(Event::CommandExited {
+        call_id: ctx.call_id.to_string(),
+        exit_code: outcome.exit_code,
+        timed_out: outcome.timed_out,
+        cancelled: outcome.cancelled,
+        duration_ms,
+    });
     result
         .with_meta("exit_code", outcome.exit_code)
         .with_meta("timed_out", outcome.timed_out)
-        .with_meta("duration_ms", outcome.duration.as_millis() as u64)
+        .with_meta("duration_ms", duration_ms)
 }
 
 /// Tells the user, once per process, that a tool result was cut at the

@@ -148,6 +148,9 @@ pub struct CommandPane {
     budget_bytes: usize,
     /// Newest output bytes taken per frame.
     frame_bytes: usize,
+    /// Output bytes of the current or last run skipped because they came
+    /// faster than frames took them (shown in the title).
+    skipped: u64,
 }
 
 fn new_prompt() -> PromptField {
@@ -179,6 +182,7 @@ impl CommandPane {
             sent: Vec::new(),
             budget_bytes: cfg.output_buffer_bytes,
             frame_bytes: cfg.output_frame_bytes,
+            skipped: 0,
         }
     }
 
@@ -200,6 +204,12 @@ impl CommandPane {
     /// The output buffer.
     pub fn output(&self) -> &Ring<OutLine> {
         &self.output
+    }
+
+    /// Output bytes of the current or last run skipped because they came
+    /// faster than the frames took them.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     /// Whether a command is running.

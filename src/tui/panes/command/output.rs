@@ -61,6 +61,7 @@ impl CommandPane {
             Err(_) => return,
         };
         let (run, session) = (r.run, r.session.clone());
+        self.skipped += merged.skipped;
         if merged.skipped > 0 {
             // The lines around the gap are cut: end the partial ones so
             // the note sits between them.
@@ -97,6 +98,7 @@ impl CommandPane {
     /// Starts a run record without a real command (benchmarks, tests).
     pub fn begin_run(&mut self, command: &str, header: Style) -> u64 {
         self.runs += 1;
+        self.skipped = 0;
         let run = self.runs;
         for (i, l) in command.lines().enumerate() {
             let p = if i == 0 { "$ " } else { "> " };
@@ -265,6 +267,53 @@ mod tests {
         }
         assert_eq!(p.output().len(), 100);
         assert_eq!(p.output().iter().last().unwrap().line.text, "9999");
+    }
+
+    /// Issue 16: 100 MB through the Command pane's real path (the run's
+    /// merge, taken once a frame) stays within the byte budget, the
+    /// newest output is shown, and what no frame could take is named.
+    #[test]
+    fn a_hundred_megabytes_stay_within_the_byte_budget() {
+        let cfg = TuiConfig {
+            output_buffer_bytes: 1 << 20,
+            output_frame_bytes: 256 << 10,
+            ..Default::default()
+        };
+        let mut p = CommandPane::new(&cfg);
+        p.begin_run("yes", Style::default());
+        let merge = p.running.as_ref().unwrap().merge.clone();
+        let chunk = bytes::Bytes::from("y\n".repeat(32 * 1024)); // 64 KiB
+        let (mut fed, mut frames) = (0usize, 0);
+        let mut last = bytes::Bytes::new();
+        while fed < 100 << 20 {
+            // 8 reads arrive per frame: 512 KiB, twice what a frame takes.
+            for _ in 0..8 {
+                last = if fed + chunk.len() >= 100 << 20 {
+                    bytes::Bytes::from("y\n".repeat(32 * 1024 - 1) + "end\n")
+                } else {
+                    chunk.clone()
+                };
+                fed += last.len();
+                merge.lock().unwrap().push(StreamKind::Stdout, last.clone());
+            }
+            p.pull(Style::default(), Style::default());
+            frames += 1;
+            assert!(
+                p.output().bytes() <= 1 << 20,
+                "frame {frames}: {}",
+                p.output().bytes()
+            );
+        }
+        assert!(fed >= 100 << 20);
+        let texts: Vec<&str> = p.output().iter().map(|l| l.line.text.as_str()).collect();
+        assert_eq!(texts.last(), Some(&"end"), "the newest output is shown");
+        assert!(
+            p.skipped() > 50 << 20,
+            "the skip is counted: {}",
+            p.skipped()
+        );
+        assert!(p.output().bytes() > (1 << 20) / 2, "the budget is used");
+        let _ = last;
     }
 
     #[test]

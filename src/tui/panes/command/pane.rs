@@ -265,6 +265,11 @@ impl Pane for CommandPane {
         } else if !self.follow {
             note = "paused".into();
         }
+        if self.skipped > 0 {
+            note = format!("{note} · {} skipped", text::human_size(self.skipped))
+                .trim_start_matches(" · ")
+                .to_string();
+        }
         if self.output.dropped() > 0 {
             note = format!("{note} · {} older lines dropped", self.output.dropped())
                 .trim_start_matches(" · ")
