@@ -53,7 +53,19 @@ impl Tmux {
             _dir: dir,
             ws,
         };
-        t.tmux(&["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", &cmd]);
+        t.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &cmd,
+        ]);
         t.tmux(&["set", "-g", "escape-time", "0"]);
         t.wait("wsbench │", Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(500));
@@ -81,7 +93,11 @@ impl Tmux {
     fn wait(&self, needle: &str, limit: Duration) -> Duration {
         let t0 = Instant::now();
         while !self.screen().contains(needle) {
-            assert!(t0.elapsed() < limit, "no {needle:?} after {limit:?}:\n{}", self.screen());
+            assert!(
+                t0.elapsed() < limit,
+                "no {needle:?} after {limit:?}:\n{}",
+                self.screen()
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         t0.elapsed()
@@ -102,7 +118,9 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.sock, "kill-server"]).output();
+        let _ = Command::new("tmux")
+            .args(["-L", &self.sock, "kill-server"])
+            .output();
     }
 }
 
@@ -137,8 +155,14 @@ fn tui_figures() {
             mb() / 20
         ));
         t.wait(&format!("done-{i}"), Duration::from_secs(600));
+        // The status line (and the end of the run) follows the output.
+        std::thread::sleep(Duration::from_secs(1));
         if i == 1 || i == 10 {
-            println!("tui RSS after {i} × {} MB without newlines: {:.1} MiB", mb() / 20, rss_mib(pid));
+            println!(
+                "tui RSS after {i} × {} MB without newlines: {:.1} MiB",
+                mb() / 20,
+                rss_mib(pid)
+            );
         }
     }
     // Latency under `yes`.
@@ -153,7 +177,11 @@ fn tui_figures() {
         .unwrap_or(100);
     let mut lat = Vec::new();
     for i in 0..n {
-        let (key, border) = if i % 2 == 0 { ("Tab", "┏ Logs") } else { ("BTab", "┏ Command") };
+        let (key, border) = if i % 2 == 0 {
+            ("Tab", "┏ Logs")
+        } else {
+            ("BTab", "┏ Command")
+        };
         let t0 = Instant::now();
         t.send(key);
         t.wait(border, Duration::from_secs(30));
@@ -182,7 +210,11 @@ fn walk_bytes(dir: &std::path::Path) -> u64 {
     let mut n = 0;
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let m = e.metadata().unwrap();
-        n += if m.is_dir() { walk_bytes(&e.path()) } else { m.len() };
+        n += if m.is_dir() {
+            walk_bytes(&e.path())
+        } else {
+            m.len()
+        };
     }
     n
 }
