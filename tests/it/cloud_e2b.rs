@@ -20,7 +20,7 @@ use wsbench::backend::{
 
 use cloud::{sh, spec};
 
-fn opts(f: &FakeE2b) -> E2bOptions {
+pub(crate) fn opts(f: &FakeE2b) -> E2bOptions {
     E2bOptions {
         api_key: Some(KEY.into()),
         api_url: Some(f.url()),

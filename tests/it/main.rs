@@ -21,6 +21,7 @@ mod concurrent_edits;
 mod config_gaps;
 mod disk_full;
 mod file_modes;
+mod heal;
 mod isolation_env;
 mod k8s_backend;
 mod k8s_cluster;
