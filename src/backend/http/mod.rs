@@ -456,9 +456,9 @@ impl ServiceClient {
         let about_sandbox = on404 == On404::SandboxGone;
         let n = status.as_u16();
         match (n, on404) {
-            (400 | 409 | 503, _)
-                if about_sandbox && says_not_running(code.as_deref(), &message) =>
-            {
+            // A 409 stays a conflict: a state transition refused (pause of
+            // a sandbox that is not running) is the caller's to handle.
+            (400 | 503, _) if about_sandbox && says_not_running(code.as_deref(), &message) => {
                 BackendError::stopped(format!(
                     "{} reports the sandbox not running ({n}: {message})",
                     self.service
@@ -658,7 +658,7 @@ mod tests {
         assert_eq!(h(503, not_running, gone.clone()), Health::Stopped);
         assert_eq!(
             h(409, br#"{"message":"sandbox is paused"}"#, gone.clone()),
-            Health::Stopped
+            Health::Conflict
         );
         // The same words about a path are not about the sandbox.
         assert_eq!(h(400, not_started, On404::Path("/a".into())), Health::Other);
