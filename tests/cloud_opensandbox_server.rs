@@ -376,7 +376,7 @@ mode = "direct"
         again.destroy(&ws_id).await.expect("delete");
         assert!(again.find(&ws_id).await.unwrap().is_none());
         let e = again.suspend(&ws_id).await.unwrap_err();
-        assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+        assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
         wait_port_free().await;
     }
     drop(cleanup);

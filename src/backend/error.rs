@@ -1,6 +1,6 @@
 //! The one error type every backend maps its failures onto.
 
-use super::BackendKind;
+use super::{BackendKind, Health};
 
 /// Errors every backend maps its failures onto.
 ///
@@ -56,9 +56,29 @@ pub enum BackendError {
         /// The service's message.
         message: String,
     },
-    /// The sandbox is gone or not running (the manager may re-provision).
-    #[error("sandbox unavailable: {0}")]
-    Unavailable(String),
+    /// The sandbox is gone, not running or cannot be reached; `health`
+    /// says which (the manager re-provisions a [`Health::Gone`] one and
+    /// restarts a [`Health::Stopped`] one). Shown as `sandbox gone: …`,
+    /// `sandbox stopped: …` or `sandbox unavailable: …`.
+    #[error("sandbox {}: {detail}", unavailable_word(*health))]
+    Unavailable {
+        /// What the failure says about the sandbox.
+        health: Health,
+        /// What was tried and what the backend answered.
+        detail: String,
+    },
+    /// The sandbox died under this call and the workspace manager brought
+    /// it back (`notice` says how, and whether files were kept); the call
+    /// itself was not repeated because repeating it is not known to be
+    /// safe (a write, a rename, a command that may have started).
+    #[error("{notice}; this call was not repeated (it failed with: {cause})")]
+    Recovered {
+        /// What happened, for a human: "the sandbox was deleted by the
+        /// service; a new one was created; files from the old one are lost".
+        notice: String,
+        /// The error the call failed with on the dead sandbox.
+        cause: Box<BackendError>,
+    },
     /// Any other I/O error, with the path or operation it concerns.
     #[error("{context}: {source}")]
     Io {
@@ -82,7 +102,66 @@ fn remote_tag(status: Option<u16>, code: Option<&str>) -> String {
         .collect()
 }
 
+/// `gone`, `stopped` or `unavailable` (unreachable and the rest).
+fn unavailable_word(h: Health) -> &'static str {
+    match h {
+        Health::Gone => "gone",
+        Health::Stopped => "stopped",
+        _ => "unavailable",
+    }
+}
+
 impl BackendError {
+    /// The sandbox no longer exists ([`Health::Gone`]); `detail` says what
+    /// was tried and what the backend answered.
+    pub fn gone(detail: impl Into<String>) -> Self {
+        BackendError::Unavailable {
+            health: Health::Gone,
+            detail: detail.into(),
+        }
+    }
+
+    /// The sandbox exists but is stopped or paused ([`Health::Stopped`]).
+    pub fn stopped(detail: impl Into<String>) -> Self {
+        BackendError::Unavailable {
+            health: Health::Stopped,
+            detail: detail.into(),
+        }
+    }
+
+    /// The service or sandbox cannot be reached now ([`Health::Unreachable`]).
+    pub fn unreachable(detail: impl Into<String>) -> Self {
+        BackendError::Unavailable {
+            health: Health::Unreachable,
+            detail: detail.into(),
+        }
+    }
+
+    /// What this error says about the sandbox (issue 15 point 1): the
+    /// health an [`Unavailable`](BackendError::Unavailable) error carries;
+    /// [`Health::Conflict`] for a remote 409; [`Health::Auth`] for a
+    /// remote 401 or 403; [`Health::Other`] for everything else (path
+    /// errors, a failed spawn, other remote errors, a recovered call).
+    pub fn health(&self) -> Health {
+        match self {
+            BackendError::Unavailable { health, .. } => *health,
+            BackendError::Remote {
+                status: Some(409), ..
+            } => Health::Conflict,
+            BackendError::Remote {
+                status: Some(401 | 403),
+                ..
+            } => Health::Auth,
+            _ => Health::Other,
+        }
+    }
+
+    /// True when the manager can bring the sandbox back on its own
+    /// ([`Health::is_recoverable`]: gone or stopped).
+    pub fn is_recoverable(&self) -> bool {
+        self.health().is_recoverable()
+    }
+
     /// Maps an `io::Error` on `path` to the matching variant.
     pub fn from_io(err: std::io::Error, path: impl Into<String>) -> Self {
         let path = path.into();
@@ -108,3 +187,47 @@ impl BackendError {
 
 /// Result alias for backend calls.
 pub type BackendResult<T> = Result<T, BackendError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_is_read_from_the_variant_and_the_status() {
+        assert_eq!(BackendError::gone("x").health(), Health::Gone);
+        assert_eq!(BackendError::stopped("x").health(), Health::Stopped);
+        assert_eq!(BackendError::unreachable("x").health(), Health::Unreachable);
+        let remote = |status| BackendError::Remote {
+            service: "e2b",
+            status: Some(status),
+            code: None,
+            message: "m".into(),
+        };
+        assert_eq!(remote(409).health(), Health::Conflict);
+        assert_eq!(remote(401).health(), Health::Auth);
+        assert_eq!(remote(403).health(), Health::Auth);
+        assert_eq!(remote(500).health(), Health::Other);
+        assert_eq!(BackendError::NotFound("/a".into()).health(), Health::Other);
+        let rec = BackendError::Recovered {
+            notice: "n".into(),
+            cause: Box::new(BackendError::gone("x")),
+        };
+        assert_eq!(
+            rec.health(),
+            Health::Other,
+            "a recovered call is not recovered twice"
+        );
+        assert!(BackendError::gone("x").is_recoverable());
+        assert!(!BackendError::unreachable("x").is_recoverable());
+    }
+
+    #[test]
+    fn unavailable_texts_name_the_state() {
+        assert_eq!(BackendError::gone("d").to_string(), "sandbox gone: d");
+        assert_eq!(BackendError::stopped("d").to_string(), "sandbox stopped: d");
+        assert_eq!(
+            BackendError::unreachable("d").to_string(),
+            "sandbox unavailable: d"
+        );
+    }
+}

@@ -24,7 +24,7 @@
 //!
 //! This file holds the two traits and what provisioning speaks in; the
 //! shared data types live in files by job (`kind`, `error`,
-//! `capabilities`, `command`, `files`, `notice`) and are re-exported here,
+//! `capabilities`, `command`, `files`, `health`, `notice`) and are re-exported here,
 //! so every path stays `crate::backend::<Item>`.
 
 pub mod bubblewrap;
@@ -48,6 +48,7 @@ mod capabilities;
 mod command;
 mod error;
 mod files;
+mod health;
 mod kind;
 mod notice;
 
@@ -67,6 +68,7 @@ pub use self::command::{
 };
 pub use self::error::{BackendError, BackendResult};
 pub use self::files::{ByteRange, ChangeKind, FileChange, FileKind, FileStat, Watch};
+pub use self::health::Health;
 pub use self::kind::BackendKind;
 pub(crate) use self::notice::NoticeSlot;
 pub use self::notice::{BackendNotice, NoticeLevel, NoticeSink};

@@ -269,7 +269,7 @@ async fn dispatch(ctx: &Ctx, command: Option<Command>) -> anyhow::Result<i32> {
 mod tests {
     #[test]
     fn error_line_shows_each_cause_once() {
-        let backend = crate::backend::BackendError::Unavailable("gone".into());
+        let backend = crate::backend::BackendError::unreachable("gone");
         let e = anyhow::Error::from(crate::manager::ManagerError::Backend {
             op: "close",
             id: "w1".into(),

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::bus::{self, Bus};
 
-use crate::backend::{ChangeKind, StreamKind};
+use crate::backend::{ChangeKind, Health, StreamKind};
 
 /// Default ring size of a bus, in events.
 pub const DEFAULT_CAPACITY: usize = 4096;
@@ -54,6 +54,30 @@ pub enum WorkspaceState {
     Destroyed,
     /// Reset: sessions, data, skills and `.mcp` deleted.
     Reset,
+    /// A call found the sandbox under the open workspace gone or stopped
+    /// (issue 15); the manager recovers it next.
+    Lost {
+        /// `gone` or `stopped`.
+        health: Health,
+        /// The error the call failed with.
+        reason: String,
+    },
+    /// The manager is bringing the sandbox back (once per id, however
+    /// many callers saw it lost).
+    Recovering,
+    /// Recovered with a new sandbox; `notice` says whether files were
+    /// kept ("the sandbox was deleted by the service; a new one was
+    /// created; files from the old one are lost").
+    Replaced {
+        /// What happened, for a human.
+        notice: String,
+    },
+    /// Recovered by restarting or resuming the same sandbox ("the sandbox
+    /// was stopped; it was restarted; files kept").
+    Restarted {
+        /// What happened, for a human.
+        notice: String,
+    },
 }
 
 /// What kind of thing was offloaded.

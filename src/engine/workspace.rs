@@ -218,6 +218,18 @@ impl Workspace {
         Ok(())
     }
 
+    /// Sets the workspace up again after the workspace manager replaced or
+    /// restarted the sandbox under it (issue 15): live MCP servers are
+    /// closed (they ran in the old sandbox; each starts again on its next
+    /// use), then the layout is created and skills seeded as on open
+    /// (both keep what is there, so a restarted sandbox loses nothing).
+    /// Publishes `Ready` again.
+    pub(crate) async fn reinitialize(&self) -> WsResult<()> {
+        self.mcp().close().await;
+        self.alive.store(false, Ordering::Release);
+        self.initialize().await
+    }
+
     /// Marks the workspace closed. The sandbox stays usable (local
     /// semantics); the manager decides whether to suspend or destroy it.
     pub async fn close(&self) {

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 
 use futures::FutureExt;
 
+use super::heal::HealingSandbox;
 use super::lease::Entry;
 use super::{
     CloseAction, Flight, FlightOutput, Inner, ManagerError, Request, labels, lock, read, write,
@@ -73,11 +74,22 @@ impl Inner {
     pub(super) fn start_flight(self: &Arc<Self>, req: Request) -> Flight {
         let inner = self.clone();
         let id = req.id.clone();
-        let task = tokio::spawn(async move {
+        Self::spawn_flight(id, async move {
             let id = req.id.clone();
             let result = inner.provision(req).await;
             inner.finish_flight(&id, result)
-        });
+        })
+    }
+
+    /// Runs `work` (which ends with [`Inner::finish_flight`]) as a task
+    /// and shares its outcome; a panic reaches every waiter as
+    /// [`ManagerError::Task`]. Provisioning and recovery (`heal.rs`) both
+    /// fly this way.
+    pub(super) fn spawn_flight(
+        id: String,
+        work: impl Future<Output = FlightOutput> + Send + 'static,
+    ) -> Flight {
+        let task = tokio::spawn(work);
         async move {
             task.await.unwrap_or_else(|e| {
                 Err(ManagerError::Task {
@@ -143,9 +155,13 @@ impl Inner {
             workspace_id: Some(id.clone()),
             ..self.opts.workspace.clone()
         };
+        // Every managed workspace heals (issue 15): the wrapper recovers a
+        // sandbox that dies under a long-lived holder.
+        let heal = HealingSandbox::wrap(self, req.clone(), sandbox);
         // `Provisioning` is published above, before the sandbox is made.
-        match Workspace::open_provisioned(sandbox, config, self.bus.clone()).await {
+        match Workspace::open_provisioned(heal.clone(), config, self.bus.clone()).await {
             Ok(ws) => {
+                heal.bind(&ws);
                 // A reattached workspace keeps the identity its labels
                 // give; a caller's names only fill what is missing.
                 let pick = |k: &str, given: String| {

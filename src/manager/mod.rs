@@ -22,6 +22,9 @@
 //!   where the backend can).
 //! * point 13 — nothing per-pair is kept but the per_session bindings,
 //!   which are dropped with their workspace on destroy.
+//! * issue 15 — a workspace heals: every workspace runs on a
+//!   [`heal::HealingSandbox`] that recovers a sandbox found gone or
+//!   stopped, once per id, and repeats the call when that is safe.
 //! * point 26 — ids, not raw agent ids, decide where a workspace lives;
 //!   see [`layout::local_layout`].
 
@@ -30,6 +33,7 @@ pub mod display;
 mod error;
 mod evict;
 mod flight;
+mod heal;
 pub mod isolation;
 mod keepalive;
 pub mod layout;

@@ -1934,7 +1934,7 @@ mod docker_only {
         );
         assert!(matches!(
             sb.exec(ExecRequest::new(["true"]), None).await,
-            Err(BackendError::Unavailable(_))
+            Err(BackendError::Unavailable { .. })
         ));
         let sb = p2.provision(&spec(&id)).await.unwrap();
         let (code, out, _) = exec_collect(sb.as_ref(), ExecRequest::shell("cat kept.txt")).await;

@@ -191,7 +191,7 @@ async fn lifecycle_exec_files_stop_start_reattach_delete() {
         .exec(ExecRequest::shell("true"), None)
         .await
         .unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
 }
 
 #[tokio::test]
@@ -394,11 +394,11 @@ async fn faults_map_to_clear_errors_and_retries() {
     // 404 after N calls: gone.
     *f.faults().gone_after.lock().unwrap() = Some((format!("/api/sandbox/{id}"), 0));
     let e = p.suspend("ws-f").await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
     *f.faults().gone_after.lock().unwrap() = None;
     f.state.sandboxes.lock().unwrap().remove(&id);
     let e = sb.read("x", None).await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use wsbench::backend::{
 
 use cloud::{sh, spec};
 
-fn opts(f: &FakeE2b) -> E2bOptions {
+pub(crate) fn opts(f: &FakeE2b) -> E2bOptions {
     E2bOptions {
         api_key: Some(KEY.into()),
         api_url: Some(f.url()),
@@ -207,7 +207,7 @@ async fn lifecycle_exec_files_suspend_reattach_destroy() {
         .exec(ExecRequest::shell("true"), None)
         .await
         .unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
 }
 
 /// C15: a 1 s timeout on `sleep 10` fires on time, kills the process with
@@ -440,11 +440,11 @@ async fn faults_map_to_clear_errors_and_retries() {
         .unwrap();
     *f.faults().gone_after.lock().unwrap() = Some(("/sandboxes/".into(), 0));
     let e = p.resume("ws-f").await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
     *f.faults().gone_after.lock().unwrap() = None;
     f.state.sandboxes.lock().unwrap().remove(&id);
     let e = sb.read("x", None).await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
     // Slow answers past the request timeout: a timeout error, not a hang.
     let slow = E2bProvisioner::new(E2bOptions {
         request_timeout_secs: 1,

@@ -194,7 +194,7 @@ async fn lifecycle_exec_files_pause_resume_reattach_delete() {
     p2.destroy("ws-1").await.unwrap();
     assert!(p2.find("ws-1").await.unwrap().is_none());
     let e = p2.suspend("ws-1").await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
 }
 
 #[tokio::test]
@@ -300,7 +300,7 @@ async fn server_proxy_mode_sends_the_key_to_the_proxy() {
     // Through the proxy, a deleted sandbox is "gone", not a missing file.
     p.destroy("ws-proxy").await.unwrap();
     let e = sb.read("a.txt", None).await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
     // Direct mode never sends the key to execd, but does send the
     // endpoint's headers.
     let (f2, p2) = setup().await.unwrap();
@@ -356,11 +356,11 @@ async fn faults_map_to_clear_errors_and_retries() {
     // 404 after N calls: the sandbox is gone.
     *f.faults().gone_after.lock().unwrap() = Some((format!("/v1/sandboxes/{id}"), 0));
     let e = p.resume("ws-f").await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
     *f.faults().gone_after.lock().unwrap() = None;
     f.state.sandboxes.lock().unwrap().remove(&id);
     let e = sb.exec(ExecRequest::shell("true"), None).await.unwrap_err();
-    assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+    assert!(matches!(e, BackendError::Unavailable { .. }), "{e}");
     // With the faults gone, the service works again.
     p.create(&spec("x")).await.unwrap();
 }

@@ -552,7 +552,7 @@ async fn suspend_keeps_files_reattach_replaces_bad_pods_destroy_removes_all() {
     e.prov.suspend("life").await.unwrap();
     assert!(matches!(
         sb.exec(ExecRequest::shell("true"), None).await.unwrap_err(),
-        BackendError::Unavailable(_)
+        BackendError::Unavailable { .. }
     ));
     e.prov.destroy("life").await.unwrap();
     assert!(!e.stub.has_pvc(NS, &name) && !e.stub.has_pod(NS, &name));
@@ -589,7 +589,10 @@ async fn a_dropped_connection_is_an_error_not_a_hang() {
     )
     .await
     .expect("exec hung after the connection dropped");
-    assert!(matches!(res, Err(BackendError::Unavailable(_))), "{res:?}");
+    assert!(
+        matches!(res, Err(BackendError::Unavailable { .. })),
+        "{res:?}"
+    );
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ mod config_gaps;
 mod disk_full;
 mod file_modes;
 mod floods;
+mod heal;
 mod isolation_env;
 mod k8s_backend;
 mod k8s_cluster;

@@ -117,7 +117,7 @@ impl Provisioner for TestProvisioner {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .is_ok();
         if fail {
-            return Err(BackendError::Unavailable("injected failure".into()));
+            return Err(BackendError::unreachable("injected failure"));
         }
         self.creates.fetch_add(1, Ordering::AcqRel);
         let sb = self.inner.create(spec).await?;

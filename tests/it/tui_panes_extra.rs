@@ -836,10 +836,9 @@ impl Provisioner for DownProvisioner {
         self.0.destroy(id).await
     }
     async fn list(&self) -> wsbench::backend::BackendResult<Vec<wsbench::backend::SandboxInfo>> {
-        Err(wsbench::backend::BackendError::Unavailable(
+        Err(wsbench::backend::BackendError::unreachable(
             "cannot connect to the Docker daemon at unix:///var/run/docker.sock \
-             (is dockerd running? start it or set DOCKER_HOST) — the end of a long reason"
-                .into(),
+             (is dockerd running? start it or set DOCKER_HOST) — the end of a long reason",
         ))
     }
 }

@@ -175,6 +175,13 @@ impl std::fmt::Debug for BubblewrapSandbox {
 }
 
 impl BubblewrapSandbox {
+    /// [`BackendError::gone`] once the host directory was removed (issue
+    /// 15): checked first by every [`Sandbox`] method (bwrap itself would
+    /// only fail its bind mount with an exit code).
+    fn present(&self) -> BackendResult<()> {
+        super::host::root_present(self.files.root())
+    }
+
     /// Opens the host directory `root` (created if missing) as a sandbox.
     /// Does not run bwrap; see [`BubblewrapSandbox::probe`].
     ///
@@ -413,6 +420,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
+        self.present()?;
         let marker = new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let started_at = Instant::now();
@@ -478,6 +486,7 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
+        self.present()?;
         let marker = new_marker();
         let cmd = self.command(&req.argv, req.cwd.as_deref(), &req.env, &marker)?;
         let deadline = Some(Instant::now() + SETUP_TIMEOUT);
@@ -508,10 +517,12 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+        self.present()?;
         self.files.read(path, range).await
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+        self.present()?;
         self.files.write(path, data).await
     }
 
@@ -520,38 +531,47 @@ impl Sandbox for BubblewrapSandbox {
         path: &str,
         reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> BackendResult<u64> {
+        self.present()?;
         self.files.write_stream(path, reader).await
     }
 
     async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+        self.present()?;
         self.files.append(path, data).await
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
+        self.present()?;
         self.files.create_new(path, data).await
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
+        self.present()?;
         self.files.list(path).await
     }
 
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
+        self.present()?;
         self.files.stat(path).await
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
+        self.present()?;
         self.files.remove(path, recursive).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
+        self.present()?;
         self.files.rename(from, to).await
     }
 
     async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
+        self.present()?;
         self.files.mkdir(path, parents).await
     }
 
     async fn watch(&self, path: &str) -> BackendResult<Watch> {
+        self.present()?;
         self.files.watch(path)
     }
 }

@@ -75,9 +75,11 @@ impl Provisioner for BubblewrapProvisioner {
         BackendKind::Bubblewrap
     }
 
+    /// `suspend`: closing is recorded (the workspace lists as closed until
+    /// the next attach), like local; nothing is stopped (issue 15 point 4).
     fn capabilities(&self) -> ProvisionerCapabilities {
         ProvisionerCapabilities {
-            suspend: false,
+            suspend: true,
             keep_alive: false,
             persistent: true,
         }
@@ -97,7 +99,10 @@ impl Provisioner for BubblewrapProvisioner {
         self.dirs.find(workspace_id).await
     }
 
+    /// Records the reopen in the directory's record (no longer closed,
+    /// idle clock restarted), then opens the box.
     async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
+        self.dirs.attach(info).await?;
         self.ready(BubblewrapSandbox::open(
             &info.backend_id,
             self.opts.clone(),
@@ -105,12 +110,14 @@ impl Provisioner for BubblewrapProvisioner {
         .await
     }
 
-    async fn suspend(&self, _workspace_id: &str) -> BackendResult<()> {
-        Ok(())
+    /// Records the close (listed as suspended, `"open": false`) the way
+    /// the local provisioner does; no process is touched.
+    async fn suspend(&self, workspace_id: &str) -> BackendResult<()> {
+        self.dirs.suspend(workspace_id).await
     }
 
-    async fn resume(&self, _workspace_id: &str) -> BackendResult<()> {
-        Ok(())
+    async fn resume(&self, workspace_id: &str) -> BackendResult<()> {
+        self.dirs.resume(workspace_id).await
     }
 
     async fn destroy(&self, workspace_id: &str) -> BackendResult<()> {
@@ -119,5 +126,40 @@ impl Provisioner for BubblewrapProvisioner {
 
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
         self.dirs.list().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::backend::SandboxState;
+
+    /// Issue 15 point 4: after a close, the list says closed (it said
+    /// `running`), and the next attach opens it again — as for local.
+    #[tokio::test]
+    async fn close_is_recorded_until_the_next_attach() {
+        let base = tempfile::tempdir().unwrap();
+        let prov = BubblewrapProvisioner::new(BubblewrapOptions {
+            base_dir: Some(base.path().to_path_buf()),
+            probe: false,
+            ..BubblewrapOptions::default()
+        });
+        assert!(prov.capabilities().suspend);
+        let spec = ProvisionSpec {
+            workspace_id: "w".into(),
+            labels: BTreeMap::new(),
+        };
+        prov.create(&spec).await.unwrap();
+        let state = async |p: &BubblewrapProvisioner| p.find("w").await.unwrap().unwrap().state;
+        assert_eq!(state(&prov).await, SandboxState::Running);
+        prov.suspend("w").await.unwrap();
+        assert_eq!(state(&prov).await, SandboxState::Suspended);
+        let listed = prov.list().await.unwrap();
+        assert_eq!(listed[0].state, SandboxState::Suspended);
+        let info = prov.find("w").await.unwrap().unwrap();
+        prov.attach(&info).await.unwrap();
+        assert_eq!(state(&prov).await, SandboxState::Running);
     }
 }

@@ -39,7 +39,7 @@ impl Known {
         workspace_id: &str,
         r: BackendResult<T>,
     ) -> BackendResult<T> {
-        if matches!(r, Err(BackendError::Unavailable(_))) {
+        if matches!(r, Err(BackendError::Unavailable { .. })) {
             self.forget(workspace_id);
         }
         r
@@ -61,7 +61,7 @@ impl Known {
         }
         match find.await? {
             Some(i) => Ok(i.backend_id),
-            None => Err(BackendError::Unavailable(format!(
+            None => Err(BackendError::gone(format!(
                 "no {service} sandbox for workspace {workspace_id}"
             ))),
         }
@@ -173,7 +173,7 @@ mod tests {
         let kept: BackendResult<()> = Err(BackendError::NotFound("p".into()));
         assert!(k.forget_on_gone("w1", kept).is_err());
         assert!(k.get("w1").is_some());
-        let gone: BackendResult<()> = Err(BackendError::Unavailable("gone".into()));
+        let gone: BackendResult<()> = Err(BackendError::gone("gone"));
         assert!(k.forget_on_gone("w1", gone).is_err());
         assert_eq!(k.get("w1"), None);
         // Listed ids of the workspace plus the remembered one, once each.

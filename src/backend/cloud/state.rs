@@ -41,7 +41,7 @@ where
         let state = match check(&dto) {
             StateCheck::Reached => return Ok(dto),
             StateCheck::Failed(s) => {
-                return Err(BackendError::Unavailable(format!(
+                return Err(BackendError::gone(format!(
                     "{service} sandbox {id} is {s} while waiting for {want}"
                 )));
             }
@@ -93,7 +93,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "sandbox unavailable: svc sandbox i is error (disk) while waiting for done"
+            "sandbox gone: svc sandbox i is error (disk) while waiting for done"
         );
         let e = wait_for_state(
             "svc",

@@ -300,7 +300,7 @@ impl DaytonaSandbox {
         .map_err(|_| ws_err(&"timed out opening the log stream"))?
         .map_err(|e| match &e {
             tokio_tungstenite::tungstenite::Error::Http(resp) if resp.status().as_u16() == 404 => {
-                BackendError::Unavailable(format!(
+                BackendError::gone(format!(
                     "daytona sandbox {} or its session is gone (log stream 404)",
                     self.id
                 ))

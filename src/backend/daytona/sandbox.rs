@@ -59,10 +59,18 @@ impl DaytonaSandbox {
             (_, Some("FILE_NOT_FOUND")) => BackendError::NotFound(path.to_string()),
             // The proxy's 404 for a sandbox that no longer exists (the
             // toolbox's own 404s carry FILE_NOT_FOUND).
-            (404, _) if lower.contains("sandbox") => BackendError::Unavailable(format!(
-                "daytona sandbox {} is gone (404: {message})",
+            (404 | 410, _) if lower.contains("sandbox") => BackendError::gone(format!(
+                "daytona sandbox {} is gone ({status}: {message})",
                 self.id
             )),
+            // A stopped sandbox: the toolbox answers `Sandbox … is not
+            // started (state stopped)`.
+            (400 | 409, c) if lower.contains("sandbox") && http::says_not_running(c, &message) => {
+                BackendError::stopped(format!(
+                    "daytona sandbox {} is not running ({status}: {message})",
+                    self.id
+                ))
+            }
             (404, _) => BackendError::NotFound(path.to_string()),
             _ if lower.contains("is a directory") => BackendError::IsADirectory(path.into()),
             _ if lower.contains("not a directory") => BackendError::NotADirectory(path.into()),

@@ -190,8 +190,9 @@ impl DaytonaService {
                 self.post_state(id, "recover").await?;
                 self.wait_for(id, &["started"]).await
             }
+            // A failed or destroyed sandbox never runs again: gone.
             "error" | "build_failed" | "destroyed" | "destroying" => {
-                Err(BackendError::Unavailable(format!(
+                Err(BackendError::gone(format!(
                     "daytona sandbox {id} is {}{}",
                     dto.state(),
                     dto.error_reason

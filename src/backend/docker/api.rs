@@ -25,6 +25,45 @@ pub(super) fn api_error(context: &str, e: bollard::errors::Error) -> BackendErro
     }
 }
 
+/// What a daemon error about `container` says about the sandbox (issue 15
+/// point 1), or `None` when it says nothing (the error is about something
+/// else: a path, an image).
+///
+/// * 404 `No such container` → [`BackendError::gone`] (`docker rm -f`);
+///   on an endpoint that only names the container (exec create), any 404.
+/// * 409 `… is paused` or `… is not running` → [`BackendError::stopped`]
+///   (`docker pause`, `docker stop`); on a container-only endpoint any 409
+///   but `… is restarting`, which is [`BackendError::unreachable`]: the
+///   daemon brings it back by itself.
+///
+/// The daemon's messages are its API (moby's `errdefs` texts), matched
+/// only here, case-insensitively.
+pub(super) fn container_health(
+    container: &str,
+    e: &bollard::errors::Error,
+    container_only: bool,
+) -> Option<BackendError> {
+    let bollard::errors::Error::DockerResponseServerError {
+        status_code,
+        message,
+    } = e
+    else {
+        return None;
+    };
+    let lower = message.to_ascii_lowercase();
+    let detail = || format!("container {container}: {message}");
+    match status_code {
+        404 if container_only || lower.contains("no such container") => {
+            Some(BackendError::gone(detail()))
+        }
+        409 if lower.contains("restarting") => Some(BackendError::unreachable(detail())),
+        409 if container_only || lower.contains("paused") || lower.contains("not running") => {
+            Some(BackendError::stopped(detail()))
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn is_status(e: &bollard::errors::Error, code: u16) -> bool {
     matches!(e, bollard::errors::Error::DockerResponseServerError { status_code, .. } if *status_code == code)
 }
@@ -40,7 +79,7 @@ pub async fn connect(host: Option<&str>) -> BackendResult<Docker> {
         .or_else(|| std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()))
         .unwrap_or_else(|| "unix:///var/run/docker.sock".into());
     let unreachable = |e: bollard::errors::Error| {
-        BackendError::Unavailable(format!(
+        BackendError::unreachable(format!(
             "cannot reach the Docker daemon at {addr}: {} (is dockerd running? here: `dockerd \
              --bridge=none --iptables=false &`)",
             root_cause(&e)
@@ -62,4 +101,64 @@ pub(super) fn root_cause(e: &bollard::errors::Error) -> String {
         cur = next;
     }
     cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Health;
+
+    fn server(status_code: u16, message: &str) -> bollard::errors::Error {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code,
+            message: message.into(),
+        }
+    }
+
+    fn health(status: u16, message: &str, container_only: bool) -> Option<Health> {
+        container_health("c1", &server(status, message), container_only).map(|e| e.health())
+    }
+
+    #[test]
+    fn daemon_answers_map_onto_health() {
+        // `docker rm -f`, `docker stop`, `docker pause` as the exec and
+        // archive endpoints report them (moby's texts).
+        assert_eq!(
+            health(404, "No such container: c1", false),
+            Some(Health::Gone)
+        );
+        assert_eq!(
+            health(409, "Container c1 is not running", false),
+            Some(Health::Stopped)
+        );
+        assert_eq!(
+            health(
+                409,
+                "Container c1 is paused, unpause the container before exec",
+                false
+            ),
+            Some(Health::Stopped)
+        );
+        assert_eq!(
+            health(
+                409,
+                "Container c1 is restarting, wait until the container is running",
+                true
+            ),
+            Some(Health::Unreachable)
+        );
+        // A path-scoped 404 is about the path, not the container.
+        assert_eq!(
+            health(404, "Could not find the file /x in container c1", false),
+            None
+        );
+        // The exec endpoint names only the container: any 404 is it.
+        assert_eq!(health(404, "page not found", true), Some(Health::Gone));
+        assert_eq!(health(500, "boom", true), None);
+        let e = container_health("c1", &server(404, "No such container: c1"), true).unwrap();
+        assert_eq!(
+            e.to_string(),
+            "sandbox gone: container c1: No such container: c1"
+        );
+    }
 }

@@ -554,16 +554,12 @@ impl Drop for CloseOnDrop {
     }
 }
 
-/// Maps a failure to create or start an exec: a missing or stopped
-/// container means the sandbox is unavailable.
+/// Maps a failure to create or start an exec: a missing container (404)
+/// is gone, a stopped or paused one (409 "is not running", "is paused")
+/// is stopped; see [`super::api::container_health`].
 fn container_gone(container: &str, e: bollard::errors::Error) -> BackendError {
-    match &e {
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404 | 409,
-            message,
-        } => BackendError::Unavailable(format!("container {container}: {message}")),
-        _ => api_error(&format!("exec in container {container}"), e),
-    }
+    super::api::container_health(container, &e, true)
+        .unwrap_or_else(|| api_error(&format!("exec in container {container}"), e))
 }
 
 /// Control of a long-lived exec.

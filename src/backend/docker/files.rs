@@ -29,7 +29,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::io::{ReaderStream, StreamReader};
 
-use super::api::api_error;
+use super::api::{api_error, container_health};
 use super::exec::ExecTarget;
 use crate::backend::host::MAX_LINK_HOPS;
 use crate::backend::shell::codes::failed;
@@ -220,6 +220,9 @@ impl ContainerFiles {
         );
         let first = match stream.next().await {
             Some(Ok(b)) => b,
+            Some(Err(e)) if let Some(h) = container_health(&self.target.container, &e, false) => {
+                return Err(h);
+            }
             Some(Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404,
                 ..
@@ -277,6 +280,7 @@ impl ContainerFiles {
             )
             .await
             .map_err(|e| match e {
+                e if let Some(h) = container_health(&self.target.container, &e, false) => h,
                 bollard::errors::Error::DockerResponseServerError {
                     status_code: 404, ..
                 } => BackendError::NotFound(path.to_string()),

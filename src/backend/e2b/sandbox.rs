@@ -139,7 +139,10 @@ impl E2bSandbox {
         match (code.as_deref(), status, path) {
             (Some("not_found"), _, Some(p)) | (_, 404, Some(p)) => BackendError::NotFound(p),
             (Some("already_exists"), _, Some(p)) => BackendError::AlreadyExists(p),
-            (_, 502, _) => BackendError::Unavailable(format!(
+            // E2B's proxy answers 502 for a sandbox it no longer routes
+            // to (killed or expired); the manager's recovery asks the API
+            // whether it is really gone before it makes a new one.
+            (_, 502, _) => BackendError::gone(format!(
                 "e2b sandbox {} is not reachable (502: {message})",
                 self.id
             )),

@@ -97,6 +97,22 @@ pub enum On404 {
     Remote,
 }
 
+/// True when a service's error code or message says the sandbox exists but
+/// is not running (issue 15 point 1): Daytona's toolbox `Sandbox … is not
+/// started (state stopped)`, OpenSandbox's execd `SANDBOX_NOT_RUNNING`,
+/// a `… is paused` / `… is stopped` from any of them. Matched
+/// case-insensitively; only answers about a sandbox's own resources are
+/// read this way, never answers about a path.
+pub fn says_not_running(code: Option<&str>, message: &str) -> bool {
+    let code = code.unwrap_or_default().to_ascii_uppercase();
+    let lower = message.to_ascii_lowercase();
+    code.contains("NOT_RUNNING")
+        || code.contains("NOT_STARTED")
+        || ["not started", "not running", "is paused", "is stopped"]
+            .iter()
+            .any(|w| lower.contains(w))
+}
+
 /// Installs the `ring` crypto provider for rustls once per process; reqwest
 /// is built without a provider of its own (no C toolchain for aws-lc).
 pub fn ensure_crypto_provider() {
@@ -356,7 +372,7 @@ impl ServiceClient {
             let last = match res {
                 Ok(r) if r.status().is_success() => return Ok(()),
                 Ok(r) if gone_on_404 && r.status() == StatusCode::NOT_FOUND => {
-                    return Err(BackendError::Unavailable(format!(
+                    return Err(BackendError::gone(format!(
                         "{what}: the sandbox is gone (404)"
                     )));
                 }
@@ -364,7 +380,7 @@ impl ServiceClient {
                 Err(e) => error_chain(&e),
             };
             if Instant::now() >= deadline {
-                return Err(BackendError::Unavailable(format!(
+                return Err(BackendError::unreachable(format!(
                     "{what} not ready after {}s ({last})",
                     started.elapsed().as_secs()
                 )));
@@ -437,12 +453,22 @@ impl ServiceClient {
         } else {
             message
         };
-        match (status.as_u16(), on404) {
-            (404, On404::SandboxGone) => BackendError::Unavailable(format!(
-                "{} reports the sandbox gone (404{}: {message})",
+        let about_sandbox = on404 == On404::SandboxGone;
+        let n = status.as_u16();
+        match (n, on404) {
+            // A 409 stays a conflict: a state transition refused (pause of
+            // a sandbox that is not running) is the caller's to handle.
+            (400 | 503, _) if about_sandbox && says_not_running(code.as_deref(), &message) => {
+                BackendError::stopped(format!(
+                    "{} reports the sandbox not running ({n}: {message})",
+                    self.service
+                ))
+            }
+            (404 | 410, On404::SandboxGone) => BackendError::gone(format!(
+                "{} reports the sandbox gone ({n}{}: {message})",
                 self.service,
                 code.as_ref()
-                    .filter(|c| c.as_str() != "404")
+                    .filter(|c| c.as_str() != n.to_string())
                     .map(|c| format!(" {c}"))
                     .unwrap_or_default()
             )),
@@ -495,7 +521,7 @@ impl ServiceClient {
                 message: format!("request to {server} timed out"),
             }
         } else if e.is_connect() {
-            BackendError::Unavailable(format!(
+            BackendError::unreachable(format!(
                 "cannot reach {} at {server}: {cause}",
                 self.service
             ))
@@ -587,7 +613,7 @@ mod tests {
             br#"{"code":404,"message":"x"}"#,
             On404::SandboxGone,
         );
-        assert!(matches!(e, BackendError::Unavailable(_)), "{e}");
+        assert_eq!(e.health(), crate::backend::Health::Gone, "{e}");
         let e = c.status_error(
             StatusCode::NOT_FOUND,
             br#"{"code":404,"message":"sandbox not found"}"#,
@@ -595,7 +621,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "sandbox unavailable: e2b reports the sandbox gone (404: sandbox not found)"
+            "sandbox gone: e2b reports the sandbox gone (404: sandbox not found)"
         );
         // A code that is not the status is shown beside it.
         let e = c.status_error(
@@ -609,6 +635,48 @@ mod tests {
         );
         let e = c.status_error(StatusCode::NOT_FOUND, b"", On404::Path("/a".into()));
         assert!(e.is_not_found());
+    }
+
+    /// Issue 15 point 1: what the services answer about a sandbox that
+    /// was deleted, expired or stopped maps onto the typed health.
+    #[test]
+    fn sandbox_answers_map_onto_health() {
+        use crate::backend::Health;
+        let c = ServiceClient::new("svc", HeaderMap::new(), HttpPolicy::default(), "").unwrap();
+        let h = |status: u16, body: &[u8], on404: On404| {
+            c.status_error(StatusCode::from_u16(status).unwrap(), body, on404)
+                .health()
+        };
+        let gone = On404::SandboxGone;
+        assert_eq!(
+            h(410, br#"{"message":"expired"}"#, gone.clone()),
+            Health::Gone
+        );
+        let not_started = br#"{"message":"Sandbox s1 is not started (state stopped)"}"#;
+        assert_eq!(h(400, not_started, gone.clone()), Health::Stopped);
+        let not_running = br#"{"code":"SANDBOX_NOT_RUNNING","message":"execd is not reachable"}"#;
+        assert_eq!(h(503, not_running, gone.clone()), Health::Stopped);
+        assert_eq!(
+            h(409, br#"{"message":"sandbox is paused"}"#, gone.clone()),
+            Health::Conflict
+        );
+        // The same words about a path are not about the sandbox.
+        assert_eq!(h(400, not_started, On404::Path("/a".into())), Health::Other);
+        assert_eq!(
+            h(409, br#"{"message":"conflict"}"#, gone.clone()),
+            Health::Conflict
+        );
+        assert_eq!(h(403, b"", gone.clone()), Health::Auth);
+        assert_eq!(h(500, b"", gone), Health::Other);
+        let e = c.status_error(
+            StatusCode::GONE,
+            br#"{"message":"expired"}"#,
+            On404::SandboxGone,
+        );
+        assert_eq!(
+            e.to_string(),
+            "sandbox gone: svc reports the sandbox gone (410: expired)"
+        );
     }
 
     fn quick_client() -> ServiceClient {

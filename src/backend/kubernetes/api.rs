@@ -88,7 +88,7 @@ pub(super) async fn connect_to(opts: &KubernetesOptions) -> BackendResult<(Clien
         context: opts.context.clone(),
         ..Default::default()
     };
-    let unavailable = |what: String| BackendError::Unavailable(format!("kubernetes: {what}"));
+    let unavailable = |what: String| BackendError::unreachable(format!("kubernetes: {what}"));
     let config = if opts.in_cluster {
         Config::incluster().map_err(|e| unavailable(format!("in-cluster config: {e}")))?
     } else if let Some(path) = &opts.kubeconfig {

@@ -239,12 +239,15 @@ impl ExecTarget {
             })?;
         let conn = self.client.connect(req).await.map_err(|e| {
             match kube_error(&format!("exec in pod {}", self.pod), e) {
-                // 404: the Pod is gone; 400: not running (yet or any more).
+                // 404: the Pod is gone; 400: its container does not run
+                // (a Pod that Failed, Succeeded or was evicted never runs
+                // again): both need a new Pod, so both are gone (the PVC,
+                // when kept, comes back with it).
                 BackendError::Remote {
                     status: Some(404 | 400),
                     message,
                     ..
-                } => BackendError::Unavailable(message),
+                } => BackendError::gone(message),
                 other => other,
             }
         })?;
@@ -370,7 +373,7 @@ impl ExecTarget {
                 });
             }
             Ended::Dropped(m) => {
-                return Err(BackendError::Unavailable(format!(
+                return Err(BackendError::unreachable(format!(
                     "exec connection to pod {} dropped: {m}",
                     self.pod
                 )));
@@ -567,7 +570,7 @@ impl ProcessControl for K8sProcess {
                 reason: m,
             }),
             Ended::NoStatus => Ok(None),
-            Ended::Dropped(m) => Err(BackendError::Unavailable(format!(
+            Ended::Dropped(m) => Err(BackendError::unreachable(format!(
                 "exec connection to pod {} dropped: {m}",
                 self.target.pod
             ))),

@@ -491,7 +491,7 @@ impl KubernetesProvisioner {
                 .await
                 .map_err(|e| self.kube_error(&format!("reading pod {name}"), e))?
                 .ok_or_else(|| {
-                    BackendError::Unavailable(format!("pod {name} disappeared while starting"))
+                    BackendError::gone(format!("pod {name} disappeared while starting"))
                 })?;
             let health = pod_health(&pod, self.unschedulable_grace());
             if last.as_ref() != Some(&health) {
@@ -539,9 +539,7 @@ impl KubernetesProvisioner {
                     });
                 }
                 PodHealth::Terminating => {
-                    return Err(BackendError::Unavailable(format!(
-                        "pod {name} is being deleted"
-                    )));
+                    return Err(BackendError::gone(format!("pod {name} is being deleted")));
                 }
                 PodHealth::Pending(_) => {}
             }

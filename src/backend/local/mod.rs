@@ -75,6 +75,12 @@ impl LocalSandbox {
         self
     }
 
+    /// [`BackendError::gone`] once the directory was removed (issue 15):
+    /// checked first by every [`Sandbox`] method.
+    fn present(&self) -> BackendResult<()> {
+        super::host::root_present(&self.root)
+    }
+
     /// Host path of a backend path (relative paths resolve against the
     /// workdir; `..` is resolved lexically).
     fn resolve(&self, path: &str) -> PathBuf {
@@ -138,6 +144,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
+        self.present()?;
         let marker = new_marker();
         let mut env = req.env.clone();
         env.insert(MARKER_VAR.into(), marker.clone());
@@ -188,6 +195,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
+        self.present()?;
         let marker = new_marker();
         let mut env = req.env.clone();
         env.insert(MARKER_VAR.into(), marker.clone());
@@ -211,6 +219,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
+        self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
         tokio::task::spawn_blocking(move || read_host(&p, path_s, range))
@@ -219,6 +228,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+        self.present()?;
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
@@ -237,6 +247,7 @@ impl Sandbox for LocalSandbox {
         path: &str,
         mut reader: Box<dyn AsyncRead + Send + Unpin>,
     ) -> BackendResult<u64> {
+        self.present()?;
         let target = resolve_link_target(&self.resolve(path));
         let dir = target.parent().unwrap_or(Path::new("/")).to_path_buf();
         let io = |e| BackendError::from_io(e, path);
@@ -249,6 +260,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+        self.present()?;
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
@@ -260,6 +272,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
+        self.present()?;
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
@@ -269,6 +282,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
+        self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
         tokio::task::spawn_blocking(move || {
@@ -285,6 +299,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
+        self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
         tokio::task::spawn_blocking(move || {
@@ -295,6 +310,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
+        self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
         tokio::task::spawn_blocking(move || remove_host(&p, recursive, &path_s))
@@ -303,6 +319,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {
+        self.present()?;
         let (a, b) = (self.resolve(from), self.resolve(to));
         if let Some(dir) = b.parent() {
             tokio::fs::create_dir_all(dir)
@@ -315,6 +332,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn mkdir(&self, path: &str, parents: bool) -> BackendResult<()> {
+        self.present()?;
         let p = self.resolve(path);
         let res = if parents {
             tokio::fs::create_dir_all(&p).await
@@ -325,6 +343,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn watch(&self, path: &str) -> BackendResult<Watch> {
+        self.present()?;
         watch_host(&self.resolve(path), None)
     }
 }

@@ -27,8 +27,12 @@ impl OpenSandboxSandbox {
     fn file_error(&self, status: u16, body: &[u8], path: &str) -> BackendError {
         let (code, message) = http::parse_error_body(body);
         match (status, code.as_deref()) {
-            (_, Some(c)) if c.contains("SANDBOX_NOT_FOUND") => BackendError::Unavailable(format!(
+            (_, Some(c)) if c.contains("SANDBOX_NOT_FOUND") => BackendError::gone(format!(
                 "opensandbox sandbox {} is gone ({c}: {message})",
+                self.id
+            )),
+            (_, Some(c)) if c.contains("SANDBOX_NOT_RUNNING") => BackendError::stopped(format!(
+                "opensandbox sandbox {} is not running ({c}: {message})",
                 self.id
             )),
             (404, _) | (_, Some("FILE_NOT_FOUND")) => BackendError::NotFound(path.to_string()),

@@ -182,7 +182,7 @@ impl OpenSandboxService {
                 .await
             {
                 Ok(v) => break v,
-                Err(e @ BackendError::Unavailable(_)) => return Err(e),
+                Err(e @ BackendError::Unavailable { .. }) => return Err(e),
                 Err(e) if Instant::now() >= deadline => return Err(e),
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
@@ -362,8 +362,9 @@ impl CloudService for OpenSandboxService {
                 self.transition(id, "resume", "Running").await?;
             }
             "Pending" | "Resuming" => self.wait_state(id, "Running").await?,
+            // Failed, Terminated, Deleting: it never runs again.
             s => {
-                return Err(BackendError::Unavailable(format!(
+                return Err(BackendError::gone(format!(
                     "opensandbox sandbox {id} is {s}; it cannot be attached"
                 )));
             }

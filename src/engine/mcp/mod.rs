@@ -77,7 +77,7 @@ impl Mcp<'_> {
         let store = match self.base.sandbox().read(&path, None).await {
             Ok(bytes) => McpStore::parse(path, Some(&bytes)),
             Err(e) if e.is_not_found() => McpStore::parse(path, None),
-            Err(e @ BackendError::Unavailable(_)) => return Err(WorkspaceError::Backend(e)),
+            Err(e @ BackendError::Unavailable { .. }) => return Err(WorkspaceError::Backend(e)),
             Err(e) => McpStore::unreadable(path, &e),
         };
         Ok(self.publish_issues(store))

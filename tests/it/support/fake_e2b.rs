@@ -136,6 +136,23 @@ impl FakeE2b {
         self.state.sandboxes.with(id, |s| s.state)
     }
 
+    /// Deletes sandbox `id` behind the client's back, as the service does
+    /// when it expires (issue 15): envd then answers the proxy's 502.
+    pub fn delete_behind(&self, id: &str) {
+        if let Some(sb) = self.state.sandboxes.lock().unwrap().remove(id) {
+            sb.boxed.kill_all();
+        }
+    }
+
+    /// Pauses sandbox `id` behind the client's back (its processes die,
+    /// its files stay; envd answers 502 until it is resumed).
+    pub fn pause_behind(&self, id: &str) {
+        let mut all = self.state.sandboxes.lock().unwrap();
+        let sb = all.get_mut(id).expect("a sandbox to pause");
+        sb.state = "paused";
+        sb.boxed.kill_all();
+    }
+
     /// Adds a sandbox made by someone else (for listing and paging tests).
     pub fn add_foreign(&self, metadata: BTreeMap<String, String>, state: &'static str) -> String {
         let id = format!("foreign{}", self.state.next.fetch_add(1, Ordering::Relaxed));

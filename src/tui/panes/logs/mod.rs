@@ -57,6 +57,9 @@ pub(crate) fn workspace_state(s: &crate::engine::events::WorkspaceState) -> Stri
     use crate::engine::events::WorkspaceState as S;
     match s {
         S::Failed { reason } => format!("failed: {reason}"),
+        S::Lost { health, reason } => format!("lost ({health}): {reason}"),
+        S::Replaced { notice } => format!("replaced: {notice}"),
+        S::Restarted { notice } => format!("restarted: {notice}"),
         other => serde_json::to_value(other)
             .ok()
             .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(String::from))
@@ -238,6 +241,12 @@ impl LogsPane {
             Event::Workspace { state } => (
                 if matches!(state, crate::engine::events::WorkspaceState::Failed { .. }) {
                     Level::Error
+                } else if matches!(
+                    state,
+                    crate::engine::events::WorkspaceState::Lost { .. }
+                        | crate::engine::events::WorkspaceState::Replaced { .. }
+                ) {
+                    Level::Warn
                 } else {
                     Level::Info
                 },
