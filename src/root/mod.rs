@@ -228,6 +228,7 @@ impl Context {
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
                 self.journal.watch(ws);
+                self.sweep_temps(ws).await;
             }
             return ws;
         }
@@ -251,7 +252,28 @@ impl Context {
         };
         let ws = Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?;
         self.journal.watch(&ws);
+        self.sweep_temps(&ws).await;
         Ok(ws)
+    }
+
+    /// Removes the temp files that writes killed mid-way left in the
+    /// workspace's host directory (local, bubblewrap, Docker bind mount),
+    /// once they are old enough that no live writer can own them; bounded
+    /// ([`crate::backend::host::sweep`]). Nothing under `--read-only`.
+    async fn sweep_temps(&self, ws: &Workspace) {
+        if self.global.read_only {
+            return;
+        }
+        let Some(root) = ws.sandbox().host_root().map(std::path::Path::to_path_buf) else {
+            return;
+        };
+        use crate::backend::host::sweep;
+        let job = move || {
+            sweep::remove_stale_temps(&root, std::time::SystemTime::now(), Default::default())
+        };
+        if let Err(e) = tokio::task::spawn_blocking(job).await {
+            tracing::debug!("the stale temp sweep did not finish: {e}");
+        }
     }
 
     /// The journal failures the opened workspaces reported during the
