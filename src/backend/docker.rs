@@ -44,6 +44,7 @@ mod files;
 mod options;
 mod provision;
 mod sandbox;
+mod watchdog;
 
 pub use self::api::connect;
 pub use self::events::{DockerEvent, EventSink};

@@ -8,6 +8,7 @@ mod info;
 mod mcp;
 mod offload;
 mod output;
+mod read_only;
 mod sessions;
 mod skills;
 mod tool;
@@ -241,6 +242,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         clap_complete::generate(*shell, &mut cmd, "wsbench", &mut std::io::stdout());
         return Ok(0);
     }
+    // Before anything is loaded or opened: a refused command touches nothing.
+    read_only::check(cli.global.read_only, cli.command.as_ref())?;
     let ctx = Ctx::load(cli.global)?;
     let code = dispatch(&ctx, cli.command).await;
     ctx.root.report_at_exit();

@@ -21,6 +21,7 @@
 
 mod journal_watch;
 pub mod profile;
+mod read_only;
 pub mod safe_text;
 pub(crate) mod sandbox_record;
 mod workdir;
@@ -227,6 +228,7 @@ impl Context {
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
                 self.journal.watch(ws);
+                self.sweep_temps(ws).await;
             }
             return ws;
         }
@@ -250,7 +252,28 @@ impl Context {
         };
         let ws = Workspace::open(Arc::new(sandbox), config, EventBus::default()).await?;
         self.journal.watch(&ws);
+        self.sweep_temps(&ws).await;
         Ok(ws)
+    }
+
+    /// Removes the temp files that writes killed mid-way left in the
+    /// workspace's host directory (local, bubblewrap, Docker bind mount),
+    /// once they are old enough that no live writer can own them; bounded
+    /// ([`crate::backend::host::sweep`]). Nothing under `--read-only`.
+    async fn sweep_temps(&self, ws: &Workspace) {
+        if self.global.read_only {
+            return;
+        }
+        let Some(root) = ws.sandbox().host_root().map(std::path::Path::to_path_buf) else {
+            return;
+        };
+        use crate::backend::host::sweep;
+        let job = move || {
+            sweep::remove_stale_temps(&root, std::time::SystemTime::now(), Default::default())
+        };
+        if let Err(e) = tokio::task::spawn_blocking(job).await {
+            tracing::debug!("the stale temp sweep did not finish: {e}");
+        }
     }
 
     /// The journal failures the opened workspaces reported during the
@@ -260,18 +283,22 @@ impl Context {
     }
 }
 
-/// The manager of profile `name`, pre-warm pool off, on its own bus; its
-/// workspaces open read-only when `read_only` (provisioning a workspace
-/// that does not exist yet still makes its sandbox: a limit).
+/// The manager of profile `name`, pre-warm pool off, on its own bus; when
+/// `read_only` its workspaces open read-only and its provisioner creates
+/// and destroys nothing ([`read_only::ReadOnlyProvisioner`]: a workspace
+/// that does not exist is an error, not a new sandbox).
 fn one_shot_manager(
     config: &Config,
     paths: &Paths,
     name: &str,
     read_only: bool,
 ) -> anyhow::Result<WorkspaceManager> {
-    let (provisioner, mut opts) = profile_options(config, name, paths)?;
+    let (mut provisioner, mut opts) = profile_options(config, name, paths)?;
     opts.prewarm.size = 0;
     opts.workspace.read_only = read_only;
+    if read_only {
+        provisioner = Arc::new(read_only::ReadOnlyProvisioner::new(provisioner));
+    }
     Ok(WorkspaceManager::new(
         name,
         provisioner,
@@ -330,8 +357,21 @@ mod tests {
     #[tokio::test]
     async fn a_read_only_context_opens_read_only_workspaces_through_the_factory() {
         let d = tempfile::tempdir().unwrap();
+        // Made by an earlier, writable run: read-only creates nothing.
+        let writable = (context(d.path(), "", false).manager_factory())("local").unwrap();
+        writable.get_workspace("", "a", "s", None).await.unwrap();
+        writable.shutdown().await.unwrap();
         let ctx = context(d.path(), "", true);
         let m = (ctx.manager_factory())("local").unwrap();
+        let err = m
+            .get_workspace("", "a", "s", Some("never-made"))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            format!("{err:#}").contains("--read-only does not create"),
+            "{err:#}"
+        );
         let ws = m.get_workspace("", "a", "s", None).await.unwrap();
         assert!(ws.base().is_read_only());
         let err = ws.sandbox().write(&ws.layout().join("x"), b"x").await;

@@ -44,6 +44,7 @@ mod read_only;
 mod search_skips;
 mod skills;
 mod skills_hostile;
+mod stale_temps;
 mod tools_rwe;
 mod tools_search;
 mod tui_agent;

@@ -1,12 +1,16 @@
 //! Issue 14, point 9: SIGKILL of `wsbench exec` mid-command leaves no
 //! process of the command behind (the command line carries a unique tag;
 //! `/proc` is polled for it, bounded, no fixed sleep decides anything).
+//! On Docker the same after a SIGKILL and after a timeout, with an
+//! escapee that also cleared its environment, checked from the host's
+//! `/proc` and from inside the container.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::cli::wsbench_cmd;
-use crate::support::procs;
+use crate::support::{images, procs};
 
 /// A command that runs until killed, its tag in its own command line and
 /// in a child that left the process group (`setsid`).
@@ -37,4 +41,147 @@ fn sigkill_of_wsbench_exec_on_local_kills_the_command() {
     child.kill().unwrap();
     child.wait().unwrap();
     procs::assert_gone(&tag, Duration::from_secs(10), "local exec after SIGKILL");
+}
+
+/// Like [`long_command`], but the escapee also clears its environment
+/// (`setsid env -i`): no marker, no process group, only its parent leads
+/// to it.
+fn escapee_command(tag: &str) -> String {
+    format!(
+        "x=esc; setsid env -i sh -c \"sleep 300; : {tag}-$x\" & exec sh -c 'while :; do sleep 1; done' {tag}-main"
+    )
+}
+
+/// The Docker profile of a test home: a name of its own, because
+/// `workspaces list` (and so [`destroy_all`]) sees every container of a
+/// profile name on the daemon, other tests' included.
+fn profile(home: &Path) -> String {
+    let name = home.file_name().unwrap().to_string_lossy();
+    let tail: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("orph-{tail}")
+}
+
+/// A home with one Docker profile (workspace bind-mounted under the home).
+fn docker_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let base = home.path().join("docker");
+    let p = profile(home.path());
+    std::fs::write(
+        home.path().join("wsbench.toml"),
+        format!(
+            "[profiles.{p}]\nbackend = \"docker\"\n\n[profiles.{p}.options]\nimage = \"{}\"\npull = \"never\"\nnetwork = \"none\"\nbase_dir = \"{}\"\n",
+            images::DEBIAN_IMAGE,
+            base.display()
+        ),
+    )
+    .unwrap();
+    home
+}
+
+/// `wsbench --config … --profile <profile> ARGS`, not yet started.
+fn docker_cmd(home: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = wsbench_cmd(home);
+    cmd.arg("--config")
+        .arg(home.join("wsbench.toml"))
+        .arg("--profile")
+        .arg(profile(home))
+        .args(args)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Processes inside the workspace's container whose command line holds
+/// `tag`, listed by a command run there (the scan's own shell holds the
+/// tag only split in two).
+fn tagged_in_container(home: &Path, tag: &str) -> String {
+    let (a, b) = tag.split_at(tag.len() / 2);
+    let scan = format!(
+        "a='{a}'; b='{b}'; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\000' ' ' < $f 2>/dev/null)\" in *\"$a$b\"*) echo \"$f\";; esac; done"
+    );
+    let o = docker_cmd(home, &["exec", "--", &scan]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "scan in the container failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Destroys every workspace of the profile (its container with it).
+fn destroy_all(home: &Path) {
+    let o = docker_cmd(home, &["--json", "workspaces", "list"])
+        .output()
+        .unwrap();
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&o.stdout) {
+        for w in v["workspaces"].as_array().into_iter().flatten() {
+            if let Some(id) = w["id"].as_str() {
+                let _ = docker_cmd(home, &["workspaces", "destroy", "--yes", id]).output();
+            }
+        }
+    }
+}
+
+/// Runs `body` with a Docker home, destroying its containers afterwards
+/// whatever happens; SKIPPED without dockerd or the image.
+async fn with_docker(body: fn(&Path)) {
+    if let Err(why) = images::docker_ready(images::DEBIAN_IMAGE).await {
+        crate::support::skip_or_fail(&why);
+        return;
+    }
+    let home = docker_home();
+    let h = home.path().to_path_buf();
+    let r = tokio::task::spawn_blocking(move || {
+        let r = std::panic::catch_unwind(|| body(&h));
+        destroy_all(&h);
+        r
+    })
+    .await
+    .unwrap();
+    if let Err(p) = r {
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_wsbench_exec_on_docker_kills_the_command_in_the_container() {
+    with_docker(|home| {
+        let tag = format!("wsbench-orphan-docker-{}", std::process::id());
+        let mut child = docker_cmd(home, &["exec", "--", &escapee_command(&tag)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Container processes show in the host's /proc (dockerd is local).
+        let t = Duration::from_secs(60);
+        procs::wait_for_tag(&format!("{tag}-esc"), t, "docker setsid env -i child");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after SIGKILL");
+        let left = tagged_in_container(home, &tag);
+        assert!(left.is_empty(), "left in the container: {left}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_exec_timeout_kills_a_setsid_env_i_child() {
+    with_docker(|home| {
+        let tag = format!("wsbench-timeout-docker-{}", std::process::id());
+        let o = docker_cmd(
+            home,
+            &["exec", "--timeout", "3", "--", &escapee_command(&tag)],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(124),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after a timeout");
+        let left = tagged_in_container(home, &tag);
+        assert!(left.is_empty(), "left in the container: {left}");
+    })
+    .await;
 }

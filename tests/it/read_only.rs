@@ -149,3 +149,87 @@ fn read_only_refuses_writes_with_a_clear_error() {
         assert_eq!(tree(w.path()), before, "{args:?} changed the workspace");
     }
 }
+
+/// Every sub-command that changes something, with the workspace it would
+/// change (the fixture's skills, its `.mcp`, the profile's workspaces).
+const CHANGES: &[&[&str]] = &[
+    &["workspaces", "create"],
+    &["workspaces", "create", "--new"],
+    &["workspaces", "close", "some-id"],
+    &["workspaces", "destroy", "--yes", "some-id"],
+    &["--agent", "coder", "skills", "remove", "git-helper"],
+    &["mcp", "add", "x", "--", "true"],
+    &["mcp", "remove", "x"],
+    &["mcp", "call", "x", "t"],
+    &["mcp", "restart", "x"],
+    &["exec", "--", "touch", "new.txt"],
+    &["demo", "explore"],
+    &[
+        "agent",
+        "--model-url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "hi",
+    ],
+];
+
+#[test]
+fn read_only_refuses_every_change_in_one_line_and_writes_nothing() {
+    let w = support::fixture_copy();
+    let home = home_with_skill_paths();
+    let skill = support::fixtures().join("skills-src");
+    let skill = std::fs::read_dir(&skill)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let add = ["skills", "add", skill.to_str().unwrap()];
+    let before = tree(w.path());
+    let home_before = tree(home.path());
+    for args in CHANGES.iter().copied().chain([&add[..]]) {
+        let o = run(home.path(), w.path(), args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(0), "{args:?} succeeded");
+        assert!(err.contains("--read-only"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert_eq!(tree(w.path()), before, "{args:?} changed the workspace");
+        assert_eq!(tree(home.path()), home_before, "{args:?} wrote to the home");
+    }
+}
+
+#[test]
+fn read_only_does_not_provision_a_missing_workspace() {
+    // A profile's workspace that was never made: reading it under
+    // --read-only is an error, and nothing appears on disk.
+    let home = tempfile::tempdir().unwrap();
+    let base = home.path().join("base");
+    std::fs::write(
+        home.path().join("wsbench.toml"),
+        format!(
+            "[profiles.loc]\nbackend = \"local\"\n\n[profiles.loc.options]\nbase_dir = {:?}\n",
+            base.display().to_string()
+        ),
+    )
+    .unwrap();
+    let before = tree(home.path());
+    for args in [&["skills", "list"][..], &["status"], &["sessions", "list"]] {
+        let o = cli::wsbench_cmd(home.path())
+            .arg("--config")
+            .arg(home.path().join("wsbench.toml"))
+            .args(["--read-only", "--profile", "loc"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(0), "{args:?} succeeded");
+        assert!(err.contains("does not exist"), "{args:?}: {err}");
+        assert!(
+            err.contains("--read-only does not create it"),
+            "{args:?}: {err}"
+        );
+        assert!(!base.exists(), "{args:?} made {}", base.display());
+        assert_eq!(tree(home.path()), before, "{args:?} wrote to the home");
+    }
+}

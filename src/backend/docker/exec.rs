@@ -9,8 +9,11 @@
 //!   exec whose code cannot be learned is an error;
 //! * every exec carries a marker in its environment; a timeout or cancel
 //!   runs a second exec that kills every process in the container carrying
-//!   it (SIGTERM, then SIGKILL), so the whole tree dies inside the
-//!   container, not only the wait (docs/contract.md §11 point 17);
+//!   it and every descendant of one, a `setsid env -i` child included
+//!   (SIGTERM, then SIGKILL: `kill_line`), so the whole tree dies inside
+//!   the container, not only the wait (docs/contract.md §11 point 17);
+//! * a watchdog exec beside each command (`watchdog.rs`) kills its tree
+//!   when wsbench dies mid-command (SIGKILL included);
 //! * Docker keeps the stream open while a background child holds the
 //!   pipes (up to about 2 s); a command running longer than a moment is
 //!   polled with `inspect_exec`, so its end is seen without that delay.
@@ -31,6 +34,7 @@ use tokio::sync::watch;
 
 use super::api::api_error;
 use super::events::{DockerEvent, EventSink, emit};
+use super::watchdog::{self, Watchdog};
 use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
@@ -82,7 +86,7 @@ impl ExecTarget {
             .unwrap_or_else(|| self.workdir.clone())
     }
 
-    async fn create(
+    pub(super) async fn create(
         &self,
         argv: &[String],
         cwd: Option<&str>,
@@ -115,7 +119,7 @@ impl ExecTarget {
         Ok(created.id)
     }
 
-    async fn start(
+    pub(super) async fn start(
         &self,
         exec_id: &str,
     ) -> BackendResult<(
@@ -246,16 +250,28 @@ impl ExecTarget {
     ) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
         let marker = new_marker();
-        let id = self
-            .create(
-                &req.argv,
-                req.cwd.as_deref(),
-                &req.env,
-                &marker,
-                req.stdin.is_some(),
-            )
-            .await?;
-        let (mut output, mut input) = self.start(&id).await?;
+        let command = async {
+            let id = self
+                .create(
+                    &req.argv,
+                    req.cwd.as_deref(),
+                    &req.env,
+                    &marker,
+                    req.stdin.is_some(),
+                )
+                .await?;
+            let streams = self.start(&id).await?;
+            BackendResult::Ok((id, streams))
+        };
+        // The watchdog starts alongside, so it costs no extra round trip.
+        let (command, dog) = tokio::join!(command, Watchdog::arm(self, &marker));
+        let (id, (mut output, mut input)) = match command {
+            Ok(c) => c,
+            Err(e) => {
+                watchdog::disarm(dog).await;
+                return Err(e);
+            }
+        };
         emit(
             &self.events,
             DockerEvent::ExecStarted {
@@ -412,6 +428,10 @@ impl ExecTarget {
                 code
             }
         };
+        // Ended (or killed, or given up on after the kill sweeps): the
+        // watchdog has nothing left to do. On the errors above it was
+        // dropped instead, and kills what may still run.
+        watchdog::disarm(dog).await;
         let held = held.lock().expect("held lock").take();
         if let (Some(data), Some(sink)) = (held, &final_sink) {
             let stream = if matches!(exit_code, Some(126) | Some(127)) {
@@ -445,10 +465,21 @@ impl ExecTarget {
     /// Starts a long-lived process with its stdin attached.
     pub(crate) async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         let marker = new_marker();
-        let id = self
-            .create(&req.argv, req.cwd.as_deref(), &req.env, &marker, true)
-            .await?;
-        let (mut output, input) = self.start(&id).await?;
+        let command = async {
+            let id = self
+                .create(&req.argv, req.cwd.as_deref(), &req.env, &marker, true)
+                .await?;
+            let streams = self.start(&id).await?;
+            BackendResult::Ok((id, streams))
+        };
+        let (command, dog) = tokio::join!(command, Watchdog::arm(self, &marker));
+        let (id, (mut output, input)) = match command {
+            Ok(c) => c,
+            Err(e) => {
+                watchdog::disarm(dog).await;
+                return Err(e);
+            }
+        };
         emit(
             &self.events,
             DockerEvent::ExecStarted {
@@ -486,6 +517,7 @@ impl ExecTarget {
             marker,
             done: done_rx,
             status: Mutex::new(None),
+            dog: Mutex::new(dog),
         });
         Ok(Process {
             stdin: Box::new(CloseOnDrop(Some(input))),
@@ -569,6 +601,9 @@ struct DockerProcess {
     marker: String,
     done: watch::Receiver<bool>,
     status: Mutex<Option<Option<i32>>>,
+    /// Disarmed once the process has ended; dropped with the handle
+    /// otherwise (then it kills the tree, as `Drop` does).
+    dog: Mutex<Option<Watchdog>>,
 }
 
 #[async_trait]
@@ -598,6 +633,8 @@ impl ProcessControl for DockerProcess {
             }
         };
         *self.status.lock().expect("status lock") = Some(code);
+        let dog = self.dog.lock().expect("watchdog lock").take();
+        watchdog::disarm(dog).await;
         emit(
             &self.target.events,
             DockerEvent::ExecExited {

@@ -1,12 +1,13 @@
 //! What the backends whose files live in a host directory share (local,
 //! bubblewrap, and Docker with a bind mount): the sandbox's view of host
 //! directories with links confined to the workspace ([`HostDir`]), host
-//! file helpers (stat, atomic write, locked append), watching, and safe
-//! file names from ids.
+//! file helpers (stat, atomic write, locked append), watching, safe
+//! file names from ids, and removing the temp files of killed writes.
 
 pub mod fs;
 pub(crate) mod hostdir;
 pub mod names;
+pub mod sweep;
 pub mod watch;
 
 pub use fs::{

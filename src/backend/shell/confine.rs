@@ -154,7 +154,7 @@ pub(crate) mod test_shells {
                 for applet in [
                     "sh", "cat", "head", "tail", "wc", "mkdir", "rm", "rmdir", "mv", "ln", "ls",
                     "stat", "readlink", "tar", "printf", "find", "dirname", "chmod", "truncate",
-                    "dd",
+                    "dd", "tr", "grep", "sleep",
                 ] {
                     std::os::unix::fs::symlink(bb, d.path().join(applet)).unwrap();
                 }
