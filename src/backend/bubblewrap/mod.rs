@@ -45,7 +45,7 @@ use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, ProcessControl, PtySupport, Sandbox, SpawnRequest, Watch,
 };
 
 mod isolation;
@@ -397,7 +397,10 @@ impl Sandbox for BubblewrapSandbox {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::ALL
+        Capabilities {
+            pty: PtySupport::Unsupported("a terminal (PTY): not implemented yet for bubblewrap"),
+            ..Capabilities::ALL
+        }
     }
 
     fn workdir(&self) -> &str {

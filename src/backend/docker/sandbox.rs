@@ -12,7 +12,7 @@ use super::options::CONTAINER_WORKDIR;
 use crate::backend::host::HostDir;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtySupport, Sandbox, SpawnRequest, Watch,
 };
 
 /// A running container used as a sandbox.
@@ -56,6 +56,7 @@ impl Sandbox for DockerSandbox {
         Capabilities {
             read_range: bind,
             watch: bind,
+            pty: PtySupport::Unsupported("a terminal (PTY): not implemented yet for docker"),
             ..Capabilities::ALL
         }
     }
