@@ -159,3 +159,47 @@ impl PtySupport {
         }
     }
 }
+
+/// The wrapper that sets the terminal's size inside before the program
+/// runs, for the backends whose size message can only be sent once the
+/// program has started (Docker's `resize_exec`, the Kubernetes resize
+/// channel): without it, a program that asks at once (`stty size`, a
+/// full-screen editor's first frame) may see 0 × 0. A missing `stty` is
+/// ignored; the resize sent after the start still arrives.
+const SIZED: &str = "stty rows \"$1\" cols \"$2\" 2>/dev/null; shift 2; exec \"$@\"";
+
+/// `argv` run through [`SIZED`] for a terminal of `size`:
+/// `/bin/sh -c <SIZED> sh <rows> <cols> <argv…>`.
+pub(crate) fn sized_argv(argv: &[String], size: PtySize) -> Vec<String> {
+    let mut out = vec![
+        "/bin/sh".to_string(),
+        "-c".into(),
+        SIZED.into(),
+        "sh".into(),
+        size.rows.to_string(),
+        size.cols.to_string(),
+    ];
+    out.extend(argv.iter().cloned());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sized_argv_passes_the_command_unchanged() {
+        let argv = vec!["echo".to_string(), "a b".to_string(), "$x".to_string()];
+        let out = sized_argv(&argv, PtySize::new(0, 7));
+        assert_eq!(&out[4..6], ["1", "7"]);
+        assert_eq!(&out[6..], argv.as_slice());
+    }
+
+    #[test]
+    fn term_defaults_only_when_absent() {
+        let mut req = PtyRequest::shell(PtySize::default());
+        assert_eq!(req.env_with_term()["TERM"], "xterm-256color");
+        req.env.insert("TERM".into(), "screen".into());
+        assert_eq!(req.env_with_term()["TERM"], "screen");
+    }
+}

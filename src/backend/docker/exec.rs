@@ -70,14 +70,14 @@ pub(crate) struct ExecTarget {
 }
 
 impl ExecTarget {
-    fn env_list(&self, extra: &BTreeMap<String, String>, marker: &str) -> Vec<String> {
+    pub(crate) fn env_list(&self, extra: &BTreeMap<String, String>, marker: &str) -> Vec<String> {
         let mut env = self.env.clone();
         env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         env.insert(MARKER_VAR.into(), marker.to_string());
         env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
     }
 
-    fn cwd(&self, cwd: Option<&str>) -> String {
+    pub(crate) fn cwd(&self, cwd: Option<&str>) -> String {
         cwd.map(|c| crate::backend::path::join(&self.workdir, c))
             .unwrap_or_else(|| self.workdir.clone())
     }
@@ -556,7 +556,7 @@ impl Drop for CloseOnDrop {
 
 /// Maps a failure to create or start an exec: a missing or stopped
 /// container means the sandbox is unavailable.
-fn container_gone(container: &str, e: bollard::errors::Error) -> BackendError {
+pub(crate) fn container_gone(container: &str, e: bollard::errors::Error) -> BackendError {
     match &e {
         bollard::errors::Error::DockerResponseServerError {
             status_code: 404 | 409,

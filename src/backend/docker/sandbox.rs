@@ -12,7 +12,7 @@ use super::options::CONTAINER_WORKDIR;
 use crate::backend::host::HostDir;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, PtySupport, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
 };
 
 /// A running container used as a sandbox.
@@ -56,7 +56,6 @@ impl Sandbox for DockerSandbox {
         Capabilities {
             read_range: bind,
             watch: bind,
-            pty: PtySupport::Unsupported("a terminal (PTY): not implemented yet for docker"),
             ..Capabilities::ALL
         }
     }
@@ -171,5 +170,9 @@ impl Sandbox for DockerSandbox {
                 what: "watching files without a bind mount",
             }),
         }
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        super::pty::start(&self.target, req).await
     }
 }
