@@ -99,7 +99,9 @@ impl Sandbox for KubernetesSandbox {
         Capabilities {
             // No file events from inside a Pod.
             watch: false,
-            pty: PtySupport::Unsupported("a terminal (PTY): not implemented yet for kubernetes"),
+            pty: PtySupport::Unsupported(
+                "a terminal (PTY): wsbench does not yet drive the exec websocket with tty=true and its resize channel (4)",
+            ),
             ..Capabilities::ALL
         }
     }
