@@ -41,8 +41,8 @@ pub fn terminal_size() -> PtySize {
     }
 }
 
-/// The request for a shell (or `command`, when not empty) in `sb`'s
-/// workdir, sized like this terminal, with its `TERM`.
+/// The request for the interactive shell (or `command`, when not empty)
+/// in the sandbox's workdir, sized like this terminal, with its `TERM`.
 pub fn shell_request(command: &[String]) -> PtyRequest {
     let size = terminal_size();
     let mut req = if command.is_empty() {
