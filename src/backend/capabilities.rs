@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use super::PtySupport;
+
 /// What a sandbox can do. A `false` flag means the matching method returns
 /// [`BackendError::Unsupported`](super::BackendError::Unsupported) and callers should not offer the feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -23,6 +25,9 @@ pub struct Capabilities {
     pub append: bool,
     /// `watch` delivers change events.
     pub watch: bool,
+    /// `pty` starts a program on an interactive terminal (`!`, `wsbench
+    /// shell`); when not, the one-line reason a user is shown.
+    pub pty: PtySupport,
 }
 
 impl Capabilities {
@@ -37,6 +42,7 @@ impl Capabilities {
         atomic_write: true,
         append: true,
         watch: true,
+        pty: PtySupport::Supported,
     };
 
     /// Every capability off; remote services start from it and turn on
@@ -50,8 +56,12 @@ impl Capabilities {
         atomic_write: false,
         append: false,
         watch: false,
+        pty: PtySupport::Unsupported(NO_PTY),
     };
 }
+
+/// The reason a backend without its own terminal support gives.
+pub const NO_PTY: &str = "a terminal (PTY): this backend has no terminal support";
 
 /// What a provisioner can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -43,6 +43,7 @@ mod exec;
 mod files;
 mod options;
 mod provision;
+mod pty;
 mod sandbox;
 mod watchdog;
 

@@ -40,6 +40,7 @@ pub mod local;
 pub mod opensandbox;
 pub mod path;
 pub mod process_tree;
+pub mod pty;
 pub mod secret;
 pub mod shell;
 pub mod text;
@@ -61,7 +62,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tokio::io::AsyncRead;
 
-pub use self::capabilities::{Capabilities, ProvisionerCapabilities};
+pub use self::capabilities::{Capabilities, NO_PTY, ProvisionerCapabilities};
 pub use self::command::{
     ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process, ProcessControl, SpawnRequest,
     StreamKind,
@@ -72,6 +73,7 @@ pub use self::health::Health;
 pub use self::kind::BackendKind;
 pub(crate) use self::notice::NoticeSlot;
 pub use self::notice::{BackendNotice, NoticeLevel, NoticeSink};
+pub use self::pty::{PtyControl, PtyRequest, PtySession, PtySize, PtySupport};
 
 /// One live execution environment.
 ///
@@ -167,6 +169,21 @@ pub trait Sandbox: Send + Sync {
 
     /// Watches `path` recursively. Requires [`Capabilities::watch`].
     async fn watch(&self, path: &str) -> BackendResult<Watch>;
+
+    /// Starts `req.argv` on a new PTY of `req.size` in `req.cwd` (default
+    /// the workdir), with the sandbox's isolation and environment, as
+    /// [`Sandbox::exec`] would run it. Requires [`Capabilities::pty`];
+    /// the default answers [`BackendError::Unsupported`] whose `what`
+    /// carries the reason from [`Capabilities::pty`].
+    ///
+    /// Errors: `Unsupported`; [`BackendError::Spawn`] when the program
+    /// cannot be started; `Unavailable` when the sandbox is gone.
+    async fn pty(&self, _req: PtyRequest) -> BackendResult<PtySession> {
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            what: self.capabilities().pty.reason().unwrap_or(NO_PTY),
+        })
+    }
 }
 
 /// State of a provisioned sandbox as its provider reports it.

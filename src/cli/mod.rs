@@ -10,6 +10,7 @@ mod offload;
 mod output;
 mod read_only;
 mod sessions;
+mod shell;
 mod skills;
 mod tool;
 mod workspaces;
@@ -128,6 +129,10 @@ pub enum Command {
     Exec(exec::ExecArgs),
     /// Call a built-in tool with JSON arguments and print its result.
     Tool(tool::ToolArgs),
+    /// A terminal inside the workspace's sandbox: its `bash` (else `sh`)
+    /// in the workspace directory, or `-- CMD` run interactively; exits
+    /// with its exit code. A local workspace's shell is not sandboxed.
+    Shell(shell::ShellArgs),
     /// Skills of the agent's partition.
     #[command(subcommand)]
     Skills(skills::SkillsCmd),
@@ -255,6 +260,7 @@ async fn dispatch(ctx: &Ctx, command: Option<Command>) -> anyhow::Result<i32> {
         None => info::summary(ctx).await,
         Some(Command::Exec(a)) => exec::run(ctx, a).await,
         Some(Command::Tool(a)) => tool::run(ctx, a).await,
+        Some(Command::Shell(a)) => shell::run(ctx, a).await,
         Some(Command::Skills(c)) => skills::run(ctx, c).await,
         Some(Command::Sessions(c)) => sessions::run(ctx, c).await,
         Some(Command::Offload(c)) => offload::run(ctx, c).await,

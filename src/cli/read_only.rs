@@ -19,6 +19,7 @@ use super::workspaces::WorkspacesCmd;
 pub(super) fn change(command: &Command) -> Option<&'static str> {
     match command {
         Command::Exec(_) => Some("exec runs a command in the workspace"),
+        Command::Shell(_) => Some("shell runs an interactive program in the workspace"),
         Command::Demo(a) if a.list => None,
         Command::Demo(_) => Some("demo runs an agent that writes the session"),
         Command::Agent(_) => Some("agent runs an agent that writes the session"),

@@ -22,7 +22,7 @@ use tokio::io::AsyncRead;
 
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtySupport, Sandbox, SpawnRequest, Watch,
 };
 
 /// `inner`, with every write and every exec refused.
@@ -56,7 +56,12 @@ impl Sandbox for ReadOnlySandbox {
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        Capabilities {
+            pty: PtySupport::Unsupported(
+                "a terminal (PTY): the workspace is open read-only (--read-only), so nothing is run",
+            ),
+            ..self.inner.capabilities()
+        }
     }
 
     fn workdir(&self) -> &str {

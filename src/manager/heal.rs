@@ -44,7 +44,7 @@ use super::lease::Entry;
 use super::{Flight, FlightOutput, Inner, ManagerError, Request, lock, read, write};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, Health, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+    FileStat, Health, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
 };
 use crate::engine::Workspace;
 use crate::engine::events::{Event, WorkspaceState};
@@ -393,6 +393,16 @@ impl Sandbox for HealingSandbox {
         self.call(Repeat::Safe, |sb| {
             let req = req.clone();
             async move { sb.spawn(req).await }.boxed()
+        })
+        .await
+    }
+
+    /// Repeated once after a recovery: a terminal that failed as gone or
+    /// stopped never started, so starting it again runs nothing twice.
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        self.call(Repeat::Safe, |sb| {
+            let req = req.clone();
+            async move { sb.pty(req).await }.boxed()
         })
         .await
     }

@@ -13,12 +13,15 @@
 //!   vanished on the service is reported;
 //! * [`JournalWatch`] collects journal failures to print at exit;
 //! * [`safe_text`] is the one rule that keeps workspace and server text
-//!   from driving the terminal (both front ends print through it).
+//!   from driving the terminal (both front ends print through it);
+//! * [`attach`] joins the real terminal to a shell on a sandbox PTY, for
+//!   the TUI's `!` and `wsbench shell` alike.
 //!
 //! Layering: `cli` and `tui` use this module and never each other; it
 //! uses `config`, `manager`, `engine` and `backend`, and nothing here
-//! knows about argument parsing or terminals.
+//! knows about argument parsing; the only terminal code is [`attach`].
 
+pub mod attach;
 mod journal_watch;
 pub mod profile;
 mod read_only;

@@ -346,26 +346,30 @@ fn suspended<R>(
     Ok(r)
 }
 
-fn run_shell(dir: &std::path::Path) -> String {
-    let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty());
-    let candidates: Vec<String> = shell
-        .into_iter()
-        .chain(["bash".to_string(), "sh".to_string()])
-        .collect();
-    println!(
-        "wsbench: shell in {} — exit it to return to wsbench",
-        dir.display()
-    );
-    for sh in &candidates {
-        match std::process::Command::new(sh).current_dir(dir).status() {
-            Ok(st) => return format!("back from {sh} ({st})"),
-            Err(_) => continue,
-        }
-    }
-    format!(
-        "no shell could be started (tried {})",
-        candidates.join(", ")
-    )
+/// Leaves the TUI, attaches the terminal to a shell inside `ws`'s
+/// sandbox until it exits, comes back; returns the line to toast.
+async fn sandbox_shell(
+    term: &mut Term,
+    input: &InputThread,
+    tx: &mpsc::Sender<AppMsg>,
+    mouse: bool,
+    ws: &crate::engine::Workspace,
+) -> std::io::Result<String> {
+    use crate::root::attach;
+    input.pause();
+    restore_terminal();
+    let sb = ws.sandbox().clone();
+    println!("{}", attach::banner(&*sb, ws.id()));
+    let r = attach::run(&*sb, attach::shell_request(&[])).await;
+    enter_terminal(mouse)?;
+    capture_stderr(tx.clone());
+    input.resume();
+    term.clear()?;
+    Ok(match r {
+        Ok(Some(code)) => format!("back from the {} shell (exit {code})", sb.kind()),
+        Ok(None) => format!("back from the {} shell", sb.kind()),
+        Err(e) => format!("shell: {e:#}"),
+    })
 }
 
 /// Opens the TUI on the workspace `ctx` selects. Returns the exit code.
@@ -557,8 +561,9 @@ async fn event_loop(
                     }
                 }
                 HostRequest::Redraw => term.clear()?,
-                HostRequest::Shell(dir) => {
-                    let msg = suspended(term, input, tx, mouse, || run_shell(&dir))?;
+                HostRequest::Shell => {
+                    let ws = app.cx.ws.clone();
+                    let msg = sandbox_shell(term, input, tx, mouse, &ws).await?;
                     app.on_msg(AppMsg::Toast(Level::Info, msg));
                 }
                 HostRequest::Suspend => {

@@ -29,6 +29,8 @@
 //! (a second exec must see the first one's processes, as in one Pod), so
 //! there the server's isolation is checked by its mount namespace.
 
+mod pty;
+
 use crate::support;
 use crate::support::fake_daytona;
 use crate::support::fake_e2b;
@@ -36,6 +38,7 @@ use crate::support::fake_opensandbox;
 use crate::support::fake_sandbox;
 use crate::support::images;
 use crate::support::k8s_stub;
+use pty::pty_contract;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1554,6 +1557,7 @@ suite!(
     skills_install_and_list,
     offloading,
     mcp_server_everything,
+    pty_contract,
 );
 
 /// Behaviour only bubblewrap has: C11 diagnosis, network off by default,

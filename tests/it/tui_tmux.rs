@@ -10,6 +10,9 @@
 //! * the Agent pane runs the bugfix demo to its last message;
 //! * Ctrl-C in the prompt clears the line or asks to kill, F1 opens help
 //!   there, and neither strands the user;
+//! * `!` opens a shell inside the workspace's sandbox (local says it is
+//!   not sandboxed; bubblewrap and Docker are inside), and exiting it
+//!   returns to an intact TUI;
 //! * `wsbench --profile k8s` against the project's stub API server
 //!   (`tests/it/support/k8s_stub.rs`): the TUI opens on a Pod workspace and runs
 //!   `echo hello` in the Pod (needs `bwrap` for the stub's pods too).
@@ -17,6 +20,7 @@
 //!   running command and exit 128 + signal.
 
 use crate::support;
+use crate::support::images;
 use crate::support::k8s_stub;
 
 use std::path::{Path, PathBuf};
@@ -315,24 +319,147 @@ fn c24_output_escapes_do_not_reach_the_terminal() {
     t.assert_sane();
 }
 
+/// `!` attaches the terminal to a shell inside the workspace's sandbox
+/// (issue 17 point 2), never on the host: `config` is the profile table
+/// (empty: the `--workdir` local workspace), `check` runs in the shell and
+/// must print `want`; after `exit` the TUI is back and still runs
+/// commands, and the terminal is sane after quitting.
+fn bang_shell(name: &str, config: Option<String>, banner: &str, check: &str, want: &str) {
+    let t = Tmux::start(name);
+    match config {
+        None => {
+            let ws = t.workspace();
+            t.launch(&ws, "");
+        }
+        Some(toml) => {
+            let file = t.dir.path().join("wsbench.toml");
+            std::fs::write(&file, toml).unwrap();
+            t.literal(&format!(
+                "clear; {BIN} --config {} --profile {name}; echo EXIT=$?",
+                file.display()
+            ));
+            t.key("Enter");
+            t.wait_for("wsbench │", Duration::from_secs(90));
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    t.key("Escape");
+    t.key("!");
+    t.wait_for(banner, Duration::from_secs(30));
+    t.literal(check);
+    t.key("Enter");
+    t.wait_for(want, Duration::from_secs(30));
+    t.literal("exit");
+    t.key("Enter");
+    let s = t.wait_for("back from the", Duration::from_secs(30));
+    assert!(s.contains("wsbench │"), "the TUI is not back:\n{s}");
+    assert_eq!(
+        t.display("#{alternate_on}"),
+        "1",
+        "not on the alternate screen"
+    );
+    // Still works: the prompt runs a command.
+    t.key("5");
+    t.key("i");
+    t.literal("echo again");
+    t.key("Enter");
+    t.wait_for("✓ exit 0", Duration::from_secs(30));
+    t.key("Escape");
+    t.key("q");
+    t.wait_for("EXIT=0", Duration::from_secs(30));
+    t.assert_sane();
+}
+
 #[test]
-fn shell_into_the_workspace_and_back() {
+fn bang_shell_local_says_it_is_not_sandboxed() {
     if !have_tmux() {
         return;
     }
-    let t = Tmux::start("shell");
-    let ws = t.workspace();
-    t.launch(&ws, "");
-    t.key("Escape");
-    t.key("!");
-    t.wait_for("wsbench: shell in", Duration::from_secs(10));
-    t.literal("pwd; exit");
-    t.key("Enter");
-    let s = t.wait_for("wsbench │", Duration::from_secs(10));
-    assert!(s.contains("back from"), "{s}");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(10));
-    t.assert_sane();
+    bang_shell(
+        "bangl",
+        None,
+        "NOT sandboxed",
+        "echo T=$(tty | cut -c1-8)",
+        "T=/dev/pts",
+    );
+}
+
+#[test]
+fn bang_shell_bubblewrap_runs_in_the_sandbox() {
+    if !have_tmux() {
+        return;
+    }
+    if !support::have("bwrap") {
+        support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[profiles.bangb]\nbackend = \"bubblewrap\"\n\n[profiles.bangb.options]\nbase_dir = \"{}\"\n",
+        base.path().display()
+    );
+    // Inside: the workspace is /workspace, the host's files are not there.
+    bang_shell(
+        "bangb",
+        Some(config),
+        "inside the bubblewrap sandbox",
+        "echo W=$PWD; test -e /work || echo NOHOST=yes",
+        "NOHOST=yes",
+    );
+}
+
+#[test]
+fn bang_shell_docker_runs_in_the_container() {
+    if !have_tmux() {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Err(why) = rt.block_on(images::docker_ready(images::DEBIAN_IMAGE)) {
+        support::skip_or_fail(&why);
+        return;
+    }
+    let name = format!("bangd{}", std::process::id());
+    let base = tempfile::tempdir().unwrap();
+    let _cleanup = RemoveContainers(name.clone());
+    let config = format!(
+        "[profiles.{name}]\nbackend = \"docker\"\n\n[profiles.{name}.options]\n\
+         image = \"{}\"\npull = \"never\"\nnetwork = \"none\"\nbase_dir = \"{}\"\n",
+        images::DEBIAN_IMAGE,
+        base.path().display()
+    );
+    // The container's hostname is its short id, never this host's.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let check = format!(
+        "test \"$(hostname)\" != {} && test -f /.dockerenv && echo IN=container",
+        host.trim()
+    );
+    bang_shell(
+        &name,
+        Some(config),
+        "inside the docker sandbox",
+        &check,
+        "IN=container",
+    );
+}
+
+/// Removes the containers of a test profile when the test ends.
+struct RemoveContainers(String);
+
+impl Drop for RemoveContainers {
+    fn drop(&mut self) {
+        let ids = Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=wsbench.profile={}", self.0))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        for id in ids.split_whitespace() {
+            let _ = Command::new("docker").args(["rm", "-f", "-v", id]).output();
+        }
+    }
 }
 
 #[test]

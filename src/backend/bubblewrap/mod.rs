@@ -45,11 +45,13 @@ use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, ProcessControl, PtyRequest, PtySession, Sandbox, SpawnRequest,
+    Watch,
 };
 
 mod isolation;
 mod provision;
+mod pty;
 mod setup;
 
 use isolation::isolation_args;
@@ -278,6 +280,24 @@ impl BubblewrapSandbox {
         env: &BTreeMap<String, String>,
         marker: &str,
     ) -> BackendResult<Command> {
+        let mut cmd = self.wrapped_command(argv, cwd, env, marker, false)?;
+        cmd.process_group(0);
+        Ok(cmd)
+    }
+
+    /// `bwrap` running the start-byte wrapper and then `argv`, with the
+    /// sandbox's environment and nothing of wsbench's. `on_pty`: the
+    /// command will be the session leader of its own fresh PTY, so
+    /// `--new-session` is left out (see `pty`), and no process group is
+    /// set (the PTY makes it a session instead).
+    fn wrapped_command(
+        &self,
+        argv: &[String],
+        cwd: Option<&str>,
+        env: &BTreeMap<String, String>,
+        marker: &str,
+        on_pty: bool,
+    ) -> BackendResult<Command> {
         if argv.is_empty() {
             return Err(BackendError::Spawn {
                 program: String::new(),
@@ -293,7 +313,14 @@ impl BubblewrapSandbox {
             "sh".into(),
         ];
         wrapped.extend(argv.iter().cloned());
-        let full = self.bwrap_argv(&wrapped, cwd, &env);
+        let mut full = self.bwrap_argv(&wrapped, cwd, &env);
+        if on_pty {
+            // Only among the fixed isolation arguments, never the command's.
+            let fixed = &full[1..=self.fixed_args.len()];
+            if let Some(i) = fixed.iter().position(|a| a == "--new-session") {
+                full.remove(i + 1);
+            }
+        }
         let mut cmd = Command::new(resolve_program(&full[0]));
         cmd.args(&full[1..]);
         // bwrap's own environment is readable inside the sandbox (it is
@@ -303,7 +330,6 @@ impl BubblewrapSandbox {
         // bwrap itself too.
         cmd.env_clear();
         cmd.envs(self.sandbox_env(&Self::sandbox_cwd(cwd), &env));
-        cmd.process_group(0);
         cmd.kill_on_drop(false);
         Ok(cmd)
     }
@@ -573,6 +599,10 @@ impl Sandbox for BubblewrapSandbox {
     async fn watch(&self, path: &str) -> BackendResult<Watch> {
         self.present()?;
         self.files.watch(path)
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        pty::start(self, req).await
     }
 }
 

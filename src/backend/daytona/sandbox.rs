@@ -14,7 +14,7 @@ use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, On404, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, path as bpath,
+    FileStat, OutputSink, PtySupport, path as bpath,
 };
 
 /// A live Daytona sandbox, reached through its toolbox.
@@ -95,6 +95,9 @@ impl RemoteSandbox for DaytonaSandbox {
         Capabilities {
             byte_exact_output: self.mode == DaytonaExecMode::Session,
             kill_on_timeout: self.mode == DaytonaExecMode::Session,
+            pty: PtySupport::Unsupported(
+                "a terminal (PTY): the toolbox has PTY sessions, but wsbench does not use them yet",
+            ),
             ..Capabilities::NONE
         }
     }

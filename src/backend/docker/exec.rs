@@ -74,14 +74,14 @@ pub(crate) struct ExecTarget {
 }
 
 impl ExecTarget {
-    fn env_list(&self, extra: &BTreeMap<String, String>, marker: &str) -> Vec<String> {
+    pub(crate) fn env_list(&self, extra: &BTreeMap<String, String>, marker: &str) -> Vec<String> {
         let mut env = self.env.clone();
         env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         env.insert(MARKER_VAR.into(), marker.to_string());
         env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
     }
 
-    fn cwd(&self, cwd: Option<&str>) -> String {
+    pub(crate) fn cwd(&self, cwd: Option<&str>) -> String {
         cwd.map(|c| crate::backend::path::join(&self.workdir, c))
             .unwrap_or_else(|| self.workdir.clone())
     }
@@ -589,7 +589,7 @@ impl Drop for CloseOnDrop {
 /// Maps a failure to create or start an exec: a missing container (404)
 /// is gone, a stopped or paused one (409 "is not running", "is paused")
 /// is stopped; see [`super::api::container_health`].
-fn container_gone(container: &str, e: bollard::errors::Error) -> BackendError {
+pub(crate) fn container_gone(container: &str, e: bollard::errors::Error) -> BackendError {
     super::api::container_health(container, &e, true)
         .unwrap_or_else(|| api_error(&format!("exec in container {container}"), e))
 }

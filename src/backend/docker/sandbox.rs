@@ -12,7 +12,7 @@ use super::options::CONTAINER_WORKDIR;
 use crate::backend::host::HostDir;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
 };
 
 /// A running container used as a sandbox.
@@ -170,5 +170,9 @@ impl Sandbox for DockerSandbox {
                 what: "watching files without a bind mount",
             }),
         }
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        super::pty::start(&self.target, req).await
     }
 }

@@ -20,7 +20,7 @@ use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, On404, Retry, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, SpawnRequest, path as bpath,
+    FileStat, OutputSink, Process, PtySupport, SpawnRequest, path as bpath,
 };
 
 /// A live E2B sandbox, reached through envd.
@@ -203,6 +203,9 @@ impl RemoteSandbox for E2bSandbox {
             byte_exact_output: true,
             kill_on_timeout: true,
             processes: true,
+            pty: PtySupport::Unsupported(
+                "a terminal (PTY): envd's process API has one (StartRequest.pty), but wsbench does not use it yet",
+            ),
             ..Capabilities::NONE
         }
     }

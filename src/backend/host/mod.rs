@@ -7,6 +7,7 @@
 pub mod fs;
 pub(crate) mod hostdir;
 pub mod names;
+pub(crate) mod pty;
 pub mod sweep;
 pub mod watch;
 

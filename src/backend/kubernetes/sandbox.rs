@@ -16,7 +16,7 @@ use super::{files, tarball};
 use crate::backend::shell::ops;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtySupport, Sandbox, SpawnRequest, Watch,
 };
 
 /// A workspace Pod used as a sandbox.
@@ -99,6 +99,9 @@ impl Sandbox for KubernetesSandbox {
         Capabilities {
             // No file events from inside a Pod.
             watch: false,
+            pty: PtySupport::Unsupported(
+                "a terminal (PTY): wsbench does not yet drive the exec websocket with tty=true and its resize channel (4)",
+            ),
             ..Capabilities::ALL
         }
     }

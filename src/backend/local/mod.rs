@@ -25,10 +25,12 @@ use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, Sandbox, SpawnRequest, Watch, path as bpath,
+    FileStat, OutputSink, Process, ProcessControl, PtyRequest, PtySession, Sandbox, SpawnRequest,
+    Watch, path as bpath,
 };
 
 mod provision;
+mod pty;
 mod reaper;
 
 pub use provision::LocalProvisioner;
@@ -87,7 +89,9 @@ impl LocalSandbox {
         PathBuf::from(bpath::join(&self.workdir, path))
     }
 
-    fn command(
+    /// The command with its directory and environment, in wsbench's own
+    /// process group (the PTY path makes it a session leader instead).
+    fn base_command(
         &self,
         argv: &[String],
         cwd: Option<&str>,
@@ -105,11 +109,21 @@ impl LocalSandbox {
         );
         cmd.envs(&self.env);
         cmd.envs(env);
+        cmd.kill_on_drop(false);
+        Ok(cmd)
+    }
+
+    fn command(
+        &self,
+        argv: &[String],
+        cwd: Option<&str>,
+        env: &BTreeMap<String, String>,
+    ) -> BackendResult<Command> {
+        let mut cmd = self.base_command(argv, cwd, env)?;
         // Its own process group, so the group can be killed; setting it
         // (unlike a pre_exec setsid) keeps std's fast posix_spawn path.
         // Descendants that leave the group are found by their marker.
         cmd.process_group(0);
-        cmd.kill_on_drop(false);
         Ok(cmd)
     }
 }
@@ -345,6 +359,10 @@ impl Sandbox for LocalSandbox {
     async fn watch(&self, path: &str) -> BackendResult<Watch> {
         self.present()?;
         watch_host(&self.resolve(path), None)
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        pty::start(self, req)
     }
 }
 

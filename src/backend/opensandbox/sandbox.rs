@@ -12,7 +12,7 @@ use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, ServiceClient};
 use crate::backend::{
     BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest, FileStat,
-    OutputSink, path as bpath,
+    OutputSink, PtySupport, path as bpath,
 };
 
 /// A live OpenSandbox sandbox, reached through its execd.
@@ -53,6 +53,9 @@ impl RemoteSandbox for OpenSandboxSandbox {
         Capabilities {
             kill_on_timeout: true,
             read_range: true,
+            pty: PtySupport::Unsupported(
+                "a terminal (PTY): execd's API has no PTY endpoint (its bash sessions are line-based)",
+            ),
             ..Capabilities::NONE
         }
     }

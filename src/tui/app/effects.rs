@@ -75,18 +75,11 @@ impl App {
             }
             Effect::Copy(text) => self.copy(text),
             Effect::Focus(id) => self.set_focus(id),
-            Effect::Shell => match self.cx.ws.sandbox().host_root() {
-                Some(root) => self.requests.push(HostRequest::Shell(root.to_path_buf())),
-                None => {
-                    self.toast = Some((
-                        Level::Warn,
-                        format!(
-                            "the {} backend has no host directory to open a shell in",
-                            self.cx.ws.backend()
-                        ),
-                        Instant::now(),
-                    ))
-                }
+            // A shell inside the workspace's sandbox, never on the host
+            // (issue 17): a backend without a terminal says why.
+            Effect::Shell => match crate::root::attach::why_no_shell(&**self.cx.ws.sandbox()) {
+                None => self.requests.push(HostRequest::Shell),
+                Some(why) => self.toast = Some((Level::Warn, why, Instant::now())),
             },
         }
     }

@@ -53,8 +53,9 @@ const TOAST_TTL: Duration = Duration::from_secs(4);
 /// What the real terminal loop must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostRequest {
-    /// Run an interactive shell in this host directory, then come back.
-    Shell(std::path::PathBuf),
+    /// Attach the terminal to a shell inside the workspace's sandbox
+    /// (`root::attach`), then come back.
+    Shell,
     /// Stop the process (SIGTSTP) after restoring the terminal.
     Suspend,
     /// Write an OSC 52 clipboard sequence.
