@@ -51,23 +51,19 @@ use super::{
 mod isolation;
 mod provision;
 mod setup;
+mod wrapper;
 
 use isolation::isolation_args;
 pub use provision::BubblewrapProvisioner;
 pub(crate) use setup::diagnose_setup_failure;
 use setup::missing_bwrap;
+use wrapper::{STARTED, wrap};
 
 /// Path of the workspace inside the sandbox (docs/contract.md §7.2).
 pub(crate) const SANDBOX_WORKDIR: &str = "/workspace";
 
 /// Path of the private temp dir inside the sandbox.
 pub(crate) const SANDBOX_TMPDIR: &str = "/tmp";
-
-/// The byte the in-sandbox wrapper prints before running the command.
-const STARTED: u8 = b'\x06';
-
-/// The wrapper: announces that the sandbox is up, then becomes the command.
-const WRAPPER: &str = "printf '\\006' && exec \"$@\"";
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
 pub const KILL_GRACE: Duration = Duration::from_millis(500);
@@ -279,14 +275,7 @@ impl BubblewrapSandbox {
         }
         let mut env = env.clone();
         env.insert(MARKER_VAR.into(), marker.to_string());
-        let mut wrapped = vec![
-            "/bin/sh".to_string(),
-            "-c".into(),
-            WRAPPER.into(),
-            "sh".into(),
-        ];
-        wrapped.extend(argv.iter().cloned());
-        let full = self.bwrap_argv(&wrapped, cwd, &env);
+        let full = self.bwrap_argv(&wrap(argv), cwd, &env);
         let mut cmd = Command::new(resolve_program(&full[0]));
         cmd.args(&full[1..]);
         // bwrap's own environment is readable inside the sandbox (it is
