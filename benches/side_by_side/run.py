@@ -6,7 +6,7 @@ Usage (from the repository root): python3 benches/side_by_side/run.py
     [--rounds 2] [--iters 30] [--venv ~/.cache/wsbench-sbs/venv]
 
 Installs the reference into the venv on first use (pip install
-agentscope==2.0.11), builds wsbench's side (`cargo bench --no-run --bench
+agentscope==2.0.11), builds wsbench's side (`cargo build --release --bench
 side_by_side`) and the release binary, then runs every row's floor,
 reference and wsbench case one after the other, round after round, and
 prints the table with each column's medians (a range over the rounds) and
@@ -67,7 +67,7 @@ def ensure_venv(venv):
 
 def build():
     sh(["cargo", "build", "--release", "--bin", "wsbench"], cwd=ROOT)
-    out = subprocess.run(["cargo", "bench", "--no-run", "--bench", "side_by_side", "--message-format=json"],
+    out = subprocess.run(["cargo", "build", "--release", "--bench", "side_by_side", "--message-format=json"],
                          cwd=ROOT, check=True, capture_output=True, text=True).stdout
     exe = None
     for line in out.splitlines():

@@ -103,17 +103,20 @@ pub fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Re
 }
 
 /// Runs `f`, blocking file I/O over `data`, without copying `data`: in
-/// place (`block_in_place`) on a multi-thread runtime, else on the
-/// blocking pool with one copy (a current-thread runtime cannot block in
-/// place). Issue 18: the copy of a 1 MiB write, and glibc mapping and
+/// place (`block_in_place`) on a multi-thread runtime (or directly outside
+/// any runtime), else on the blocking pool with one copy (a
+/// current-thread runtime cannot block in place). Issue 18: the copy of a 1 MiB write, and glibc mapping and
 /// unmapping it every call, cost more than the write itself.
 pub async fn with_bytes<T: Send + 'static>(
     data: &[u8],
     f: impl FnOnce(&[u8]) -> T + Send + 'static,
 ) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-        return tokio::task::block_in_place(|| f(data));
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => return tokio::task::block_in_place(|| f(data)),
+        // Polled outside any tokio runtime: blocking here blocks no one else.
+        Err(_) => return f(data),
+        Ok(_) => {}
     }
     let data = data.to_vec();
     tokio::task::spawn_blocking(move || f(&data))
