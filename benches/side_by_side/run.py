@@ -132,9 +132,19 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/wsbench-sbs/venv"))
     ap.add_argument("--only", help="comma-separated row numbers (1-based)")
+    ap.add_argument("--no-build", action="store_true",
+                    help="use target/release/wsbench and the newest side_by_side bench as built")
     a = ap.parse_args()
     py = ensure_venv(a.venv)
-    exe, wsbench = build()
+    if a.no_build:
+        import glob
+        exes = [p for p in glob.glob(os.path.join(ROOT, "target/release/deps/side_by_side-*"))
+                if os.access(p, os.X_OK) and not p.endswith(".d")]
+        if not exes:
+            sys.exit("no side_by_side bench built; run without --no-build")
+        exe, wsbench = max(exes, key=os.path.getmtime), os.path.join(ROOT, "target/release/wsbench")
+    else:
+        exe, wsbench = build()
     rows = ROWS
     if a.only:
         keep = {int(x) for x in a.only.split(",")}
