@@ -5,6 +5,11 @@ use clap::Parser;
 use wsbench::cli::Cli;
 
 fn main() {
+    if version_only() {
+        // Same text as clap's `--version`; tests/it/cli.rs compares them.
+        println!("wsbench {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
     // A reader that closes our stdout early (`wsbench ... | head`) ends the
     // program quietly, as with other command-line tools, instead of a
     // panic from `println!`. SIGPIPE stays ignored so that writing to a
@@ -65,6 +70,18 @@ fn main() {
     // Do not wait for detached blocking tasks (a watcher, a spool) on exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     std::process::exit(code);
+}
+
+/// True for exactly `wsbench --version` or `wsbench -V`, answered before
+/// anything is set up: clap builds the whole command tree (every
+/// sub-command's arguments) before it parses, which cost more than the
+/// rest of the process start (issue 18: `--version` within 2 ms).
+fn version_only() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    match (args.next(), args.next()) {
+        (Some(a), None) => a == "--version" || a == "-V",
+        _ => false,
+    }
 }
 
 /// Opens the TUI for a bare `wsbench` on a terminal (without `--json`);

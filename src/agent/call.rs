@@ -21,9 +21,10 @@ impl Agent {
         let parsed = parse_call_args(&call.name, &call.arguments);
         let tool = self.tools.get(&call.name);
         let self_journaled = parsed.is_ok() && tool.as_ref().is_some_and(|t| t.journals_itself());
-        let journal_args = match &parsed {
-            Ok(v) => v.clone(),
-            Err(_) => Value::String(call.arguments.clone()),
+        // A bounded copy (a Write's content is not copied whole).
+        let (journal_args, args_cut) = match &parsed {
+            Ok(v) => crate::engine::journal::bounded_args(v),
+            Err(_) => crate::engine::journal::bounded_args(&Value::String(call.arguments.clone())),
         };
         if !self_journaled {
             self.ws.publish(Event::ToolStarted {
@@ -60,7 +61,7 @@ impl Agent {
                 state: result.state.as_str().into(),
                 duration_ms,
             });
-            let entry = JournalEntry::from_result(
+            let entry = JournalEntry::from_bounded(
                 JournalCall {
                     call_id: call.id.clone(),
                     agent: self.config.agent_id.clone(),
@@ -68,6 +69,7 @@ impl Agent {
                     tool: call.name.clone(),
                     args: journal_args,
                 },
+                args_cut,
                 &result,
                 started_at,
                 duration_ms,

@@ -112,7 +112,8 @@ pub enum Event {
         session: String,
         /// Tool name.
         tool: String,
-        /// Arguments as given.
+        /// Arguments, bounded like the journal's
+        /// (`engine::journal::bounded_args`): long strings cut.
         args: serde_json::Value,
     },
     /// A tool call finished.

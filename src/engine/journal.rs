@@ -68,26 +68,38 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Cuts the string values of `v` to the journal's bounds; returns the
-/// bytes cut. Strings are cut at a character boundary.
-fn bound_args(v: &mut Value, budget: &mut usize) -> u64 {
+/// A copy of a call's arguments within the journal's bounds (string
+/// values over [`ARG_STRING_BYTES`], or past [`ARGS_TOTAL_BYTES`] in all,
+/// cut at a character boundary and ending in `…[N bytes cut]`) and the
+/// bytes cut in all. A long string is never copied whole, so the start
+/// event and the journal line of a 1 MiB Write cost what they keep.
+pub fn bounded_args(args: &Value) -> (Value, u64) {
+    let mut budget = ARGS_TOTAL_BYTES;
+    let mut cut = 0;
+    let v = bounded_copy(args, &mut budget, &mut cut);
+    (v, cut)
+}
+
+fn bounded_copy(v: &Value, budget: &mut usize, cut: &mut u64) -> Value {
     match v {
         Value::String(s) => {
             let keep = s.len().min(ARG_STRING_BYTES).min(*budget);
-            if keep == s.len() {
-                *budget -= keep;
-                return 0;
+            let head = crate::backend::text::head_bytes(s, keep);
+            *budget -= head.len();
+            if head.len() == s.len() {
+                return Value::String(s.clone());
             }
-            let at = crate::backend::text::head_bytes(s, keep).len();
-            let cut = (s.len() - at) as u64;
-            s.truncate(at);
-            s.push_str(&format!("…[{cut} bytes cut]"));
-            *budget -= at;
-            cut
+            let n = s.len() - head.len();
+            *cut += n as u64;
+            Value::String(format!("{head}…[{n} bytes cut]"))
         }
-        Value::Array(a) => a.iter_mut().map(|x| bound_args(x, budget)).sum(),
-        Value::Object(o) => o.values_mut().map(|x| bound_args(x, budget)).sum(),
-        _ => 0,
+        Value::Array(a) => Value::Array(a.iter().map(|x| bounded_copy(x, budget, cut)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), bounded_copy(x, budget, cut)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -133,9 +145,21 @@ impl JournalEntry {
         started_at: DateTime<Utc>,
         duration_ms: u64,
     ) -> Self {
-        let mut args = call.args;
-        let mut budget = ARGS_TOTAL_BYTES;
-        let args_cut_bytes = bound_args(&mut args, &mut budget);
+        let (args, cut) = bounded_args(&call.args);
+        let call = JournalCall { args, ..call };
+        Self::from_bounded(call, cut, result, started_at, duration_ms)
+    }
+
+    /// [`JournalEntry::from_result`] for arguments already passed through
+    /// [`bounded_args`], which cut `args_cut_bytes` bytes from them.
+    pub fn from_bounded(
+        call: JournalCall,
+        args_cut_bytes: u64,
+        result: &ToolResult,
+        started_at: DateTime<Utc>,
+        duration_ms: u64,
+    ) -> Self {
+        let args = call.args;
         JournalEntry {
             started_at,
             call_id: call.call_id,

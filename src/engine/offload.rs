@@ -248,9 +248,14 @@ impl Offload {
     /// returns its backend path. Text output is written as is; block lists
     /// are concatenated, data blocks (offloaded to `data/` first) becoming
     /// `<data url='...' name='...' media_type='...'/>`.
+    ///
+    /// The text is written from the buffer it lives in (a text output is
+    /// not copied; a block list is joined once) with one atomic write of
+    /// the claimed file: no stream, no intermediate buffer (issue 18).
     pub async fn tool_result(&self, session: &str, block: &ToolResultBlock) -> WsResult<String> {
-        let text = match &block.output {
-            ToolOutput::Text(t) => t.clone(),
+        let joined;
+        let text: &str = match &block.output {
+            ToolOutput::Text(t) => t,
             ToolOutput::Blocks(blocks) => {
                 let mut out = String::new();
                 for b in blocks {
@@ -268,15 +273,37 @@ impl Offload {
                         _ => {}
                     }
                 }
-                out
+                joined = out;
+                &joined
             }
         };
-        self.tool_result_stream(
-            session,
-            &block.id,
-            Box::new(std::io::Cursor::new(text.into_bytes())),
-        )
-        .await
+        let path = self.claim_tool_result_path(session, &block.id).await?;
+        if let Err(e) = self.base.sandbox().write(&path, text.as_bytes()).await {
+            return Err(self.unclaim(path, e).await);
+        }
+        self.base.publish(Event::OffloadWritten {
+            session: session.to_string(),
+            kind: OffloadKind::ToolResult,
+            path: path.clone(),
+            bytes: text.len() as u64,
+        });
+        Ok(path)
+    }
+
+    /// The error of a failed tool-result write, after removing the claimed
+    /// file: it holds nothing useful, and an empty or partial tool-result
+    /// file would mislead. The message says whether the removal worked.
+    async fn unclaim(&self, path: String, e: crate::backend::BackendError) -> WorkspaceError {
+        let cleanup = match self.base.sandbox().remove(&path, false).await {
+            Ok(()) => "nothing was kept".to_string(),
+            Err(r) if r.is_not_found() => "nothing was kept".to_string(),
+            Err(r) => format!("removing the partial file failed too: {r}"),
+        };
+        WorkspaceError::OffloadFailed {
+            path,
+            cleanup,
+            source: e,
+        }
     }
 
     /// Streams a tool result's full text into a fresh tool-result file
@@ -293,20 +320,7 @@ impl Offload {
         let path = self.claim_tool_result_path(session, result_id).await?;
         let bytes = match self.base.sandbox().write_stream(&path, reader).await {
             Ok(n) => n,
-            Err(e) => {
-                // The claimed name holds nothing useful: remove it so no
-                // empty or partial tool-result file is left to mislead.
-                let cleanup = match self.base.sandbox().remove(&path, false).await {
-                    Ok(()) => "nothing was kept".to_string(),
-                    Err(r) if r.is_not_found() => "nothing was kept".to_string(),
-                    Err(r) => format!("removing the partial file failed too: {r}"),
-                };
-                return Err(WorkspaceError::OffloadFailed {
-                    path,
-                    cleanup,
-                    source: e,
-                });
-            }
+            Err(e) => return Err(self.unclaim(path, e).await),
         };
         self.base.publish(Event::OffloadWritten {
             session: session.to_string(),

@@ -396,12 +396,15 @@ impl Workspace {
         }
         let started_at = chrono::Utc::now();
         let t0 = Instant::now();
+        // The event and the journal get a bounded copy; the tool gets the
+        // arguments themselves (a Write's content is never copied).
+        let (args_view, args_cut) = super::journal::bounded_args(&call.args);
         self.publish(Event::ToolStarted {
             call_id: call_id.clone(),
             agent: call.agent.clone(),
             session: call.session.clone(),
             tool: call.tool.clone(),
-            args: call.args.clone(),
+            args: args_view.clone(),
         });
         let ctx = ToolContext {
             env: self.tool_env(),
@@ -411,7 +414,7 @@ impl Workspace {
             cancel: call.cancel.clone().unwrap_or_default(),
             output: call.output.clone(),
         };
-        let result = tool.call(&ctx, call.args.clone()).await;
+        let result = tool.call(&ctx, call.args).await;
         // A tool that measured itself (Bash) gave the one figure shown
         // everywhere; the others are measured here.
         let duration_ms = result
@@ -425,14 +428,15 @@ impl Workspace {
             state: result.state.as_str().to_string(),
             duration_ms,
         });
-        let mut entry = JournalEntry::from_result(
+        let mut entry = JournalEntry::from_bounded(
             JournalCall {
                 call_id,
                 agent: call.agent,
                 session: call.session,
                 tool: call.tool,
-                args: call.args,
+                args: args_view,
             },
+            args_cut,
             &result,
             started_at,
             duration_ms,

@@ -199,6 +199,21 @@ fn one_parse_checks_the_tui_section_with_the_rest() {
 }
 
 #[test]
+fn the_fast_version_answer_is_clap_s() {
+    use clap::CommandFactory;
+    let want = wsbench::cli::Cli::command().render_version();
+    let env = Env::new();
+    for flag in ["--version", "-V"] {
+        let o = env.run(&[flag]);
+        assert!(o.status.success(), "{o:?}");
+        assert_eq!(stdout(&o), want, "{flag}");
+    }
+    // With anything else on the line, clap answers (and checks the rest).
+    let o = env.run(&["--json", "--version"]);
+    assert_eq!(stdout(&o), want);
+}
+
+#[test]
 fn completions_print() {
     let o = Env::new().run(&["completions", "bash"]);
     assert!(stdout(&o).contains("wsbench"));

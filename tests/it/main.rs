@@ -54,3 +54,4 @@ mod tui_panes_extra;
 mod tui_snapshots;
 mod tui_tmux;
 mod tui_unicode;
+mod write_edit_cost;

@@ -5,8 +5,12 @@ use std::path::Path;
 
 use super::{BubblewrapOptions, SANDBOX_TMPDIR, SANDBOX_WORKDIR};
 
-/// `/etc` entries bound read-only when they exist (the reference's list,
-/// plus what dynamic linking, locales and time zones read).
+/// `/etc` entries bound read-only when they exist: the reference's list
+/// (docs/contract.md §7.2), then two more, each with its reason. Every
+/// bind is a mount in each command's new namespace, so the list is kept
+/// short (issue 18); `ld.so.conf`, `ld.so.conf.d` (read by `ldconfig`
+/// only, which cannot write the read-only cache here anyway) and
+/// `os-release` were dropped.
 const ETC_BINDS: &[&str] = &[
     "/etc/resolv.conf",
     "/etc/hosts",
@@ -17,11 +21,11 @@ const ETC_BINDS: &[&str] = &[
     "/etc/ssl",
     "/etc/pki",
     "/etc/ca-certificates",
+    // The loader finds libraries outside its built-in path (`/usr/local/lib`,
+    // multiarch extras) only through the cache.
     "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
+    // `date`, logs and timestamps in the sandbox use the host's zone.
     "/etc/localtime",
-    "/etc/os-release",
 ];
 
 /// Top-level system dirs: bound read-only, or recreated as the same

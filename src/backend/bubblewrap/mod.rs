@@ -53,23 +53,19 @@ mod isolation;
 mod provision;
 mod pty;
 mod setup;
+mod wrapper;
 
 use isolation::isolation_args;
 pub use provision::BubblewrapProvisioner;
 pub(crate) use setup::diagnose_setup_failure;
 use setup::missing_bwrap;
+use wrapper::{STARTED, wrap};
 
 /// Path of the workspace inside the sandbox (docs/contract.md §7.2).
 pub(crate) const SANDBOX_WORKDIR: &str = "/workspace";
 
 /// Path of the private temp dir inside the sandbox.
 pub(crate) const SANDBOX_TMPDIR: &str = "/tmp";
-
-/// The byte the in-sandbox wrapper prints before running the command.
-const STARTED: u8 = b'\x06';
-
-/// The wrapper: announces that the sandbox is up, then becomes the command.
-const WRAPPER: &str = "printf '\\006' && exec \"$@\"";
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
 pub const KILL_GRACE: Duration = Duration::from_millis(500);
@@ -306,14 +302,7 @@ impl BubblewrapSandbox {
         }
         let mut env = env.clone();
         env.insert(MARKER_VAR.into(), marker.to_string());
-        let mut wrapped = vec![
-            "/bin/sh".to_string(),
-            "-c".into(),
-            WRAPPER.into(),
-            "sh".into(),
-        ];
-        wrapped.extend(argv.iter().cloned());
-        let mut full = self.bwrap_argv(&wrapped, cwd, &env);
+        let mut full = self.bwrap_argv(&wrap(argv), cwd, &env);
         if on_pty {
             // Only among the fixed isolation arguments, never the command's.
             let fixed = &full[1..=self.fixed_args.len()];

@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::io::AsyncRead;
 
 use crate::backend::path::TEMP_PREFIX;
 use crate::backend::{BackendError, BackendResult, ByteRange, FileKind, FileStat};
@@ -102,23 +102,73 @@ pub fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Re
     Ok(())
 }
 
+/// Runs `f`, blocking file I/O over `data`, without copying `data`: in
+/// place (`block_in_place`) on a multi-thread runtime (or directly outside
+/// any runtime), else on the blocking pool with one copy (a
+/// current-thread runtime cannot block in place). Issue 18: the copy of a 1 MiB write, and glibc mapping and
+/// unmapping it every call, cost more than the write itself.
+pub async fn with_bytes<T: Send + 'static>(
+    data: &[u8],
+    f: impl FnOnce(&[u8]) -> T + Send + 'static,
+) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => return tokio::task::block_in_place(|| f(data)),
+        // Polled outside any tokio runtime: blocking here blocks no one else.
+        Err(_) => return f(data),
+        Ok(_) => {}
+    }
+    let data = data.to_vec();
+    tokio::task::spawn_blocking(move || f(&data))
+        .await
+        .expect("file task")
+}
+
+/// Bytes read from a stream before each write of [`stream_to_temp`]
+/// (256 KiB): one write call per 256 KiB, one buffer per stream (it was
+/// a 1 MiB `BufWriter` plus `tokio::fs::File`'s own copy of each write).
+const STREAM_CHUNK: usize = 256 * 1024;
+
 /// Streams `reader` into a new temp file in `dir` (made first, with its
 /// parents), for [`finish_atomic`] to rename over the target; returns the
 /// file and the bytes written. Unbounded by design: the caller asked to
 /// write this stream, and the disk is the limit.
+///
+/// One buffer of [`STREAM_CHUNK`] is filled from the reader and written
+/// with a plain `write_all` (see [`with_bytes`]); no `BufWriter` and no
+/// `tokio::fs::File` buffer copy the bytes again.
 pub async fn stream_to_temp(
     dir: &Path,
     reader: &mut (dyn AsyncRead + Send + Unpin),
 ) -> std::io::Result<(tempfile::NamedTempFile, u64)> {
+    use tokio::io::AsyncReadExt;
     tokio::fs::create_dir_all(dir).await?;
     let tmp = new_temp(dir)?;
-    // A large buffer: each flush of tokio's File is one blocking-pool trip.
-    let mut file =
-        tokio::io::BufWriter::with_capacity(1 << 20, tokio::fs::File::from_std(tmp.reopen()?));
-    let n = tokio::io::copy(reader, &mut file).await?;
-    file.flush().await?;
-    drop(file);
-    Ok((tmp, n))
+    let file = std::sync::Arc::new(tmp.reopen()?);
+    let mut buf = vec![0u8; STREAM_CHUNK];
+    let mut total = 0u64;
+    loop {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match reader.read(&mut buf[filled..]).await? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        let f = file.clone();
+        with_bytes(&buf[..filled], move |b| {
+            std::io::Write::write_all(&mut &*f, b)
+        })
+        .await?;
+        total += filled as u64;
+        if filled < buf.len() {
+            break;
+        }
+    }
+    Ok((tmp, total))
 }
 
 /// Appends `data` under an exclusive `flock`, so concurrent appenders in

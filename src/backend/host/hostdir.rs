@@ -320,13 +320,13 @@ impl HostDir {
     /// Atomic write (temp file + rename), parents created.
     pub async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
         let p = self.resolve(path, true)?;
-        let data = data.to_vec();
         let path_s = path.to_string();
-        blocking(move || {
+        // Written from the caller's buffer (no copy on a multi-thread runtime).
+        super::fs::with_bytes(data, move |data| {
             if p.is_dir() {
                 return Err(BackendError::IsADirectory(path_s));
             }
-            atomic_write_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))
+            atomic_write_host(&p, data).map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
     }

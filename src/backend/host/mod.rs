@@ -13,7 +13,7 @@ pub mod watch;
 
 pub use fs::{
     append_host, atomic_write_host, create_new_host, finish_atomic, new_temp, read_host,
-    remove_host, stat_host, stream_to_temp,
+    remove_host, stat_host, stream_to_temp, with_bytes,
 };
 pub use hostdir::{HostDir, MAX_LINK_HOPS, Mount};
 pub use names::sanitize_segment;

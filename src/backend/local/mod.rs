@@ -19,7 +19,7 @@ use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
 use super::host::fs::{finish_atomic, resolve_link_target};
 use super::host::{
     append_host, atomic_write_host, create_new_host, read_host, remove_host, stat_host,
-    stream_to_temp, watch_host,
+    stream_to_temp, watch_host, with_bytes,
 };
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
@@ -244,16 +244,15 @@ impl Sandbox for LocalSandbox {
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
         self.present()?;
         let p = self.resolve(path);
-        let data = data.to_vec();
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
+        // Written from the caller's buffer (no copy on a multi-thread runtime).
+        with_bytes(data, move |data| {
             if p.is_dir() {
                 return Err(BackendError::IsADirectory(path_s));
             }
-            atomic_write_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))
+            atomic_write_host(&p, data).map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
-        .expect("write task")
     }
 
     async fn write_stream(

@@ -1,16 +1,20 @@
-//! A supervising reaper per local command: its tree dies with wsbench.
+//! A supervising reaper for local commands: their trees die with wsbench.
 //!
-//! bubblewrap has `--die-with-parent`; a plain host child does not. We
-//! start, next to each command, a tiny `sh` watcher whose stdin is the
-//! read end of a pipe. Only wsbench holds the write end (close-on-exec,
-//! so neither the command nor any other child inherits it). When wsbench
-//! ends in any way, SIGKILL included, the kernel closes the write end,
-//! the watcher reads end of file and kills the command's process group
-//! and then, with [`kill_line`], every process carrying the command's
-//! marker (children that called `setsid` and left the group). When the
-//! command ends normally, or wsbench drops the handle, it writes `done`
-//! first and the watcher exits without killing anything: background
-//! children of a finished command behave as before.
+//! bubblewrap has `--die-with-parent`; a plain host child does not. One
+//! tiny `sh` watcher per wsbench process (started with the first command)
+//! reads, on its stdin, the read end of a pipe whose write end only
+//! wsbench holds (close-on-exec, so neither a command nor any other child
+//! inherits it). Each command is announced as a line `w <pgid> <marker>`
+//! when it starts and withdrawn with `d <pgid> <marker>` when it ends or
+//! wsbench drops its handle. When wsbench ends in any way, SIGKILL
+//! included, the kernel closes the write end; the watcher reads end of
+//! file and, for every command still announced, kills its process group
+//! and then, with [`kill_line`], every process carrying its marker
+//! (children that called `setsid` and left the group). Background children
+//! of a finished command are left alone, as before.
+//!
+//! Issue 18: a watcher per command (issue 14's first version) doubled the
+//! cost of every spawn; a line on a pipe costs one `write`.
 //!
 //! Why not `PR_SET_PDEATHSIG`: it fires when the *thread* that forked the
 //! child exits, and tokio's blocking-pool threads exit when idle, so it
@@ -18,75 +22,127 @@
 //! not its children. The pipe ties the watch to the process, not a thread.
 //!
 //! Limits: a command started and killed within the instant between its
-//! spawn and its watcher's is not covered; a descendant that both left the
-//! group and cleared its environment (`setsid env -i …`) is not found
-//! (there is nothing left to recognise it by); the watcher itself can be
-//! killed by someone else (then the command outlives wsbench as before).
+//! spawn and its announcement is not covered; a descendant that both left
+//! the group and cleared its environment (`setsid env -i …`) is not found
+//! (there is nothing left to recognise it by); when the watcher is killed
+//! by someone else, the next command starts a new one (the commands
+//! announced to the old one are then unwatched).
 
 use std::io::Write as _;
 use std::os::fd::OwnedFd;
 use std::process::Stdio;
+use std::sync::Mutex;
 
 use nix::fcntl::OFlag;
 
 use crate::backend::shell::marker::kill_line;
 
-/// The watcher of one command; dropping it disarms the watch (the
-/// command's tree is left alone).
-pub(crate) struct Reaper {
-    write: Option<std::fs::File>,
+/// The watcher's script: keeps the announced `pgid:marker` pairs, and at
+/// end of file kills each group and sweeps each marker (in parallel).
+/// The marker is spliced into [`kill_line`]'s single-quoted pattern as
+/// `'"$m"'` (close the quote, the variable, reopen), so the one sweep
+/// script serves every marker.
+fn script() -> String {
+    format!(
+        "L=; while read -r op g m; do case $op in \
+w) L=\"$L $g:$m\" ;; \
+d) N=; for e in $L; do [ \"$e\" = \"$g:$m\" ] || N=\"$N $e\"; done; L=$N ;; \
+esac; done; \
+for e in $L; do g=${{e%%:*}}; m=${{e#*:}}; kill -KILL -\"$g\" 2>/dev/null; ( {} ) & done; wait",
+        kill_line("'\"$m\"'")
+    )
 }
 
-impl Reaper {
-    /// Starts the watcher of the process group `pgid` whose members carry
-    /// `marker`. `None` (with a warning in the log) when the pipe or the
-    /// watcher cannot be started: the command then runs unwatched, as it
-    /// did before this existed.
-    pub(crate) fn watch(pgid: i32, marker: &str) -> Option<Reaper> {
-        match Self::start(pgid, marker) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                tracing::warn!(
-                    pgid,
-                    "no reaper for the command (it may outlive wsbench): {e}"
-                );
-                None
-            }
-        }
-    }
+/// One watcher process and the write end of its pipe.
+pub(crate) struct Watcher {
+    write: std::fs::File,
+    child: std::process::Child,
+}
 
-    fn start(pgid: i32, marker: &str) -> std::io::Result<Reaper> {
+impl Watcher {
+    /// Starts a watcher in its own process group: a kill of a command's
+    /// group, or a Ctrl-C in the terminal's foreground group, must not
+    /// take it along.
+    pub(crate) fn start() -> std::io::Result<Watcher> {
         let (read, write): (OwnedFd, OwnedFd) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let script = format!(
-            "read -r x; [ \"$x\" = done ] && exit 0; kill -KILL -\"$1\" 2>/dev/null; {}",
-            kill_line(marker)
-        );
         let mut cmd = std::process::Command::new("sh");
-        cmd.args(["-c", &script, "wsbench-reaper", &pgid.to_string()])
+        cmd.args(["-c", &script(), "wsbench-reaper"])
             .stdin(Stdio::from(read))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // Its own group: a kill of the command's group, or a Ctrl-C in the
-        // terminal's foreground group, must not take the watcher with it.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn()?;
-        // Reap it whenever it ends, without holding anything up.
-        std::thread::spawn(move || {
-            let mut child = child;
-            let _ = child.wait();
-        });
-        Ok(Reaper {
-            write: Some(std::fs::File::from(write)),
+        Ok(Watcher {
+            write: std::fs::File::from(write),
+            child,
         })
+    }
+
+    /// Sends one line (shorter than `PIPE_BUF`, so never interleaved).
+    fn send(&mut self, op: char, pgid: i32, marker: &str) -> std::io::Result<()> {
+        self.write
+            .write_all(format!("{op} {pgid} {marker}\n").as_bytes())
+    }
+}
+
+/// The process's watcher, started with the first command.
+static WATCHER: Mutex<Option<Watcher>> = Mutex::new(None);
+
+/// The watch over one command; dropping it withdraws the command (its
+/// tree is then left alone).
+pub(crate) struct Reaper {
+    pgid: i32,
+    marker: String,
+}
+
+impl Reaper {
+    /// Announces the process group `pgid` whose members carry `marker` to
+    /// the process's watcher (starting it, or a new one when the old one is
+    /// gone). `None` (with a warning in the log) when no watcher can be
+    /// started: the command then runs unwatched, as it did before this
+    /// existed.
+    pub(crate) fn watch(pgid: i32, marker: &str) -> Option<Reaper> {
+        let mut slot = WATCHER.lock().unwrap_or_else(|p| p.into_inner());
+        for _ in 0..2 {
+            let w = match slot.as_mut() {
+                Some(w) => w,
+                None => match Watcher::start() {
+                    Ok(w) => slot.insert(w),
+                    Err(e) => {
+                        tracing::warn!(
+                            pgid,
+                            "no reaper for the command (it may outlive wsbench): {e}"
+                        );
+                        return None;
+                    }
+                },
+            };
+            if w.send('w', pgid, marker).is_ok() {
+                return Some(Reaper {
+                    pgid,
+                    marker: marker.to_string(),
+                });
+            }
+            // The watcher is gone (EPIPE; SIGPIPE is ignored in Rust
+            // programs): reap it and start another.
+            if let Some(mut old) = slot.take() {
+                let _ = old.child.try_wait();
+            }
+        }
+        tracing::warn!(
+            pgid,
+            "no reaper for the command (it may outlive wsbench): the watcher keeps dying"
+        );
+        None
     }
 }
 
 impl Drop for Reaper {
     fn drop(&mut self) {
-        if let Some(mut w) = self.write.take() {
-            // A watcher that is gone already gives EPIPE (SIGPIPE is
-            // ignored in Rust programs): nothing to disarm then.
-            let _ = w.write_all(b"done\n");
+        let mut slot = WATCHER.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = slot.as_mut() {
+            // A watcher that is gone has nothing to withdraw.
+            let _ = w.send('d', self.pgid, &self.marker);
         }
     }
 }
@@ -120,23 +176,39 @@ mod tests {
     }
 
     #[test]
-    fn losing_the_write_end_kills_the_group_and_drop_does_not() {
-        // Lost write end (what wsbench's death does): the group dies.
+    fn losing_the_write_end_kills_the_group_and_withdrawn_commands_live() {
+        // A watcher of its own: the process's shared one must stay.
+        let mut w = Watcher::start().unwrap();
         let mut a = sleeper();
-        let pid = a.id() as i32;
-        let mut r = Reaper::watch(pid, "nomarker").unwrap();
-        drop(r.write.take());
-        std::thread::spawn(move || a.wait());
-        assert!(wait_dead(pid), "the watched group outlived the pipe");
-
-        // Dropping the handle disarms: the command lives on.
+        let a_pid = a.id() as i32;
         let mut b = sleeper();
-        let pid = b.id() as i32;
-        drop(Reaper::watch(pid, "nomarker").unwrap());
-        std::thread::sleep(Duration::from_millis(300));
-        let still = alive(pid);
+        let b_pid = b.id() as i32;
+        w.send('w', a_pid, "nomarker").unwrap();
+        w.send('w', b_pid, "nomarker2").unwrap();
+        w.send('d', b_pid, "nomarker2").unwrap();
+        // Lost write end (what wsbench's death does): the announced group
+        // dies, the withdrawn one lives on.
+        let Watcher { write, mut child } = w;
+        drop(write);
+        std::thread::spawn(move || a.wait());
+        assert!(wait_dead(a_pid), "the watched group outlived the pipe");
+        let _ = child.wait();
+        let still = alive(b_pid);
         let _ = b.kill();
         let _ = b.wait();
-        assert!(still, "a disarmed watcher killed the command");
+        assert!(still, "a withdrawn command was killed");
+    }
+
+    #[test]
+    fn the_shared_watcher_is_started_once() {
+        let mut s = sleeper();
+        let r1 = Reaper::watch(s.id() as i32, "m1").unwrap();
+        let first = WATCHER.lock().unwrap().as_ref().unwrap().child.id();
+        let r2 = Reaper::watch(s.id() as i32, "m2").unwrap();
+        let second = WATCHER.lock().unwrap().as_ref().unwrap().child.id();
+        drop((r1, r2));
+        let _ = s.kill();
+        let _ = s.wait();
+        assert_eq!(first, second, "a second watcher was started");
     }
 }

@@ -62,7 +62,7 @@ impl Mcp<'_> {
             agent: call.agent.clone(),
             session: call.session.clone(),
             tool: qualified.clone(),
-            args: call.args.clone(),
+            args: crate::engine::journal::bounded_args(&call.args).0,
         });
         let result = match resolved {
             Err(msg) => ToolResult::error(msg),

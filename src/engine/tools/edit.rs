@@ -8,7 +8,9 @@
 //! `Successfully replaced all N occurrences in <path>`, with metadata
 //! `{diff, file_path, occurrences}` (`occurrences` is N with `replace_all`,
 //! else 1). The diff is of the LF-normalised old and new content, with
-//! `a/<path>` and `b/<path>` as names, like the reference's.
+//! `a/<path>` and `b/<path>` as names, like the reference's, but computed
+//! only over the lines that changed and cut at [`DIFF_META_BYTES`]
+//! (metadata `diff_cut: true`; see [`super::diff`]).
 //!
 //! Better than the reference (docs/contract.md §11 point 20), which writes every
 //! file back with LF endings:
@@ -39,6 +41,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::diff::{DIFF_META_BYTES, bounded_diff};
 use super::filelock;
 use super::textfile::{self, human_size, normalize_newlines};
 use super::{Tool, ToolContext, ToolResult, parse_args};
@@ -191,16 +194,22 @@ impl Tool for Edit {
         } else {
             "1 occurrence".to_string()
         };
-        let diff = textfile::unified_diff(
+        let diff = bounded_diff(
             &applied.before,
             &applied.after,
             &format!("a/{path}"),
             &format!("b/{path}"),
+            DIFF_META_BYTES,
         );
-        ToolResult::ok(format!("Successfully replaced {what} in {path}"))
-            .with_meta("diff", diff)
+        let r = ToolResult::ok(format!("Successfully replaced {what} in {path}"))
+            .with_meta("diff", diff.text)
             .with_meta("file_path", path.as_str())
-            .with_meta("occurrences", if args.replace_all { n } else { 1 })
+            .with_meta("occurrences", if args.replace_all { n } else { 1 });
+        if diff.cut {
+            r.with_meta("diff_cut", true)
+        } else {
+            r
+        }
     }
 }
 

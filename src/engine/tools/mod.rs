@@ -6,6 +6,7 @@
 //! [`ToolState::Error`] with a message a model (or a person) can act on.
 
 pub mod bash;
+pub mod diff;
 pub mod edit;
 pub mod env;
 pub mod filelock;

@@ -9,6 +9,12 @@
 //! with 3 lines of context, `/dev/null` as the old name for a new file and
 //! `a/<path>` / `b/<path>` otherwise (the reference's names).
 //!
+//! Unlike the reference's, the diff costs what changed, not the file
+//! ([`super::diff`]): a new file's is written out without a diff run, an
+//! overwrite diffs only the lines between the common head and tail, and
+//! the text stops at [`DIFF_META_BYTES`] (then metadata has
+//! `diff_cut: true` and the diff's last line says what was left out).
+//!
 //! Differences from the reference: a directory, FIFO, socket or device
 //! target is refused with a clear error; an existing file larger than
 //! [`DIFF_MAX_BYTES`] or holding NUL bytes
@@ -33,6 +39,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::diff::{DIFF_META_BYTES, bounded_diff};
 use super::filelock;
 use super::textfile::{self, DIFF_MAX_BYTES, OpenError};
 use super::{Tool, ToolContext, ToolResult, parse_args};
@@ -156,7 +163,13 @@ impl Tool for Write {
         } else {
             "/dev/null".to_string()
         };
-        let diff = textfile::unified_diff(&old, &args.content, &from, &format!("b/{path}"));
+        let diff = bounded_diff(
+            &old,
+            &args.content,
+            &from,
+            &format!("b/{path}"),
+            DIFF_META_BYTES,
+        );
         let lines = textfile::count_lines(&args.content);
         let workdir = ctx.env.layout.workdir();
         let outside = crate::backend::path::strip_root(workdir, &path).is_none();
@@ -172,9 +185,12 @@ impl Tool for Write {
         let mut r = ToolResult::ok(format!(
             "The file {path} has been written successfully ({lines} lines).{note}"
         ))
-        .with_meta("diff", diff)
+        .with_meta("diff", diff.text)
         .with_meta("file_path", path.as_str())
         .with_meta("occurrences", 1);
+        if diff.cut {
+            r = r.with_meta("diff_cut", true);
+        }
         if old_omitted {
             r = r.with_meta("diff_old_omitted", true);
         }
