@@ -38,6 +38,7 @@ mod offload;
 mod orphans;
 mod read_only;
 mod search_skips;
+mod shell_session;
 mod skills;
 mod skills_hostile;
 mod tools_rwe;
