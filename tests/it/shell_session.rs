@@ -23,6 +23,7 @@ use wsbench::backend::{OutputChunk, ProvisionSpec, Provisioner, Sandbox, StreamK
 use wsbench::engine::shell_session::{
     InputMsg, RunOutcome, RunRequest, ShellOptions, ShellSession,
 };
+use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
 
 const PROFILE: &str = "shell-session-test";
 
@@ -339,4 +340,66 @@ async fn session_shell_bwrap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_shell_docker() {
     contract(docker().await).await;
+}
+
+async fn bash(ws: &Workspace, session: &str, command: &str) -> String {
+    let r = ws
+        .call_tool(ToolCall {
+            session: session.into(),
+            tool: "Bash".into(),
+            args: serde_json::json!({ "command": command }),
+            ..Default::default()
+        })
+        .await;
+    r.text()
+}
+
+async fn bash_ws(bash_session: bool) -> (tempfile::TempDir, Arc<Workspace>) {
+    let base = tempfile::tempdir().unwrap();
+    let sb: Arc<dyn Sandbox> = Arc::new(LocalSandbox::open(base.path().join("ws")).unwrap());
+    let cfg = WorkspaceConfig {
+        bash_session,
+        ..Default::default()
+    };
+    let ws = Workspace::open(sb, cfg, EventBus::default()).await.unwrap();
+    (base, ws)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bash_tool_keeps_state_only_with_bash_session() {
+    let cfg = wsbench::config::Config::parse(
+        "[tools]\nbash_session = true\n",
+        std::path::Path::new("config.toml"),
+    )
+    .unwrap();
+    assert!(cfg.tools.bash_session);
+    assert!(!wsbench::config::Config::default().tools.bash_session);
+
+    let (_d, ws) = bash_ws(true).await;
+    bash(&ws, "s1", "mkdir -p d && cd d && export A=1").await;
+    let wd = ws.sandbox().workdir().to_string();
+    assert_eq!(
+        bash(&ws, "s1", "pwd; echo ${A:-unset}").await,
+        format!("{wd}/d\n1\n")
+    );
+    // Another session has its own shell.
+    assert_eq!(
+        bash(&ws, "s2", "pwd; echo ${A:-unset}").await,
+        format!("{wd}\nunset\n")
+    );
+    // `exit` says what was lost; the next call has a fresh shell.
+    let t = bash(&ws, "s1", "exit 4").await;
+    assert!(
+        t.contains("Exit code: 4") && t.contains("fresh shell"),
+        "{t}"
+    );
+    assert_eq!(bash(&ws, "s1", "echo ${A:-unset}").await, "unset\n");
+
+    let (_d, ws) = bash_ws(false).await;
+    bash(&ws, "s1", "mkdir -p d && cd d && export A=1").await;
+    let wd = ws.sandbox().workdir().to_string();
+    assert_eq!(
+        bash(&ws, "s1", "pwd; echo ${A:-unset}").await,
+        format!("{wd}\nunset\n")
+    );
 }
