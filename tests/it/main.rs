@@ -17,6 +17,7 @@ mod cloud_cli;
 mod cloud_daytona;
 mod cloud_e2b;
 mod cloud_opensandbox;
+mod command_input;
 mod concurrent_edits;
 mod config_gaps;
 mod disk_full;

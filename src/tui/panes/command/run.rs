@@ -7,7 +7,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::OutputChunk;
-use crate::engine::workspace::ToolCall;
+use crate::engine::shell_session::InputMsg;
+use crate::engine::workspace::{CallOptions, ToolCall};
 use crate::tui::action::Level;
 use crate::tui::pane::{Ctx, TaskPane};
 use crate::tui::widgets::text;
@@ -26,7 +27,7 @@ impl CommandPane {
             return;
         }
         if self.running.is_some() {
-            cx.toast(Level::Warn, "a command is running: ctrl-c kills it");
+            cx.toast(Level::Warn, "a command is running: ctrl-c interrupts it");
             return;
         }
         self.remember(&command);
@@ -37,10 +38,12 @@ impl CommandPane {
         let run = self.begin_run(&command, header);
         let call_id = format!("tui_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let cancel = CancellationToken::new();
+        let (itx, irx) = mpsc::channel::<InputMsg>(64);
         if let Some(r) = &mut self.running {
             r.call_id = call_id.clone();
             r.cancel = cancel.clone();
         }
+        self.input = Some(itx);
         let _ = run;
         self.follow = true;
         self.back = 0;
@@ -64,19 +67,51 @@ impl CommandPane {
             cancel: Some(cancel),
             output: Some(otx),
         };
+        let opts = CallOptions {
+            session_shell: Some(self.session_shell),
+            input: Some(irx),
+        };
         cx.spawn::<CommandPane>(async move {
-            let r = ws.call_tool(call).await;
+            let r = ws.call_tool_with(call, opts).await;
             // Every chunk reaches the pane before the exit status.
             let _ = forward.await;
             let error = (r.exit_code.is_none() && !r.is_success()).then(|| r.text());
+            let notice = r
+                .metadata
+                .get("shell_notice")
+                .and_then(|v| v.as_str())
+                .map(String::from);
             Msg::Finished {
                 call_id,
                 exit_code: r.exit_code,
                 state: r.state.as_str().to_string(),
                 timed_out: r.timed_out,
                 error,
+                notice,
             }
         });
+    }
+
+    /// Sends `msg` to the running command's input; false when none runs.
+    pub(super) fn send_input(&mut self, msg: InputMsg) -> bool {
+        match (&self.running, &self.input) {
+            (Some(_), Some(tx)) => {
+                // A full queue (64 messages unread) drops the newest.
+                let _ = tx.try_send(msg);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Enter while a command runs: the prompt's text and a newline go to
+    /// its stdin, and are shown in the output as a terminal would echo.
+    pub(super) fn send_line(&mut self, cx: &mut Ctx) {
+        let line = format!("{}\n", self.prompt.text());
+        self.prompt.clear();
+        let st = cx.theme.warn;
+        self.feed(crate::backend::StreamKind::Stdout, line.as_bytes(), st);
+        self.send_input(InputMsg::Data(line.into()));
     }
 
     pub(super) fn finish(
@@ -85,8 +120,11 @@ impl CommandPane {
         state: &str,
         timed_out: bool,
         error: Option<&str>,
+        notice: Option<&str>,
         cx: &mut Ctx,
     ) {
+        self.raw = false;
+        self.input = None;
         let Some(mut r) = self.running.take() else {
             return;
         };
@@ -124,6 +162,9 @@ impl CommandPane {
             }
         };
         self.push_status(&r.session, run, msg, style.add_modifier(Modifier::BOLD));
+        if let Some(n) = notice {
+            self.push_status(&r.session, run, format!("⚠ {n}"), t.warn);
+        }
         self.load_journal(cx);
     }
 }
@@ -144,8 +185,17 @@ impl TaskPane for CommandPane {
                 state,
                 timed_out,
                 error,
+                notice,
             } if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) => {
-                self.finish(*exit_code, state, *timed_out, error.as_deref(), cx);
+                let (e, n) = (error.clone(), notice.clone());
+                self.finish(
+                    *exit_code,
+                    state,
+                    *timed_out,
+                    e.as_deref(),
+                    n.as_deref(),
+                    cx,
+                );
             }
             Msg::Journal(s, r) if *s == cx.session => match r {
                 Ok(entries) => {
