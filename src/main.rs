@@ -40,7 +40,9 @@ fn main() {
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // No colour when the TUI will capture stderr into its Logs pane
+        // (no sub-command): the pane shows text, not escape codes.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && cli.command.is_some())
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -244,8 +244,11 @@ pub trait Provisioner: Send + Sync {
     /// What this provisioner can do.
     fn capabilities(&self) -> ProvisionerCapabilities;
 
-    /// Creates a new sandbox for `spec`. Errors if one already exists for
-    /// the id where the backend can tell.
+    /// Creates a new sandbox for `spec`. Where the backend names its
+    /// sandboxes after the id (Docker, Kubernetes), one that exists
+    /// already — another process made it at the same time — is adopted
+    /// instead (issue 15 point 3); elsewhere an existing one is an error
+    /// where the backend can tell.
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>>;
 
     /// Finds the sandbox of a workspace id, in any state.

@@ -160,7 +160,7 @@ fn decl_of(a: &AddArgs) -> anyhow::Result<McpDecl> {
 }
 
 fn state_text(s: &McpStatus) -> String {
-    s.state.summary()
+    s.summary()
 }
 
 /// One line announcing a non-text block of a tool result, which text
@@ -426,11 +426,19 @@ mod tests {
             },
             tools: Vec::new(),
             process: None,
+            restarts: 0,
         };
         assert_eq!(
             state_text(&s),
             "failed: the server process exited with status 3"
         );
+        let back = McpStatus {
+            state: McpState::Ready { tool_count: 4 },
+            restarts: 2,
+            ..s.clone()
+        };
+        assert_eq!(state_text(&back), "ready (4 tools) · 2 restarts");
+        assert_eq!(serde_json::to_value(&back).unwrap()["restarts"], 2);
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(v["reason"], "the server process exited with status 3");
         assert!(v["tool_count"].is_null());

@@ -34,6 +34,12 @@ pub struct ProfileConfig {
     /// Pre-warm pool (`size`, `max_creating`).
     #[serde(default)]
     pub prewarm: PrewarmConfig,
+    /// Most bytes of one command output stream kept in a tool-result
+    /// file for this profile's workspaces (wins over `[limits]
+    /// tool_result_max_bytes`, default 64 MiB); past it the first and
+    /// last halves are kept with a marker line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result_max_bytes: Option<u64>,
     /// Backend options, checked by the backend when the profile opens.
     /// Keys that look like secrets are redacted when printed.
     #[serde(default, serialize_with = "ser_redacted")]
@@ -71,6 +77,7 @@ impl ProfileConfig {
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
             keep_alive: DEFAULT_KEEP_ALIVE,
             prewarm: PrewarmConfig::default(),
+            tool_result_max_bytes: None,
             options: toml::Table::new(),
         }
     }

@@ -9,7 +9,10 @@
 //! theme = "dark"            # dark | light | high-contrast | a user theme
 //! mouse = true
 //! log_buffer_lines = 10000  # Logs pane ring buffer
-//! output_buffer_lines = 10000  # Command pane ring buffer
+//! log_buffer_bytes = 4194304   # … and its budget in bytes (4 MiB)
+//! output_buffer_lines = 10000  # Command pane ring buffer (per session)
+//! output_buffer_bytes = 8388608  # … and its budget in bytes (8 MiB)
+//! output_frame_bytes = 262144  # newest output taken per frame (256 KiB)
 //! clipboard = "auto"        # auto | native | osc52 | off
 //!
 //! [tui.keys]                # action name = key or list of keys ([] unbinds)
@@ -69,8 +72,19 @@ pub struct TuiConfig {
     pub mouse: bool,
     /// Lines kept by the Logs pane.
     pub log_buffer_lines: usize,
+    /// Bytes of log lines kept by the Logs pane (text and bookkeeping);
+    /// warn and error lines are kept before info, info before debug.
+    pub log_buffer_bytes: usize,
     /// Lines of command output kept by the Command pane.
     pub output_buffer_lines: usize,
+    /// Bytes of command output kept by the Command pane per session
+    /// (also the agent pane's budget); a line without a newline is broken
+    /// into lines of at most 16 KiB.
+    pub output_buffer_bytes: usize,
+    /// Newest bytes of a running command's output the Command pane takes
+    /// per frame; older bytes that arrived in the same frame are skipped
+    /// and counted (a terminal cannot show them either).
+    pub output_frame_bytes: usize,
     /// Commands kept in the prompt history.
     pub prompt_history: usize,
     /// The Command pane runs commands in the session's long-lived shell,
@@ -119,7 +133,10 @@ impl Default for TuiConfig {
             theme: None,
             mouse: true,
             log_buffer_lines: 10_000,
+            log_buffer_bytes: 4 << 20,
             output_buffer_lines: 10_000,
+            output_buffer_bytes: 8 << 20,
+            output_frame_bytes: 256 << 10,
             prompt_history: 500,
             command_session_shell: true,
             clipboard: ClipboardMode::Auto,
@@ -149,10 +166,14 @@ impl TuiConfig {
     }
 
     /// Brings values the TUI cannot honour into range: ring buffers keep at
-    /// least 100 lines, the frame rate stays within 1..=240.
+    /// least 100 lines and 64 KiB, a frame takes at least 4 KiB, the frame
+    /// rate stays within 1..=240.
     pub fn normalize(&mut self) {
         self.log_buffer_lines = self.log_buffer_lines.max(100);
         self.output_buffer_lines = self.output_buffer_lines.max(100);
+        self.log_buffer_bytes = self.log_buffer_bytes.max(64 << 10);
+        self.output_buffer_bytes = self.output_buffer_bytes.max(64 << 10);
+        self.output_frame_bytes = self.output_frame_bytes.max(4 << 10);
         self.max_fps = self.max_fps.clamp(1, 240);
     }
 

@@ -7,11 +7,25 @@
 //! number (from 1, per bus and its clones); a subscriber that falls more
 //! than `capacity` items behind is told how many it missed instead of
 //! slowing the publisher.
+//!
+//! A bus is bounded in items, not bytes, so what carries command output
+//! must bound itself: [`OutputMerge`] merges output chunks into one
+//! buffer of at most a given number of bytes, keeping the newest and
+//! counting what it dropped, and [`Throttle`] lets one merged chunk out per
+//! interval. The Bash tool publishes output through both (at most one
+//! event per stream per interval, each at most a few KiB), and the TUI's
+//! Command pane takes its output through an [`OutputMerge`] once a frame.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use crate::backend::{OutputChunk, StreamKind};
 
 /// The sending side. Cheap to clone; all clones share the subscribers and
 /// the sequence counter.
@@ -108,5 +122,191 @@ impl<T: Clone> Subscriber<T> {
             Err(broadcast::error::TryRecvError::Lagged(n)) => Some(Received::Missed(n)),
             Err(_) => None,
         }
+    }
+}
+
+/// Output chunks merged into at most `cap` bytes: when more arrives than
+/// the consumer takes, the oldest bytes are dropped (a terminal shows the
+/// newest) and counted. Chunks share the producer's buffers (`Bytes`), so
+/// merging copies nothing.
+#[derive(Debug)]
+pub struct OutputMerge {
+    chunks: VecDeque<OutputChunk>,
+    bytes: usize,
+    cap: usize,
+    skipped: u64,
+}
+
+/// What [`OutputMerge::take`] hands over.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Bytes dropped (oldest first) since the last take, before `chunks`.
+    pub skipped: u64,
+    /// The kept output in order, consecutive chunks of one stream joined.
+    pub chunks: Vec<OutputChunk>,
+}
+
+impl Merged {
+    /// Bytes kept.
+    pub fn bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.data.len()).sum()
+    }
+}
+
+impl OutputMerge {
+    /// An empty merge keeping at most `cap` bytes (at least 1).
+    pub fn new(cap: usize) -> Self {
+        OutputMerge {
+            chunks: VecDeque::new(),
+            bytes: 0,
+            cap: cap.max(1),
+            skipped: 0,
+        }
+    }
+
+    /// Appends `data` of `stream`; drops the oldest bytes past the cap.
+    pub fn push(&mut self, stream: StreamKind, mut data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        if data.len() > self.cap {
+            let cut = data.len() - self.cap;
+            self.skipped += cut as u64;
+            data = data.slice(cut..);
+        }
+        self.bytes += data.len();
+        self.chunks.push_back(OutputChunk { stream, data });
+        while self.bytes > self.cap {
+            let front = self.chunks.front_mut().expect("bytes > 0");
+            let over = self.bytes - self.cap;
+            if front.data.len() <= over {
+                self.bytes -= front.data.len();
+                self.skipped += front.data.len() as u64;
+                self.chunks.pop_front();
+            } else {
+                front.data = front.data.slice(over..);
+                self.bytes -= over;
+                self.skipped += over as u64;
+            }
+        }
+    }
+
+    /// True when nothing is held and nothing was skipped.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty() && self.skipped == 0
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Takes everything held. Consecutive chunks of one stream are joined
+    /// into one (one copy of at most `cap` bytes).
+    pub fn take(&mut self) -> Merged {
+        let skipped = std::mem::take(&mut self.skipped);
+        self.bytes = 0;
+        let mut chunks: Vec<OutputChunk> = Vec::new();
+        let mut run: Vec<Bytes> = Vec::new();
+        let mut stream = None;
+        let flush =
+            |stream: Option<StreamKind>, run: &mut Vec<Bytes>, out: &mut Vec<OutputChunk>| {
+                if let Some(stream) = stream {
+                    let data = if run.len() == 1 {
+                        run.pop().expect("one")
+                    } else {
+                        Bytes::from(run.concat())
+                    };
+                    run.clear();
+                    out.push(OutputChunk { stream, data });
+                }
+            };
+        for c in self.chunks.drain(..) {
+            if stream != Some(c.stream) {
+                flush(stream, &mut run, &mut chunks);
+                stream = Some(c.stream);
+            }
+            run.push(c.data);
+        }
+        flush(stream, &mut run, &mut chunks);
+        Merged { skipped, chunks }
+    }
+}
+
+/// Lets merged output out at most once per `interval`: the first chunk
+/// after a quiet spell goes at once, later ones wait for the interval.
+#[derive(Debug)]
+pub struct Throttle {
+    interval: Duration,
+    last: Option<Instant>,
+}
+
+impl Throttle {
+    /// A throttle of one release per `interval`.
+    pub fn new(interval: Duration) -> Self {
+        Throttle {
+            interval,
+            last: None,
+        }
+    }
+
+    /// When the next release may happen (now if none happened yet).
+    pub fn next_at(&self) -> Instant {
+        match self.last {
+            Some(t) => t + self.interval,
+            None => Instant::now(),
+        }
+    }
+
+    /// Whether a release may happen now.
+    pub fn ready(&self) -> bool {
+        Instant::now() >= self.next_at()
+    }
+
+    /// Records a release now.
+    pub fn released(&mut self) {
+        self.last = Some(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_keeps_the_newest_bytes_and_counts_the_rest() {
+        let mut m = OutputMerge::new(8);
+        m.push(StreamKind::Stdout, Bytes::from_static(b"0123456789"));
+        m.push(StreamKind::Stdout, Bytes::from_static(b"ab"));
+        m.push(StreamKind::Stderr, Bytes::from_static(b"E"));
+        m.push(StreamKind::Stdout, Bytes::from_static(b"cd"));
+        assert_eq!(m.len(), 8);
+        let got = m.take();
+        assert_eq!(got.skipped, 7);
+        let parts: Vec<(StreamKind, &[u8])> =
+            got.chunks.iter().map(|c| (c.stream, &c.data[..])).collect();
+        assert_eq!(
+            parts,
+            [
+                (StreamKind::Stdout, &b"789ab"[..]),
+                (StreamKind::Stderr, &b"E"[..]),
+                (StreamKind::Stdout, &b"cd"[..]),
+            ]
+        );
+        assert!(m.is_empty());
+        assert_eq!(m.take().skipped, 0);
+    }
+
+    #[test]
+    fn a_flood_through_a_merge_stays_within_its_cap() {
+        let mut m = OutputMerge::new(64 * 1024);
+        let chunk = Bytes::from(vec![b'y'; 64 * 1024]);
+        for _ in 0..1600 {
+            m.push(StreamKind::Stdout, chunk.clone());
+            assert!(m.len() <= 64 * 1024);
+        }
+        let got = m.take();
+        assert_eq!(got.bytes(), 64 * 1024);
+        assert_eq!(got.skipped, 1599 * 64 * 1024);
     }
 }

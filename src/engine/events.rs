@@ -18,6 +18,15 @@ use crate::backend::{ChangeKind, StreamKind};
 /// Default ring size of a bus, in events.
 pub const DEFAULT_CAPACITY: usize = 4096;
 
+/// Most bytes of output one [`Event::CommandOutput`] carries: with
+/// [`DEFAULT_CAPACITY`] events a lagging subscriber holds at most 16 MiB
+/// of output however much a command prints.
+pub const OUTPUT_EVENT_BYTES: usize = 4096;
+
+/// Least time between two [`Event::CommandOutput`] of one stream of one
+/// command (20 a second).
+pub const OUTPUT_EVENT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Lifecycle state of a workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -102,12 +111,19 @@ pub enum Event {
         /// The command line.
         command: String,
     },
-    /// Output of a running command, raw bytes as received.
+    /// Output of a running command, raw bytes, merged: the Bash tool
+    /// publishes at most one of these per stream every
+    /// [`OUTPUT_EVENT_INTERVAL`], each at most [`OUTPUT_EVENT_BYTES`]
+    /// (the newest), so a flood cannot fill the bus; the whole output
+    /// goes to the call's output sink and the offload file.
     CommandOutput {
         /// Call id.
         call_id: String,
         /// stdout or stderr.
         stream: StreamKind,
+        /// Bytes of this stream left out before `data` (older output that
+        /// did not fit the event).
+        skipped: u64,
         /// Raw bytes.
         #[serde(serialize_with = "ser_lossy")]
         data: Bytes,

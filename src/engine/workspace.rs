@@ -435,7 +435,13 @@ impl Workspace {
             bash: BashOptions::new(opts.session_shell, opts.input),
         };
         let result = tool.call(&ctx, call.args.clone()).await;
-        let duration_ms = t0.elapsed().as_millis() as u64;
+        // A tool that measured itself (Bash) gave the one figure shown
+        // everywhere; the others are measured here.
+        let duration_ms = result
+            .metadata
+            .get("duration_ms")
+            .and_then(|v| v.as_u64())
+            .unwrap_or_else(|| t0.elapsed().as_millis() as u64);
         self.publish(Event::ToolFinished {
             call_id: call_id.clone(),
             tool: call.tool.clone(),

@@ -305,12 +305,25 @@ pub fn profile_options(
         workspace_id: None,
         skill_paths: config.workspace.skill_paths.clone(),
         instructions: config.workspace.instructions.clone(),
-        limits: config.limits.clone(),
+        limits: profile_limits(config, &p),
         bash_session: config.tools.bash_session,
         mcp: mcp_options(config),
         ..Default::default()
     };
     Ok((provisioner, opts))
+}
+
+/// `[limits]` with what the profile `p` overrides (its
+/// `tool_result_max_bytes`).
+fn profile_limits(
+    config: &crate::config::Config,
+    p: &crate::config::ProfileConfig,
+) -> crate::engine::tools::ToolLimits {
+    let mut l = config.limits.clone();
+    if let Some(cap) = p.tool_result_max_bytes {
+        l.tool_result_max_bytes = cap.max(2);
+    }
+    l
 }
 
 /// The MCP client options of `config`'s `[mcp]` section (the default call

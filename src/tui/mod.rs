@@ -9,9 +9,13 @@
 //! is captured into the Logs pane so nothing scribbles over the screen;
 //! the hook puts stderr back first, so a panic message is readable.
 //!
-//! The loop: wait for a key, a task result or an engine event; drain
-//! everything pending; draw once — at most `max_fps` times a second. Engine
-//! work never runs on the loop: panes spawn tokio tasks that report back.
+//! The loop: wait for a key, a task result or an engine event; handle
+//! what is pending for at most half a frame; draw once — at most `max_fps`
+//! times a second. Engine work never runs on the loop: panes spawn tokio
+//! tasks that report back. Terminal input has a channel of its own and
+//! goes first (issue 16): keys, resizes and pastes are handled before any
+//! queued task message or engine event, and again between slices of them,
+//! so a flood of output never delays a key by more than a slice.
 //!
 //! Layout of the module: [`app`] (state and routing), [`panes`] (one
 //! component per pane; see its docs for adding one), [`keymap`],
@@ -152,6 +156,10 @@ fn install_panic_hook() {
     });
 }
 
+/// Longest stderr line forwarded to the Logs pane, in bytes; longer
+/// output is cut into several lines.
+const STDERR_LINE_BYTES: usize = 16 * 1024;
+
 /// Sends fd 2 into a pipe read by a thread that forwards lines to the
 /// Logs pane. Lines are dropped (and counted) rather than ever blocking a
 /// writer when the app is busy.
@@ -187,13 +195,29 @@ fn capture_stderr(tx: mpsc::Sender<AppMsg>) {
     std::thread::Builder::new()
         .name("wsbench-stderr".into())
         .spawn(move || {
-            use std::io::BufRead as _;
+            use std::io::{BufRead as _, Read as _};
             use std::os::fd::FromRawFd as _;
             // SAFETY: the read end is owned by this thread from here on.
             let file = unsafe { std::fs::File::from_raw_fd(read_fd) };
+            let mut reader = std::io::BufReader::new(file);
             let mut dropped = 0u64;
-            for line in std::io::BufReader::new(file).lines() {
-                let Ok(line) = line else { break };
+            let mut buf = Vec::new();
+            loop {
+                // A line is at most STDERR_LINE_BYTES: a library printing
+                // without newlines cannot grow it (the rest follows as
+                // further lines).
+                buf.clear();
+                match (&mut reader)
+                    .take(STDERR_LINE_BYTES as u64)
+                    .read_until(b'\n', &mut buf)
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                let line = String::from_utf8_lossy(&buf).into_owned();
                 if dropped > 0
                     && tx
                         .try_send(AppMsg::Stderr(format!("({dropped} stderr lines dropped)")))
@@ -230,6 +254,8 @@ struct InputThread {
 
 impl InputThread {
     fn start(tx: mpsc::Sender<AppMsg>) -> InputThread {
+        // `tx` is the input channel: nothing else sends on it, so a key
+        // never waits behind output.
         let paused = Arc::new(AtomicBool::new(false));
         let parked = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
@@ -390,16 +416,22 @@ pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result
 
     install_panic_hook();
     let (tx, rx) = mpsc::channel(app::CHANNEL_CAPACITY);
+    let (input_tx, mut input_rx) = mpsc::channel(INPUT_CAPACITY);
     let _guard = TerminalGuard;
     enter_terminal(cfg.mouse)?;
     capture_stderr(tx.clone());
     let backend = CrosstermBackend::new(std::io::stdout());
     let mut term = Terminal::new(backend)?;
     term.clear()?;
-    let input = InputThread::start(tx.clone());
+    let input = InputThread::start(input_tx);
     let mut app = App::with_channel(ws.clone(), opts, tx.clone(), rx);
     tracing::debug!("tui: app built after {:?}", t0.elapsed());
-    let r = event_loop(&mut term, &mut app, &input, &tx, cfg.max_fps, early).await;
+    let chans = Channels {
+        input: &input,
+        input_rx: &mut input_rx,
+        tx: &tx,
+    };
+    let r = event_loop(&mut term, &mut app, chans, cfg.max_fps, early).await;
     // Kill running commands and agents first: the terminal is still ours
     // while their journal entries are written.
     app.shutdown(app::SHUTDOWN_TIMEOUT).await;
@@ -449,16 +481,42 @@ fn stop_signals() -> std::io::Result<impl std::future::Future<Output = nix::sys:
     })
 }
 
+/// Room for terminal events not yet handled (keys, resizes, pastes).
+const INPUT_CAPACITY: usize = 256;
+
+/// Task messages or engine events handled between two looks at input.
+const SLICE: usize = 32;
+
+/// The loop's channels besides the app's own.
+struct Channels<'a> {
+    input: &'a InputThread,
+    /// Terminal events, handled before anything else.
+    input_rx: &'a mut mpsc::Receiver<AppMsg>,
+    /// The app's channel (stderr capture after a shell).
+    tx: &'a mpsc::Sender<AppMsg>,
+}
+
+/// Handles every pending terminal event.
+fn take_input(app: &mut App, rx: &mut mpsc::Receiver<AppMsg>) {
+    while let Ok(m) = rx.try_recv() {
+        app.on_msg(m);
+    }
+}
+
 /// Runs the TUI until quit (`Ok(None)`) or one of [`STOP_SIGNALS`]
 /// (`Ok(Some(signal))`).
 async fn event_loop(
     term: &mut Term,
     app: &mut App,
-    input: &InputThread,
-    tx: &mpsc::Sender<AppMsg>,
+    chans: Channels<'_>,
     max_fps: u32,
     early: Option<crate::engine::events::Subscriber>,
 ) -> anyhow::Result<Option<nix::sys::signal::Signal>> {
+    let Channels {
+        input,
+        input_rx,
+        tx,
+    } = chans;
     let fault = std::env::var(FAULT_ENV).unwrap_or_default();
     let budget = Duration::from_secs_f64(1.0 / max_fps.max(1) as f64);
     let mut sub = early.unwrap_or_else(|| app.cx.ws.events().subscribe());
@@ -520,6 +578,14 @@ async fn event_loop(
             app.next_deadline()
         };
         tokio::select! {
+            biased;
+            m = input_rx.recv() => {
+                match m {
+                    Some(m) => app.on_msg(m),
+                    None => return Ok(None),
+                }
+            }
+            sig = &mut stop => return Ok(Some(sig)),
             m = app.recv() => {
                 match m {
                     Some(m) => app.on_msg(m),
@@ -532,19 +598,27 @@ async fn event_loop(
                     None => bus_open = false,
                 }
             }
-            sig = &mut stop => return Ok(Some(sig)),
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
-        // Drain everything pending, then draw once.
-        app.drain();
-        let mut n = 0;
-        while let Some(r) = sub.try_recv() {
-            app.on_engine(r);
-            n += 1;
-            if n > 10_000 {
+        // Handle what is pending for at most half a frame, input first
+        // and between every slice, then draw.
+        let until = Instant::now() + budget / 2;
+        loop {
+            take_input(app, input_rx);
+            let more_tasks = app.drain_some(SLICE);
+            let mut more_events = false;
+            for _ in 0..SLICE {
+                match sub.try_recv() {
+                    Some(r) => app.on_engine(r),
+                    None => break,
+                }
+                more_events = true;
+            }
+            if !(more_tasks || more_events) || Instant::now() >= until {
                 break;
             }
         }
+        take_input(app, input_rx);
         app.tick();
         // A workspace switch (Workspaces pane, `:ws`) brings another bus.
         if !Arc::ptr_eq(&sub_ws, &app.cx.ws) {

@@ -1904,10 +1904,13 @@ mod docker_only {
             let (code, _, _) =
                 exec_collect(sb.as_ref(), ExecRequest::shell("echo kept > kept.txt")).await;
             assert_eq!(code, Some(0));
-            assert!(matches!(
-                p.create(&spec(&id)).await,
-                Err(BackendError::AlreadyExists(_))
-            ));
+            // A second create finds the name taken and joins the
+            // container (another process making the same workspace at
+            // the same time must not fail; issue 15 point 3).
+            let again = p.create(&spec(&id)).await.unwrap();
+            let (code, out, _) =
+                exec_collect(again.as_ref(), ExecRequest::shell("cat kept.txt")).await;
+            assert_eq!((code, out.trim()), (Some(0), "kept"));
         }
         drop(p);
         // "Restart": a new provisioner with a new client.

@@ -293,3 +293,40 @@ async fn the_cli_creates_uses_lists_suspends_reattaches_and_destroys_a_pod_works
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Issue 15 point 3: twenty processes first-using one new Pod workspace
+/// at once all run their command, and the profile ends with one
+/// workspace (a losing create finds the Pod and PVC the winner made:
+/// Kubernetes answers 409, which `ensure_pod` takes as "made by someone
+/// else, wait for it to run").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_processes_first_using_one_pod_workspace_all_succeed() {
+    if !ready() {
+        return;
+    }
+    let env = Env::start().await;
+    let runs = (0..20).map(|i| {
+        let env = &env;
+        async move {
+            let session = format!("s{i}");
+            let line = format!("echo ran-{i}");
+            let args = ["exec", "--user", "racer", "--agent", "coder"];
+            let mut all: Vec<&str> = args.to_vec();
+            all.extend(["--session", &session, &line]);
+            env.wsbench(&all).await
+        }
+    });
+    let outs = futures::future::join_all(runs).await;
+    let failed: Vec<String> = outs
+        .iter()
+        .enumerate()
+        .filter(|(i, o)| {
+            o.status.code() != Some(0)
+                || !String::from_utf8_lossy(&o.stdout).contains(&format!("ran-{i}"))
+        })
+        .map(|(i, o)| format!("#{i}: {}", String::from_utf8_lossy(&o.stderr)))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    let v = env.json(&["workspaces", "list"]).await;
+    assert_eq!(v["workspaces"].as_array().unwrap().len(), 1, "{v:#}");
+}

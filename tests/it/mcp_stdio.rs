@@ -14,10 +14,11 @@ use wsbench::engine::events::Event;
 use wsbench::engine::mcp::{McpDecl, McpOptions, McpState, McpToolCall};
 use wsbench::engine::tools::ToolState;
 
-const AGENT: &str = "coder";
-const SESSION: &str = "s1";
+pub(crate) const AGENT: &str = "coder";
+pub(crate) const SESSION: &str = "s1";
 
-fn call(server: &str, tool: &str, args: serde_json::Value) -> McpToolCall {
+/// A call of `tool` on `server` as agent [`AGENT`], session [`SESSION`].
+pub(crate) fn call(server: &str, tool: &str, args: serde_json::Value) -> McpToolCall {
     McpToolCall {
         agent: AGENT.into(),
         session: SESSION.into(),

@@ -509,3 +509,34 @@ fn int_quit_and_hup_restore_the_terminal_and_kill_the_command() {
         t.assert_sane();
     }
 }
+
+/// Issue 16: while `yes` floods the Command pane, a focus key changes the
+/// screen at once and ctrl-c + y kills it. The guards are generous (they
+/// catch a freeze, not a number: before the fix a key took 18–33 s).
+#[test]
+fn a_flood_never_freezes_the_keys() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("flood");
+    let ws = t.workspace();
+    t.launch(&ws, "");
+    t.literal("yes");
+    t.key("Enter");
+    t.wait_for("running", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(2));
+    // Leave the prompt, then tab to the next pane (Logs): its border
+    // becomes the focused one.
+    t.key("Escape");
+    t.key("Tab");
+    t.wait_for("┏ Logs", Duration::from_secs(5));
+    t.key("BTab");
+    t.wait_for("┏ Command", Duration::from_secs(5));
+    t.key("C-c");
+    t.wait_for("kill", Duration::from_secs(5));
+    t.key("y");
+    t.wait_for("✗ killed", Duration::from_secs(20));
+    t.key("C-q");
+    t.wait_for("EXIT=", Duration::from_secs(20));
+    t.assert_sane();
+}

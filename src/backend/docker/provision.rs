@@ -38,6 +38,10 @@ pub(super) fn host_ids() -> Option<(u32, u32)> {
     Some((m.uid(), m.gid()))
 }
 
+/// How long a create that lost the name to another process waits for
+/// that process's container to appear.
+const JOIN_WAIT: Duration = Duration::from_secs(60);
+
 /// Provisions one container per workspace; finds them again by label.
 pub struct DockerProvisioner {
     pub(super) opts: DockerOptions,
@@ -503,22 +507,22 @@ impl DockerProvisioner {
             host_config: Some(host_config),
             ..Default::default()
         };
-        let created = docker
+        let created = match docker
             .create_container(
                 Some(CreateContainerOptionsBuilder::new().name(&name).build()),
                 body,
             )
             .await
-            .map_err(|e| {
-                if is_status(&e, 409) {
-                    BackendError::AlreadyExists(format!(
-                        "container {name} (workspace {})",
-                        spec.workspace_id
-                    ))
-                } else {
-                    api_error(&format!("creating container {name}"), e)
-                }
-            })?;
+        {
+            Ok(c) => c,
+            // The name is taken: another process is making (or made) this
+            // workspace's container; use it (issue 15 point 3). Classified
+            // here: the backend errors carry no typed conflict yet.
+            Err(e) if is_status(&e, 409) => {
+                return self.join_by_name(&docker, &name, spec, sink).await;
+            }
+            Err(e) => return Err(api_error(&format!("creating container {name}"), e)),
+        };
         emit(
             sink,
             DockerEvent::Created {
@@ -544,6 +548,44 @@ impl DockerProvisioner {
             },
         );
         Ok(Arc::new(self.sandbox_from(&docker, &created.id).await?))
+    }
+
+    /// The container `name` that another process created for `spec`'s
+    /// workspace while this one tried to: started if it is not yet (a
+    /// second start is a no-op for the daemon) and attached. While the
+    /// other create is still running the daemon holds the name but
+    /// answers 404 to an inspect, so this waits for it, up to
+    /// [`JOIN_WAIT`] (polling every 100 ms).
+    ///
+    /// Errors: [`BackendError::AlreadyExists`] when the container never
+    /// appears (its maker failed and removed it), else the daemon's error.
+    async fn join_by_name(
+        &self,
+        docker: &Docker,
+        name: &str,
+        spec: &ProvisionSpec,
+        sink: &Option<EventSink>,
+    ) -> BackendResult<Arc<dyn Sandbox>> {
+        let deadline = tokio::time::Instant::now() + JOIN_WAIT;
+        loop {
+            match docker.inspect_container(name, None).await {
+                Ok(_) => break,
+                Err(e) if is_status(&e, 404) && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) if is_status(&e, 404) => {
+                    return Err(BackendError::AlreadyExists(format!(
+                        "container {name} (workspace {}) was being made by another process \
+                         and did not appear within {}s",
+                        spec.workspace_id,
+                        JOIN_WAIT.as_secs()
+                    )));
+                }
+                Err(e) => return Err(api_error(&format!("inspecting container {name}"), e)),
+            }
+        }
+        self.start_or_unpause(docker, name, sink).await?;
+        Ok(Arc::new(self.sandbox_from(docker, name).await?))
     }
 
     /// [`Provisioner::suspend`], its events to `sink`.

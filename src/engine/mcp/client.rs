@@ -88,6 +88,29 @@ pub struct McpOptions {
     /// a call here with `None`: `[mcp] call_timeout_secs = 0` in the
     /// config). Default [`DEFAULT_CALL_TIMEOUT`].
     pub call_timeout: Option<Duration>,
+    /// A stateful stdio server that exits on its own is started again
+    /// on next use: the first time at once, then after this delay,
+    /// doubled for each further exit without a successful call in
+    /// between, capped at [`RESTART_BACKOFF_CAP`] times it (default 1 s:
+    /// at once, 1 s, 2 s, 4 s, 8 s, 16 s, 32 s, 32 s, …); see
+    /// [`restart_delay`].
+    pub restart_backoff: Duration,
+}
+
+/// The cap of the stdio restart delay, as a multiple of
+/// [`McpOptions::restart_backoff`].
+pub const RESTART_BACKOFF_CAP: u32 = 32;
+
+/// How long after its `exits`-th exit in a row (no successful call in
+/// between) a stdio server waits before it is started again: zero after
+/// the first, then `base`, `2 × base`, … up to
+/// [`RESTART_BACKOFF_CAP`]` × base`.
+pub fn restart_delay(base: Duration, exits: u32) -> Duration {
+    if exits <= 1 {
+        return Duration::ZERO;
+    }
+    let factor = 1u32 << (exits - 2).min(RESTART_BACKOFF_CAP.trailing_zeros());
+    base.saturating_mul(factor.min(RESTART_BACKOFF_CAP))
 }
 
 /// The default of [`McpOptions::call_timeout`]: 10 minutes.
@@ -103,6 +126,7 @@ impl Default for McpOptions {
             max_result_chars: 100_000,
             max_live_stateful: None,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            restart_backoff: Duration::from_secs(1),
         }
     }
 }
@@ -144,6 +168,25 @@ pub struct McpStatus {
     pub tools: Vec<String>,
     /// Backend process id of a live stdio server.
     pub process: Option<String>,
+    /// Times the server was brought back on its own since it was
+    /// declared: a stdio server started again after it exited, an HTTP
+    /// session initialized again after the server expired it (404).
+    /// Starts and restarts asked for by the user are not counted.
+    pub restarts: u32,
+}
+
+impl McpStatus {
+    /// The state on one line ([`McpState::summary`]) and, once the
+    /// server was brought back on its own, how often: `ready (3 tools)
+    /// · 2 restarts`. What `mcp list` and the MCP pane show.
+    pub fn summary(&self) -> String {
+        let state = self.state.summary();
+        match self.restarts {
+            0 => state,
+            1 => format!("{state} · 1 restart"),
+            n => format!("{state} · {n} restarts"),
+        }
+    }
 }
 
 /// Why an MCP operation failed.
@@ -343,6 +386,14 @@ struct Inner {
     /// Counts stops, so a start queued behind the connect lock when a
     /// stop came in gives up instead of starting after it.
     stops: u64,
+    /// See [`McpStatus::restarts`].
+    restarts: u32,
+    /// Exits of the stdio server in a row, without a successful call in
+    /// between (the backoff of [`restart_delay`]).
+    exits: u32,
+    /// When the stdio server exited on its own, while it is not started
+    /// again: the next use starts it once the backoff has passed.
+    lost_at: Option<Instant>,
 }
 
 /// One server of one (agent, session).
@@ -486,6 +537,9 @@ impl McpInstance {
                 closed: false,
                 starting: None,
                 stops: 0,
+                restarts: 0,
+                exits: 0,
+                lost_at: None,
             }),
             connect_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
@@ -544,13 +598,27 @@ impl McpInstance {
                 .and_then(|c| c.process.as_ref())
                 .filter(|p| p.exited().is_none())
                 .map(|p| p.id()),
+            restarts: inner.restarts,
         }
     }
 
     fn set_state(&self, state: McpState) {
-        // A failure's reason and stderr tail are server text: secrets the
-        // server echoed never reach the bus, the status or the CLI.
-        let state = match state {
+        let state = self.redacted(state);
+        {
+            let mut inner = self.inner.lock().expect("inner lock");
+            if matches!(state, McpState::Failed { .. }) {
+                inner.failed_at = Some(Instant::now());
+            }
+            inner.state = state.clone();
+        }
+        self.publish_state(&state);
+    }
+
+    /// `state` with its server text redacted: a failure's reason and
+    /// stderr tail are server text, so secrets the server echoed never
+    /// reach the bus, the status or the CLI.
+    fn redacted(&self, state: McpState) -> McpState {
+        match state {
             McpState::Failed {
                 reason,
                 exit_status,
@@ -560,16 +628,11 @@ impl McpInstance {
                 exit_status,
                 stderr_tail: self.redact.apply(&stderr_tail),
             },
+            McpState::Reconnecting { reason } => McpState::Reconnecting {
+                reason: self.redact.apply_bounded(&reason),
+            },
             other => other,
-        };
-        {
-            let mut inner = self.inner.lock().expect("inner lock");
-            if matches!(state, McpState::Failed { .. }) {
-                inner.failed_at = Some(Instant::now());
-            }
-            inner.state = state.clone();
         }
-        self.publish_state(&state);
     }
 
     /// Publishes the current state again (a newly declared server).
@@ -662,6 +725,7 @@ impl McpInstance {
 
 mod call;
 mod connect;
+mod heal;
 mod stop;
 
 #[cfg(test)]

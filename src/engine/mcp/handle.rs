@@ -106,6 +106,7 @@ impl<'a> Mcp<'a> {
                     state: McpState::Declared,
                     tools: Vec::new(),
                     process: None,
+                    restarts: 0,
                 },
             })
             .collect();

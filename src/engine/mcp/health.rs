@@ -2,7 +2,10 @@
 //! the tail of its stderr.
 //!
 //! States follow the issue's machine: `declared → starting → ready(tool
-//! count) | failed(reason, exit status, stderr tail) → stopped`. Each
+//! count) | failed(reason, exit status, stderr tail) → stopped`, plus
+//! `reconnecting(reason)` while a lost server is brought back on its own
+//! (an expired HTTP session re-initialized, a stdio server that exited
+//! started again; issue 15 point 5), which ends `ready` or `failed`. Each
 //! transition is published as [`Event::McpState`]; each log line as
 //! [`Event::Log`] with source `mcp:<name>`, rate-limited so a server that
 //! floods stderr (10 MB and more) cannot flood the bus.
@@ -31,8 +34,8 @@ pub const LOG_EVENTS_PER_SEC: u32 = 200;
 ///
 /// Serialises as one flat object with the same keys for every state, so
 /// a JSON consumer never has to guess which are present: `state`
-/// ([`McpState::name`]), `tool_count` (ready only), `reason`,
-/// `exit_status` and `stderr_tail` (failed only); a key that does not
+/// ([`McpState::name`]), `tool_count` (ready only), `reason` (failed
+/// and reconnecting), `exit_status` and `stderr_tail` (failed only); a key that does not
 /// apply to the state is `null`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpState {
@@ -58,11 +61,19 @@ pub enum McpState {
     },
     /// Closed on purpose (remove, purge, eviction, workspace close).
     Stopped,
+    /// Lost on its own and being brought back: an HTTP session the
+    /// server expired (404) is initialized again, a stdio server that
+    /// exited is started again. Ends [`McpState::Ready`] or
+    /// [`McpState::Failed`].
+    Reconnecting {
+        /// What was lost, one line (`the session expired (HTTP 404)`).
+        reason: String,
+    },
 }
 
 impl McpState {
     /// The state's name as in [`Event::McpState`] (`declared`, `starting`,
-    /// `ready`, `failed`, `stopped`).
+    /// `ready`, `failed`, `stopped`, `reconnecting`).
     pub fn name(&self) -> &'static str {
         match self {
             McpState::Declared => "declared",
@@ -70,6 +81,7 @@ impl McpState {
             McpState::Ready { .. } => "ready",
             McpState::Failed { .. } => "failed",
             McpState::Stopped => "stopped",
+            McpState::Reconnecting { .. } => "reconnecting",
         }
     }
 
@@ -94,13 +106,14 @@ impl McpState {
                 }
                 Some(d)
             }
+            McpState::Reconnecting { reason } => Some(reason.clone()),
             _ => None,
         }
     }
 
     /// The state on one line, as the CLI and the TUI show it:
     /// `declared`, `starting`, `ready (3 tools)`, `failed: <reason>
-    /// (exit status 3)`, `stopped`. The exit status is added only when
+    /// (exit status 3)`, `stopped`, `reconnecting: <reason>`. The exit status is added only when
     /// the reason does not already give it, and the stderr tail is left
     /// out (see [`McpState::detail`]).
     pub fn summary(&self) -> String {
@@ -111,6 +124,7 @@ impl McpState {
                 exit_status,
                 ..
             } => format!("failed: {}", failure_line(reason, *exit_status)),
+            McpState::Reconnecting { reason } => format!("reconnecting: {reason}"),
             other => other.name().to_string(),
         }
     }
@@ -157,6 +171,7 @@ impl Serialize for McpState {
                 *exit_status,
                 Some(stderr_tail.as_str()),
             ),
+            McpState::Reconnecting { reason } => (None, Some(reason.as_str()), None, None),
             _ => (None, None, None, None),
         };
         let mut m = s.serialize_map(Some(5))?;
@@ -439,6 +454,14 @@ mod tests {
             "ready (2 tools)"
         );
         assert_eq!(McpState::Starting.summary(), "starting");
+        let s = McpState::Reconnecting {
+            reason: "the session expired (HTTP 404)".into(),
+        };
+        assert_eq!(s.summary(), "reconnecting: the session expired (HTTP 404)");
+        assert_eq!(
+            s.detail().as_deref(),
+            Some("the session expired (HTTP 404)")
+        );
     }
 
     #[test]
@@ -453,6 +476,7 @@ mod tests {
                 stderr_tail: "t".into(),
             },
             McpState::Stopped,
+            McpState::Reconnecting { reason: "r".into() },
         ];
         for st in &states {
             let v = serde_json::to_value(st).unwrap();

@@ -8,7 +8,6 @@
 //! output is over the limit, the full text is offloaded as a tool-result
 //! file that the truncated text names.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,9 +18,11 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::bash_shell::Ran;
+use super::spool::Spool;
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
 use crate::backend::{OutputChunk, StreamKind};
-use crate::engine::events::Event;
+use crate::engine::bus::{OutputMerge, Throttle};
+use crate::engine::events::{Event, OUTPUT_EVENT_BYTES, OUTPUT_EVENT_INTERVAL};
 
 /// The Bash tool.
 pub struct Bash;
@@ -39,62 +40,6 @@ struct Args {
 
 /// Marker appended to truncated output (the reference's text).
 pub const TRUNCATED_MARKER: &str = "\n... (output truncated)";
-
-/// Collects one stream: the first `head_cap` bytes in memory, everything
-/// in a spool file once the head is full.
-struct Capture {
-    head: Vec<u8>,
-    head_cap: usize,
-    spool: Option<std::fs::File>,
-    total: u64,
-}
-
-impl Capture {
-    fn new(head_cap: usize) -> Self {
-        Capture {
-            head: Vec::new(),
-            head_cap,
-            spool: None,
-            total: 0,
-        }
-    }
-
-    fn push(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.total += data.len() as u64;
-        if let Some(f) = &mut self.spool {
-            return f.write_all(data);
-        }
-        if self.head.len() + data.len() <= self.head_cap {
-            self.head.extend_from_slice(data);
-            return Ok(());
-        }
-        let mut f = tempfile::tempfile()?;
-        f.write_all(&self.head)?;
-        f.write_all(data)?;
-        self.spool = Some(f);
-        let room = self.head_cap - self.head.len();
-        self.head.extend_from_slice(&data[..room]);
-        Ok(())
-    }
-
-    fn spilled(&self) -> bool {
-        self.spool.is_some()
-    }
-
-    /// A reader over everything captured.
-    fn reader(&mut self) -> std::io::Result<Box<dyn AsyncRead + Send + Unpin>> {
-        match self.spool.take() {
-            Some(mut f) => {
-                use std::io::Seek;
-                f.seek(std::io::SeekFrom::Start(0))?;
-                Ok(Box::new(tokio::fs::File::from_std(f)))
-            }
-            None => Ok(Box::new(std::io::Cursor::new(std::mem::take(
-                &mut self.head,
-            )))),
-        }
-    }
-}
 
 /// Truncates to `max` chars; returns whether anything was cut.
 fn truncate_chars(text: &mut String, max: usize) -> bool {
@@ -161,6 +106,10 @@ impl Tool for Bash {
 
 /// Runs `command` like the Bash tool does, with an explicit timeout.
 pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> ToolResult {
+    // The one clock of the call (issue 16): started here, read once at
+    // the end (after the offload), and that figure is the command's exit
+    // event, the result's `duration_ms`, the journal's and the pane's.
+    let t0 = std::time::Instant::now();
     let ws = ctx.env;
     let max_chars = ws.limits.bash_max_output_chars;
 
@@ -175,10 +124,22 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
 
     // A char is at most 4 bytes: this head always holds the model's share.
     let head_cap = max_chars.saturating_mul(4).max(4096);
-    let mut out = Capture::new(head_cap);
-    let mut err = Capture::new(head_cap);
+    let cap = ws.limits.tool_result_max_bytes;
+    let mut out = Spool::new(head_cap, cap);
+    let mut err = Spool::new(head_cap, cap);
     let mut spool_error = None;
-    while let Some(chunk) = rx.recv().await {
+    let mut events = OutputEvents::new(ctx.call_id);
+    loop {
+        let chunk = tokio::select! {
+            c = rx.recv() => match c {
+                Some(c) => c,
+                None => break,
+            },
+            _ = tokio::time::sleep_until(events.next_at()), if events.pending() => {
+                events.publish(&ws);
+                continue;
+            }
+        };
         let cap = match chunk.stream {
             StreamKind::Stdout => &mut out,
             StreamKind::Stderr => &mut err,
@@ -186,15 +147,15 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         if let Err(e) = cap.push(&chunk.data) {
             spool_error.get_or_insert(e);
         }
+        events.push(chunk.stream, chunk.data.clone());
         if let Some(sink) = &ctx.output {
-            let _ = sink.send(chunk.clone()).await;
+            let _ = sink.send(chunk).await;
         }
-        ws.publish(Event::CommandOutput {
-            call_id: ctx.call_id.to_string(),
-            stream: chunk.stream,
-            data: chunk.data,
-        });
+        if events.ready() {
+            events.publish(&ws);
+        }
     }
+    events.publish(&ws);
     let Ran {
         outcome,
         notice,
@@ -213,13 +174,6 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         }
         Err(e) => return ToolResult::error(format!("Command failed: {command}\nError: {e}")),
     };
-    ws.publish(Event::CommandExited {
-        call_id: ctx.call_id.to_string(),
-        exit_code: outcome.exit_code,
-        timed_out: outcome.timed_out,
-        cancelled: outcome.cancelled,
-        duration_ms: outcome.duration.as_millis() as u64,
-    });
 
     let stdout = normalize_newlines(&out.head);
     let stderr = normalize_newlines(&err.head);
@@ -240,7 +194,18 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     let mut offload_path = None;
     let mut offload_error = None;
     if truncated {
+        let skipped = out.skipped() + err.skipped();
         let mut offload_note = match offload_full_output(ctx, &mut out, &mut err).await {
+            Ok(path) if skipped > 0 => {
+                capped_once(&ws, &path, skipped);
+                let note = format!(
+                    "\nOutput ({total_bytes} bytes) is over the tool-result cap of {cap} bytes a \
+                     stream: its first and last bytes are saved to {path}, with a line marking the \
+                     {skipped} bytes skipped"
+                );
+                offload_path = Some(path);
+                note
+            }
             Ok(path) => {
                 let note = format!("\nFull output ({total_bytes} bytes) saved to {path}");
                 offload_path = Some(path);
@@ -302,18 +267,109 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     if let Some(c) = cwd {
         result = result.with_meta("cwd", c);
     }
+    let duration_ms = t0.elapsed().as_millis() as u64;
+    ws.publish(Event::CommandExited {
+        call_id: ctx.call_id.to_string(),
+        exit_code: outcome.exit_code,
+        timed_out: outcome.timed_out,
+        cancelled: outcome.cancelled,
+        duration_ms,
+    });
     result
         .with_meta("exit_code", outcome.exit_code)
         .with_meta("timed_out", outcome.timed_out)
-        .with_meta("duration_ms", outcome.duration.as_millis() as u64)
+        .with_meta("duration_ms", duration_ms)
+}
+
+/// Tells the user, once per process, that a tool result was cut at the
+/// cap (a warning on the bus: Logs, `--json` event streams); the model's
+/// text says it on every capped call.
+fn capped_once(ws: &super::ToolEnv<'_>, path: &str, skipped: u64) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if TOLD.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    ws.publish(Event::Log {
+        level: "warn".into(),
+        source: "bash".into(),
+        message: format!(
+            "a command's output passed the tool-result cap ({} bytes a stream): {skipped} bytes \
+             were skipped in {path}; raise tool_result_max_bytes ([limits] or the profile) to keep \
+             more (said once)",
+            ws.limits.tool_result_max_bytes
+        ),
+    });
+}
+
+/// The output events of one call on the bus: merged per stream, at most
+/// one per stream per [`OUTPUT_EVENT_INTERVAL`], each the newest
+/// [`OUTPUT_EVENT_BYTES`] (issue 16: a flood must not fill the bus).
+struct OutputEvents<'a> {
+    call_id: &'a str,
+    out: OutputMerge,
+    err: OutputMerge,
+    throttle: Throttle,
+}
+
+impl<'a> OutputEvents<'a> {
+    fn new(call_id: &'a str) -> Self {
+        OutputEvents {
+            call_id,
+            out: OutputMerge::new(OUTPUT_EVENT_BYTES),
+            err: OutputMerge::new(OUTPUT_EVENT_BYTES),
+            throttle: Throttle::new(OUTPUT_EVENT_INTERVAL),
+        }
+    }
+
+    fn push(&mut self, stream: StreamKind, data: Bytes) {
+        match stream {
+            StreamKind::Stdout => self.out.push(stream, data),
+            StreamKind::Stderr => self.err.push(stream, data),
+        }
+    }
+
+    fn pending(&self) -> bool {
+        !self.out.is_empty() || !self.err.is_empty()
+    }
+
+    fn ready(&self) -> bool {
+        self.throttle.ready()
+    }
+
+    fn next_at(&self) -> tokio::time::Instant {
+        self.throttle.next_at()
+    }
+
+    fn publish(&mut self, ws: &super::ToolEnv<'_>) {
+        if !self.pending() {
+            return;
+        }
+        self.throttle.released();
+        for (stream, merge) in [
+            (StreamKind::Stdout, &mut self.out),
+            (StreamKind::Stderr, &mut self.err),
+        ] {
+            // One stream per merge: `take` joins it into one chunk.
+            let m = merge.take();
+            let Some(data) = m.chunks.into_iter().next().map(|c| c.data) else {
+                continue;
+            };
+            ws.publish(Event::CommandOutput {
+                call_id: self.call_id.to_string(),
+                stream,
+                skipped: m.skipped,
+                data,
+            });
+        }
+    }
 }
 
 /// Writes stdout, then `\n` and stderr when both are non-empty (the
 /// reference's layout), raw bytes, to a fresh tool-result file.
 async fn offload_full_output(
     ctx: &ToolContext<'_>,
-    out: &mut Capture,
-    err: &mut Capture,
+    out: &mut Spool,
+    err: &mut Spool,
 ) -> Result<String, String> {
     let both = out.total > 0 && err.total > 0;
     let mut reader: Box<dyn AsyncRead + Send + Unpin> = out.reader().map_err(|e| e.to_string())?;
@@ -341,16 +397,5 @@ mod tests {
         assert_eq!(s, "éé");
         let mut t = "ab".to_string();
         assert!(!truncate_chars(&mut t, 2));
-    }
-
-    #[test]
-    fn capture_spills_past_head() {
-        let mut c = Capture::new(4);
-        c.push(b"ab").unwrap();
-        assert!(!c.spilled());
-        c.push(b"cdef").unwrap();
-        assert!(c.spilled());
-        assert_eq!(c.head, b"abcd");
-        assert_eq!(c.total, 6);
     }
 }

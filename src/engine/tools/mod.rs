@@ -13,6 +13,7 @@ pub mod filelock;
 pub mod glob;
 pub mod grep;
 pub mod read;
+pub mod spool;
 pub mod textfile;
 pub mod walk;
 pub mod write;
@@ -53,6 +54,11 @@ pub struct ToolLimits {
     pub search_timeout_ms: u64,
     /// Grep: characters of a matched line shown (500).
     pub grep_max_columns: usize,
+    /// Bash: most bytes of one output stream kept in a tool-result file
+    /// (64 MiB); past it the first and last halves are kept with a line
+    /// saying how many bytes were skipped (see `tools::spool`). A
+    /// profile's `tool_result_max_bytes` wins.
+    pub tool_result_max_bytes: u64,
 }
 
 impl Default for ToolLimits {
@@ -67,6 +73,7 @@ impl Default for ToolLimits {
             search_default_limit: 250,
             search_timeout_ms: 30_000,
             grep_max_columns: 500,
+            tool_result_max_bytes: spool::DEFAULT_TOOL_RESULT_MAX_BYTES,
         }
     }
 }
@@ -84,6 +91,7 @@ impl ToolLimits {
             ("search_default_limit", self.search_default_limit as u64),
             ("search_timeout_ms", self.search_timeout_ms),
             ("grep_max_columns", self.grep_max_columns as u64),
+            ("tool_result_max_bytes", self.tool_result_max_bytes),
         ];
         for (key, v) in positive {
             if v == 0 {

@@ -31,7 +31,9 @@ impl App {
             }
             AppMsg::Stderr(line) => {
                 let level = stderr_level(&line);
-                self.log(LogLine::now(level, "stderr", line));
+                // A library may colour its own lines whatever the
+                // subscriber says: the pane shows the text only.
+                self.log(LogLine::now(level, "stderr", strip_escapes(&line)));
             }
             AppMsg::Osc52(text) => {
                 let max = self.cx.config.osc52_max_bytes;
@@ -98,6 +100,19 @@ impl App {
             }
         }
         n
+    }
+
+    /// Handles at most `n` queued messages without waiting; true when `n`
+    /// were handled (more may be queued). The terminal loop calls it in
+    /// slices so it can look at input in between and draw on time.
+    pub fn drain_some(&mut self, n: usize) -> bool {
+        for _ in 0..n {
+            match self.rx.try_recv() {
+                Ok(m) => self.on_msg(m),
+                Err(_) => return false,
+            }
+        }
+        true
     }
 
     /// Waits for the next message (for the loop's `select!`).
@@ -186,15 +201,19 @@ fn state_label(s: &WorkspaceState) -> String {
     }
 }
 
+/// `line` without escape sequences or control characters (SGR colours
+/// included).
+fn strip_escapes(line: &str) -> String {
+    let mut p = crate::tui::widgets::ansi::AnsiParser::new();
+    let mut out = String::new();
+    p.feed(line.as_bytes(), &mut |l| out.push_str(&l.text));
+    out.push_str(&p.partial().text);
+    out
+}
+
 fn stderr_level(line: &str) -> Level {
     let head: String = line.chars().take(64).collect();
-    let stripped: String = {
-        let mut p = crate::tui::widgets::ansi::AnsiParser::new();
-        let mut out = String::new();
-        p.feed(head.as_bytes(), &mut |l| out.push_str(&l.text));
-        out.push_str(&p.partial().text);
-        out
-    };
+    let stripped = strip_escapes(&head);
     for (needle, level) in [
         ("ERROR", Level::Error),
         ("WARN", Level::Warn),
@@ -271,5 +290,17 @@ mod tests {
         let current = TaskResult::new(sessions::ID, app.cx.generation, listing("s-now"));
         app.on_msg(AppMsg::Task(current));
         assert!(listed(&mut app).contains(&"s-now".to_string()));
+    }
+
+    /// `WSBENCH_LOG` lines of a library that colours its output reach
+    /// the Logs pane as text.
+    #[test]
+    fn captured_stderr_loses_its_escape_codes() {
+        let raw = "\u{1b}[2m2026-12-03T13:00:00Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m rmcp: ready";
+        assert_eq!(
+            super::strip_escapes(raw),
+            "2026-12-03T13:00:00Z  INFO rmcp: ready"
+        );
+        assert_eq!(super::stderr_level(raw), crate::tui::action::Level::Info);
     }
 }

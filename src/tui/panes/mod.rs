@@ -86,7 +86,10 @@ pub fn registry(cx: &Ctx) -> Vec<Box<dyn Pane>> {
         Box::new(skills::SkillsPane::new()),
         Box::new(offload::OffloadPane::new()),
         Box::new(command::CommandPane::new(&cx.config)),
-        Box::new(logs::LogsPane::new(cx.config.log_buffer_lines)),
+        Box::new(logs::LogsPane::with_budget(
+            cx.config.log_buffer_lines,
+            cx.config.log_buffer_bytes,
+        )),
         Box::new(workspaces::WorkspacesPane::new()),
         Box::new(mcp::McpPane::new()),
         Box::new(editor::EditorPane::new()),

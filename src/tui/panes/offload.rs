@@ -93,6 +93,20 @@ impl OffloadPane {
         });
     }
 
+    /// Whether a change at backend path `path` can change the list: a
+    /// listed file, or anything in the session's directory or `data/`.
+    fn shows(&self, path: &str, cx: &Ctx) -> bool {
+        if self.items.iter().any(|o| o.path == path) {
+            return true;
+        }
+        let layout = cx.ws.layout();
+        let under = |dir: &str| {
+            path.strip_prefix(dir)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        under(&layout.data_dir()) || layout.session_dir(&cx.session).is_ok_and(|d| under(&d))
+    }
+
     fn refilter(&mut self) {
         let items = &self.items;
         self.list
@@ -166,6 +180,10 @@ impl Pane for OffloadPane {
                     self.job.want(());
                 }
             }
+            // Deleted or truncated offload files (by the user, `rm`, a
+            // git clean) leave or change the list without a restart: the
+            // file watch reports them like the Files pane's changes.
+            PaneEvent::File(change) if self.shows(&change.path, cx) => self.job.want(()),
             PaneEvent::Tick if self.job.due() => self.load(cx),
             _ => {}
         }

@@ -5,6 +5,10 @@
 //! capacity drops the oldest item. Every item keeps the sequence number
 //! it was pushed with, so filtered views and selections can refer to
 //! items without shifting when old ones fall off.
+//!
+//! A ring can also have a budget in bytes ([`Ring::with_budget`],
+//! [`Ring::push_sized`]): lines of output differ in size by four orders of
+//! magnitude, so a line count alone does not bound memory (issue 16).
 
 use std::collections::VecDeque;
 
@@ -12,7 +16,12 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone)]
 pub struct Ring<T> {
     items: VecDeque<T>,
+    /// Size in bytes of each item, as given to [`Ring::push_sized`].
+    sizes: VecDeque<usize>,
     capacity: usize,
+    /// Most bytes held (sum of the sizes given).
+    max_bytes: usize,
+    bytes: usize,
     /// Sequence number of `items[0]`.
     first_seq: u64,
 }
@@ -20,23 +29,57 @@ pub struct Ring<T> {
 impl<T> Ring<T> {
     /// An empty ring keeping at most `capacity` items (at least 1).
     pub fn new(capacity: usize) -> Self {
+        Self::with_budget(capacity, usize::MAX)
+    }
+
+    /// An empty ring keeping at most `capacity` items (at least 1) and at
+    /// most `max_bytes` bytes of the sizes given to [`Ring::push_sized`]
+    /// (the newest item is always kept, whatever its size).
+    pub fn with_budget(capacity: usize, max_bytes: usize) -> Self {
         Ring {
             items: VecDeque::with_capacity(capacity.clamp(1, 4096)),
+            sizes: VecDeque::with_capacity(capacity.clamp(1, 4096)),
             capacity: capacity.max(1),
+            max_bytes,
+            bytes: 0,
             first_seq: 0,
         }
     }
 
-    /// Appends an item; returns the evicted one when full.
+    /// Appends an item of size 0; returns the evicted one when full.
     pub fn push(&mut self, item: T) -> Option<T> {
-        let evicted = if self.items.len() == self.capacity {
-            self.first_seq += 1;
-            self.items.pop_front()
-        } else {
-            None
-        };
-        self.items.push_back(item);
+        let mut evicted = None;
+        self.push_sized(item, 0, |e| evicted = Some(e));
         evicted
+    }
+
+    /// Appends an item of `size` bytes, evicting the oldest items (each
+    /// given to `evicted`) while more than `capacity` items or more than
+    /// the byte budget are held.
+    pub fn push_sized(&mut self, item: T, size: usize, mut evicted: impl FnMut(T)) {
+        self.items.push_back(item);
+        self.sizes.push_back(size);
+        self.bytes += size;
+        while self.items.len() > self.capacity
+            || (self.bytes > self.max_bytes && self.items.len() > 1)
+        {
+            let (Some(old), Some(sz)) = (self.items.pop_front(), self.sizes.pop_front()) else {
+                break;
+            };
+            self.bytes -= sz;
+            self.first_seq += 1;
+            evicted(old);
+        }
+    }
+
+    /// Bytes held (the sum of the sizes given).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The byte budget.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
     }
 
     /// Items held.
@@ -98,6 +141,8 @@ impl<T> Ring<T> {
     pub fn clear(&mut self) {
         self.first_seq += self.items.len() as u64;
         self.items.clear();
+        self.sizes.clear();
+        self.bytes = 0;
     }
 }
 
@@ -120,5 +165,24 @@ mod tests {
         r.clear();
         assert!(r.is_empty());
         assert_eq!(r.next_seq(), 5);
+    }
+
+    #[test]
+    fn the_byte_budget_evicts_and_keeps_the_newest() {
+        let mut r = Ring::with_budget(100, 10);
+        let mut gone = Vec::new();
+        for i in 0..5 {
+            r.push_sized(i, 4, |e| gone.push(e));
+        }
+        assert_eq!(r.iter().copied().collect::<Vec<_>>(), [3, 4]);
+        assert_eq!(r.bytes(), 8);
+        assert_eq!(gone, [0, 1, 2]);
+        r.push_sized(9, 50, |_| {});
+        assert_eq!(
+            r.iter().copied().collect::<Vec<_>>(),
+            [9],
+            "the newest stays"
+        );
+        assert_eq!(r.dropped(), 5);
     }
 }

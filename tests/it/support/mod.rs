@@ -13,6 +13,7 @@ pub mod fake_sandbox;
 pub mod images;
 pub mod k8s_stub;
 pub mod leak;
+pub mod mcp_http;
 pub mod mcp_servers;
 pub mod procs;
 pub mod tui;

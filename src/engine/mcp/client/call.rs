@@ -2,6 +2,7 @@
 //! visibility filter.
 
 use super::connect::died_or;
+use super::heal::session_expired;
 use super::*;
 
 impl McpInstance {
@@ -45,20 +46,63 @@ impl McpInstance {
             .or(self.env.options().call_timeout);
         let (conn, temporary) = match conn {
             Some(c) => (c, false),
-            None => {
-                let opts = self.env.options();
-                let c = self
-                    .open(&opts, &CancellationToken::new())
+            None => (self.temporary().await?, true),
+        };
+        let first = self
+            .call_on(&conn, tool, params.clone(), timeout, cancel.clone())
+            .await;
+        if temporary && !matches!(first, Err(Failure::Expired)) {
+            conn.shutdown().await;
+        }
+        let result = match first {
+            Ok(r) => Ok(r),
+            Err(Failure::Error(e)) => Err(e),
+            Err(Failure::Expired) => {
+                self.call_again(conn, temporary, tool, params, timeout, cancel)
                     .await
-                    .map_err(|st| self.unavailable(st.detail().unwrap_or_default()))?;
-                (c, true)
             }
         };
-        let result = self.call_on(&conn, tool, params, timeout, cancel).await;
+        if result.is_ok() {
+            self.call_succeeded();
+        }
+        result
+    }
+
+    /// A per-operation connection (stateless servers).
+    async fn temporary(self: &Arc<Self>) -> Result<Arc<Connection>, McpError> {
+        let opts = self.env.options();
+        self.open(&opts, &CancellationToken::new())
+            .await
+            .map_err(|st| self.unavailable(st.detail().unwrap_or_default()))
+    }
+
+    /// The call again, once, after its session expired on `conn`: on a
+    /// new session (stateful: re-initialized for every caller of `conn`;
+    /// stateless: a new per-operation one). A second 404 fails it.
+    async fn call_again(
+        self: &Arc<Self>,
+        conn: Arc<Connection>,
+        temporary: bool,
+        tool: &str,
+        params: CallToolRequestParams,
+        timeout: Option<Duration>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, McpError> {
+        let conn = if temporary {
+            conn.shutdown().await;
+            self.temporary().await?
+        } else {
+            self.reinit_after_expiry(&conn).await?
+        };
+        let r = self.call_on(&conn, tool, params, timeout, cancel).await;
         if temporary {
             conn.shutdown().await;
         }
-        result
+        match r {
+            Ok(r) => Ok(r),
+            Err(Failure::Expired) => Err(self.expired_again(&conn, tool)),
+            Err(Failure::Error(e)) => Err(e),
+        }
     }
 
     pub(super) fn check_tool(&self, tool: &str) -> Result<(), McpError> {
@@ -84,6 +128,10 @@ impl McpInstance {
         Ok(())
     }
 
+    /// One `tools/call` on `conn`.
+    ///
+    /// Errors: [`Failure::Expired`] when the server answered 404 for the
+    /// session (the caller re-initializes); else the [`McpError`].
     pub(super) async fn call_on(
         self: &Arc<Self>,
         conn: &Arc<Connection>,
@@ -91,7 +139,7 @@ impl McpInstance {
         params: CallToolRequestParams,
         timeout: Option<Duration>,
         cancel: CancellationToken,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResult, Failure> {
         // Dropping rmcp's call future sends notifications/cancelled.
         let call = conn.peer.call_tool(params);
         let timed = async {
@@ -102,37 +150,54 @@ impl McpInstance {
         };
         let outcome = tokio::select! {
             r = timed => r,
-            _ = cancel.cancelled() => return Err(McpError::Cancelled),
+            _ = cancel.cancelled() => return Err(McpError::Cancelled.into()),
         };
         match outcome {
             Err(t) => Err(McpError::Timeout {
                 server: self.decl.name.clone(),
                 tool: tool.to_string(),
                 secs: t.as_secs_f64(),
-            }),
+            }
+            .into()),
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(ServiceError::McpError(e))) => Err(self.server_error(&e.message)),
+            Ok(Err(ServiceError::McpError(e))) => Err(self.server_error(&e.message).into()),
+            Ok(Err(e)) if session_expired(&e) => Err(Failure::Expired),
             Ok(Err(e)) => {
                 if let Some(p) = &conn.process {
-                    let st = died_or(p, format!("the call failed: {e}")).await;
+                    let st = died_or(p, format!("the call failed: {}", root_cause(&e))).await;
                     let reason = st.detail().unwrap_or_default();
-                    if p.exited().is_some() {
-                        let current = {
-                            let mut inner = self.inner.lock().expect("inner lock");
-                            let cur = inner.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
-                            if cur {
-                                inner.conn = None;
-                            }
-                            cur
-                        };
-                        if current {
-                            self.set_state(st);
-                        }
+                    if p.exited().is_some() && self.record_exit(conn, st) {
+                        self.log
+                            .warn("the server process exited; it is started again on next use");
                     }
-                    return Err(self.unavailable(format!("during `{tool}`: {reason}")));
+                    return Err(self
+                        .unavailable(format!("during `{tool}`: {reason}"))
+                        .into());
                 }
-                Err(self.server_error(&e.to_string()))
+                let why = match e {
+                    ServiceError::TransportClosed => "the connection to the server closed".into(),
+                    e => root_cause(&e),
+                };
+                Err(self
+                    .server_error(&format!("calling `{tool}` failed: {why}"))
+                    .into())
             }
         }
+    }
+}
+
+/// How one `tools/call` attempt failed.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// The server answered 404 for the session: initialize again and
+    /// send the call once more.
+    Expired,
+    /// Any other failure, final.
+    Error(McpError),
+}
+
+impl From<McpError> for Failure {
+    fn from(e: McpError) -> Self {
+        Failure::Error(e)
     }
 }

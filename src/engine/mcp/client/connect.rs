@@ -23,6 +23,30 @@ impl McpInstance {
         if let Some(e) = self.ready_or_blocked(force) {
             return e;
         }
+        let restart = self.begin_restart(force);
+        let automatic = restart.is_some();
+        let result = self
+            .start_locked(stops, restart.unwrap_or(McpState::Starting), |st| st)
+            .await;
+        if automatic && matches!(result, Err(McpError::Unavailable { .. })) {
+            self.restart_failed();
+        }
+        result
+    }
+
+    /// Connects (stateful) or lists (stateless) with the connect lock
+    /// held by the caller, showing `showing` meanwhile; a failure's state
+    /// passes through `on_fail` (to say what led to the start) before it
+    /// is set. `stops` is the stop count the caller saw before it waited
+    /// for the lock: a stop since then cancels this start.
+    ///
+    /// Errors: as [`McpInstance::ensure_ready`].
+    pub(super) async fn start_locked(
+        self: &Arc<Self>,
+        stops: u64,
+        showing: McpState,
+        on_fail: impl FnOnce(McpState) -> McpState,
+    ) -> Result<(), McpError> {
         let cancel = CancellationToken::new();
         {
             let mut inner = self.inner.lock().expect("inner lock");
@@ -31,7 +55,7 @@ impl McpInstance {
             }
             inner.starting = Some(cancel.clone());
         }
-        self.set_state(McpState::Starting);
+        self.set_state(showing);
         let opts = self.env.options();
         let result = if self.decl.is_stateful {
             self.connect_stateful(&opts, &cancel).await
@@ -50,6 +74,7 @@ impl McpInstance {
                 Err(self.start_cancelled())
             }
             Err(state) => {
+                let state = on_fail(state);
                 let reason = state.detail().unwrap_or_default();
                 self.set_state(state);
                 Err(self.unavailable(reason))
@@ -76,6 +101,11 @@ impl McpInstance {
         };
         if ready {
             return Some(Ok(()));
+        }
+        if !force && inner.lost_at.is_some() {
+            // Lost on its own: started again once its backoff has passed
+            // (not after `retry_failed_after`, which is for failed starts).
+            return self.backoff_pending(&inner).map(Err);
         }
         if !force
             && let McpState::Failed { .. } = &inner.state
@@ -211,6 +241,10 @@ impl McpInstance {
                             .collect::<HashMap<_, _>>();
                         config.max_json_response_size = opts.max_frame_bytes;
                         config.max_sse_event_size = opts.max_frame_bytes;
+                        // An expired session is re-initialized by us
+                        // (`heal`), so the state shows it and the error
+                        // says what was tried.
+                        config.reinit_on_expired_session = false;
                         let t = StreamableHttpClientTransport::with_client(client, config);
                         let tap = Tap {
                             inner: t,
@@ -226,7 +260,7 @@ impl McpInstance {
                     Ok(Err(e)) => Err(failed(format!(
                         "cannot connect to {}: {}",
                         cfg.url,
-                        root_cause(&e)
+                        http_cause(&e)
                     ))),
                     Err(_) => Err(timed_out()),
                 }
@@ -296,6 +330,7 @@ impl McpInstance {
                 inner.tools = Some(tools);
                 inner.conn = Some(conn.clone());
                 inner.failed_at = None;
+                inner.lost_at = None;
             }
             closed
         };
@@ -323,20 +358,24 @@ impl McpInstance {
                 let inner = inst.inner.lock().expect("inner lock");
                 !inner.closed && inner.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn))
             };
-            if still_current {
-                let status = p.exited().flatten();
-                let tail = p.stderr_tail(Duration::from_millis(500)).await;
-                let reason = match status {
-                    Some(code) => format!("the server process exited with status {code}"),
-                    None => "the server process exited".to_string(),
-                };
-                inst.inner.lock().expect("inner lock").conn = None;
-                inst.log.warn(&reason);
-                inst.set_state(McpState::Failed {
-                    reason,
-                    exit_status: status,
-                    stderr_tail: tail,
-                });
+            if !still_current {
+                return;
+            }
+            let status = p.exited().flatten();
+            let tail = p.stderr_tail(Duration::from_millis(500)).await;
+            let reason = match status {
+                Some(code) => format!("the server process exited with status {code}"),
+                None => "the server process exited".to_string(),
+            };
+            let st = McpState::Failed {
+                reason: reason.clone(),
+                exit_status: status,
+                stderr_tail: tail,
+            };
+            // A call that saw the death may have recorded it meanwhile.
+            if inst.record_exit(&conn, st) {
+                inst.log
+                    .warn(&format!("{reason}; it is started again on next use"));
             }
         });
     }
@@ -437,6 +476,24 @@ pub(super) fn sse_failure(url: &str, e: &crate::engine::mcp::sse::SseError) -> S
         }
         other => other.to_string(),
     }
+}
+
+/// Why an HTTP `initialize` failed, short ([`root_cause`]); a server
+/// that answered with an error status says so (`initialize answered
+/// HTTP 404 Not Found: …`) rather than rmcp's "unexpected server
+/// response", and a worker that quit is "the connection closed", not
+/// rmcp's "Transport channel closed".
+pub(super) fn http_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let cause = root_cause(e);
+    if let Some(rest) = cause.strip_prefix("unexpected server response: ")
+        && rest.starts_with("HTTP ")
+    {
+        return format!("initialize answered {rest}");
+    }
+    if cause.contains("Transport channel closed") || cause == "Transport closed" {
+        return "the connection closed before initialize was answered".into();
+    }
+    cause
 }
 
 /// `f`'s output, or `None` as soon as `cancel` fires (`f` is dropped).

@@ -40,6 +40,7 @@ impl McpInstance {
         let conn = {
             let mut inner = self.inner.lock().expect("inner lock");
             inner.tools = None;
+            Self::forget_loss(&mut inner);
             inner.conn.take()
         };
         if let Some(conn) = conn {
@@ -71,6 +72,7 @@ impl McpInstance {
                 return Err(self.unavailable("it was stopped".into()));
             }
             inner.tools = None;
+            Self::forget_loss(&mut inner);
             inner.conn.take()
         };
         if let Some(conn) = conn {

@@ -10,17 +10,45 @@ use crate::tui::widgets::text;
 
 use super::*;
 
+/// Longest conversation line kept, in bytes; longer ones are cut.
+const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// Pushes `l` weighed by its text and its own size (the ring's byte
+/// budget is `output_buffer_bytes`).
+fn push_weighed(ring: &mut crate::tui::widgets::ring::Ring<ConvLine>, l: ConvLine) {
+    let size = l.text.capacity() + std::mem::size_of::<ConvLine>();
+    ring.push_sized(l, size, drop);
+}
+
 impl AgentPane {
     pub(super) fn push(&mut self, kind: LineKind, text: &str) {
         self.close_text(false);
         let run = self.runs;
         for l in text.split('\n') {
-            let l = l.strip_suffix('\r').unwrap_or(l);
-            self.lines.push(ConvLine {
-                run,
-                kind,
-                text: l.to_string(),
-            });
+            let mut l = l.strip_suffix('\r').unwrap_or(l);
+            // A line without newlines (a tool result in one line) is cut
+            // into pieces of at most MAX_LINE_BYTES, so the byte budget
+            // can drop its old parts.
+            loop {
+                let head = crate::backend::text::head_bytes(l, MAX_LINE_BYTES);
+                let head = if head.is_empty() && !l.is_empty() {
+                    &l[..l.chars().next().map_or(0, char::len_utf8)]
+                } else {
+                    head
+                };
+                push_weighed(
+                    &mut self.lines,
+                    ConvLine {
+                        run,
+                        kind,
+                        text: head.to_string(),
+                    },
+                );
+                l = &l[head.len()..];
+                if l.is_empty() {
+                    break;
+                }
+            }
         }
     }
 
@@ -30,7 +58,7 @@ impl AgentPane {
         if let Some(l) = self.partial.take()
             && (newline || !l.text.is_empty())
         {
-            self.lines.push(l);
+            push_weighed(&mut self.lines, l);
         }
         self.partial_chars = 0;
     }

@@ -19,7 +19,8 @@
 //!   happened and drains them before drawing; the task stops polling the
 //!   agent while the channel is full, so a flood of text slows the agent
 //!   rather than growing memory. The conversation itself is a ring of
-//!   `output_buffer_lines` lines.
+//!   `output_buffer_lines` lines and `output_buffer_bytes` bytes (lines
+//!   cut at 16 KiB).
 //!
 //! Files of the pane, one job each:
 //! * `mod.rs`: the pane's types, settings and state accessors.
@@ -264,7 +265,7 @@ impl AgentPane {
             prompt: new_prompt(),
             typing: false,
             type_after_model: false,
-            lines: Ring::new(cfg.output_buffer_lines),
+            lines: Ring::with_budget(cfg.output_buffer_lines, cfg.output_buffer_bytes),
             partial: None,
             partial_chars: 0,
             follow: true,

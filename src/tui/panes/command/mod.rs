@@ -5,8 +5,14 @@
 //! * Output keeps SGR colours; every other escape or control sequence is
 //!   swallowed ([`crate::tui::widgets::ansi`], C24). The engine still
 //!   stores and offloads the raw bytes.
-//! * Output lives in a ring of `output_buffer_lines` lines: memory stays
-//!   flat however much a command prints.
+//! * Output lives in a ring of `output_buffer_lines` lines and
+//!   `output_buffer_bytes` bytes: memory stays flat however much a command
+//!   prints.
+//! * Output reaches the pane through an [`OutputMerge`] per run, taken once
+//!   a frame (at most `output_frame_bytes`, the newest): a flood costs the
+//!   UI one merged chunk per frame, never one message per read, and keys
+//!   are never queued behind output. What did not fit is counted and
+//!   shown as a `… N skipped` line.
 //! * Each session has its own ring: the pane, titled with the session,
 //!   shows only what ran there; switching back shows the old output again,
 //!   and a command still running in another session keeps writing to that
@@ -36,13 +42,15 @@
 //! * [`keys`]: raw mode's key-to-bytes table.
 //! * [`pane`]: the `Pane` glue (keys, actions, events, mouse, render).
 
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::tui::widgets::prompt::PromptField;
 use ratatui::layout::Rect;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::OutputChunk;
+use crate::engine::bus::OutputMerge;
 use crate::engine::journal::JournalEntry;
 use crate::engine::shell_session::InputMsg;
 use crate::tui::config::TuiConfig;
@@ -106,15 +114,23 @@ struct Running {
     cancel: CancellationToken,
     out: AnsiParser,
     err: AnsiParser,
+    /// Output not yet taken by the pane (the forwarding task fills it).
+    merge: Arc<Mutex<OutputMerge>>,
+    /// Set when the forwarding task has told the pane about new output
+    /// it has not taken yet: at most one message in flight per run.
+    woken: Arc<AtomicBool>,
 }
 
 pub(crate) enum Msg {
-    Chunk(String, OutputChunk),
+    /// New output waits in the run's merge (taken when drawn).
+    Output,
     Finished {
         call_id: String,
         exit_code: Option<i32>,
         state: String,
         timed_out: bool,
+        /// The one duration of the call (the tool's own clock).
+        duration_ms: Option<u64>,
         error: Option<String>,
         /// The session shell's notice (a replaced shell, lost state).
         notice: Option<String>,
@@ -153,6 +169,13 @@ pub struct CommandPane {
     raw: bool,
     /// Lines, end of file and Ctrl-C for the running command.
     input: Option<tokio::sync::mpsc::Sender<InputMsg>>,
+    /// Byte budget of each output ring.
+    budget_bytes: usize,
+    /// Newest output bytes taken per frame.
+    frame_bytes: usize,
+    /// Output bytes of the current or last run skipped because they came
+    /// faster than frames took them (shown in the title).
+    skipped: u64,
 }
 
 fn new_prompt() -> PromptField {
@@ -165,7 +188,7 @@ impl CommandPane {
         CommandPane {
             prompt: new_prompt(),
             typing: true,
-            output: Ring::new(cfg.output_buffer_lines),
+            output: Ring::with_budget(cfg.output_buffer_lines, cfg.output_buffer_bytes),
             output_session: String::new(),
             parked: std::collections::HashMap::new(),
             follow: true,
@@ -185,6 +208,9 @@ impl CommandPane {
             session_shell: cfg.command_session_shell,
             raw: false,
             input: None,
+            budget_bytes: cfg.output_buffer_bytes,
+            frame_bytes: cfg.output_frame_bytes,
+            skipped: 0,
         }
     }
 
@@ -216,6 +242,12 @@ impl CommandPane {
     /// Whether raw mode is on (tests).
     pub fn is_raw(&self) -> bool {
         self.raw
+    }
+
+    /// Output bytes of the current or last run skipped because they came
+    /// faster than the frames took them.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
     }
 
     /// Whether a command is running.

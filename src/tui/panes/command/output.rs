@@ -1,6 +1,8 @@
 //! The Command pane's output: one ring per session (the shown one and
 //! the parked ones), fed by the running command, and drawn.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ratatui::Frame;
@@ -9,9 +11,11 @@ use ratatui::style::Style;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::StreamKind;
+use crate::engine::bus::OutputMerge;
 use crate::tui::pane::{Ctx, placeholder};
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
 use crate::tui::widgets::ring::Ring;
+use crate::tui::widgets::text;
 
 use super::{CommandPane, OutLine, Running};
 
@@ -30,29 +34,81 @@ impl CommandPane {
         let out = if r.session == self.output_session {
             &mut self.output
         } else {
-            let cap = self.output.capacity();
+            let (cap, bytes) = (self.output.capacity(), self.budget_bytes);
             self.parked
                 .entry(r.session.clone())
-                .or_insert_with(|| Ring::new(cap))
+                .or_insert_with(|| Ring::with_budget(cap, bytes))
         };
         parser.feed(data, &mut |mut l| {
             if stream == StreamKind::Stderr {
                 stderr_style(&mut l, err_style);
             }
-            out.push(OutLine { run, line: l });
+            push_line(out, OutLine { run, line: l });
         });
+    }
+
+    /// Takes what the running command printed since the last call (at
+    /// most `output_frame_bytes`, the newest) into the ring; the bytes
+    /// that did not fit are named on a line of their own. Called once a
+    /// frame (when drawn) and before the exit status.
+    pub(super) fn pull(&mut self, err_style: Style, muted: Style) {
+        let Some(r) = &self.running else {
+            return;
+        };
+        r.woken.store(false, Ordering::SeqCst);
+        let merged = match r.merge.lock() {
+            Ok(mut m) => m.take(),
+            Err(_) => return,
+        };
+        let (run, session) = (r.run, r.session.clone());
+        self.skipped += merged.skipped;
+        if merged.skipped > 0 {
+            // The lines around the gap are cut: end the partial ones so
+            // the note sits between them.
+            self.end_partial_lines(err_style);
+            let note = format!(
+                "… {} of output skipped (printed faster than the screen shows; the journal and offload keep it)",
+                text::human_size(merged.skipped)
+            );
+            let l = StyledLine::plain(&note, muted);
+            push_line(self.ring_for(&session), OutLine { run, line: l });
+        }
+        for c in merged.chunks {
+            self.feed(c.stream, &c.data, err_style);
+        }
+    }
+
+    /// Ends the partial lines of the running command (at a skip or at
+    /// its end).
+    pub(super) fn end_partial_lines(&mut self, err_style: Style) {
+        let Some(mut r) = self.running.take() else {
+            return;
+        };
+        let run = r.run;
+        let out = self.ring_for(&r.session);
+        r.out
+            .finish(&mut |l| push_line(out, OutLine { run, line: l }));
+        r.err.finish(&mut |mut l| {
+            stderr_style(&mut l, err_style);
+            push_line(out, OutLine { run, line: l });
+        });
+        self.running = Some(r);
     }
 
     /// Starts a run record without a real command (benchmarks, tests).
     pub fn begin_run(&mut self, command: &str, header: Style) -> u64 {
         self.runs += 1;
+        self.skipped = 0;
         let run = self.runs;
         for (i, l) in command.lines().enumerate() {
             let p = if i == 0 { "$ " } else { "> " };
-            self.output.push(OutLine {
-                run,
-                line: StyledLine::plain(&format!("{p}{l}"), header),
-            });
+            push_line(
+                &mut self.output,
+                OutLine {
+                    run,
+                    line: StyledLine::plain(&format!("{p}{l}"), header),
+                },
+            );
         }
         self.running = Some(Running {
             run,
@@ -63,6 +119,8 @@ impl CommandPane {
             cancel: CancellationToken::new(),
             out: AnsiParser::new(),
             err: AnsiParser::new(),
+            merge: Arc::new(Mutex::new(OutputMerge::new(self.frame_bytes))),
+            woken: Arc::new(AtomicBool::new(false)),
         });
         run
     }
@@ -72,10 +130,10 @@ impl CommandPane {
         if session == self.output_session {
             return &mut self.output;
         }
-        let cap = self.output.capacity();
+        let (cap, bytes) = (self.output.capacity(), self.budget_bytes);
         self.parked
             .entry(session.to_string())
-            .or_insert_with(|| Ring::new(cap))
+            .or_insert_with(|| Ring::with_budget(cap, bytes))
     }
 
     /// Shows the output of `session`, setting the shown one aside.
@@ -83,11 +141,11 @@ impl CommandPane {
         if session == self.output_session {
             return;
         }
-        let cap = self.output.capacity();
+        let (cap, bytes) = (self.output.capacity(), self.budget_bytes);
         let next = self
             .parked
             .remove(session)
-            .unwrap_or_else(|| Ring::new(cap));
+            .unwrap_or_else(|| Ring::with_budget(cap, bytes));
         let old = std::mem::replace(&mut self.output, next);
         let old_session = std::mem::replace(&mut self.output_session, session.to_string());
         if !old.is_empty() {
@@ -98,10 +156,8 @@ impl CommandPane {
     }
 
     pub(super) fn push_status(&mut self, session: &str, run: u64, text_: String, style: Style) {
-        self.ring_for(session).push(OutLine {
-            run,
-            line: StyledLine::plain(&text_, style),
-        });
+        let line = StyledLine::plain(&text_, style);
+        push_line(self.ring_for(session), OutLine { run, line });
     }
 
     pub(super) fn last_output(&self) -> String {
@@ -159,6 +215,12 @@ impl CommandPane {
     }
 }
 
+/// Pushes `l` into `ring`, weighed by its heap bytes and its own size.
+pub(super) fn push_line(ring: &mut Ring<OutLine>, l: OutLine) {
+    let size = l.line.heap_bytes() + std::mem::size_of::<OutLine>();
+    ring.push_sized(l, size, drop);
+}
+
 /// An exit status, with the signal named when it is 128 + a signal
 /// number (`143 (SIGTERM)`): a process killed from outside (not by
 /// wsbench's timeout, which says so itself).
@@ -205,6 +267,53 @@ mod tests {
         }
         assert_eq!(p.output().len(), 100);
         assert_eq!(p.output().iter().last().unwrap().line.text, "9999");
+    }
+
+    /// Issue 16: 100 MB through the Command pane's real path (the run's
+    /// merge, taken once a frame) stays within the byte budget, the
+    /// newest output is shown, and what no frame could take is named.
+    #[test]
+    fn a_hundred_megabytes_stay_within_the_byte_budget() {
+        let cfg = TuiConfig {
+            output_buffer_bytes: 1 << 20,
+            output_frame_bytes: 256 << 10,
+            ..Default::default()
+        };
+        let mut p = CommandPane::new(&cfg);
+        p.begin_run("yes", Style::default());
+        let merge = p.running.as_ref().unwrap().merge.clone();
+        let chunk = bytes::Bytes::from("y\n".repeat(32 * 1024)); // 64 KiB
+        let (mut fed, mut frames) = (0usize, 0);
+        let mut last = bytes::Bytes::new();
+        while fed < 100 << 20 {
+            // 8 reads arrive per frame: 512 KiB, twice what a frame takes.
+            for _ in 0..8 {
+                last = if fed + chunk.len() >= 100 << 20 {
+                    bytes::Bytes::from("y\n".repeat(32 * 1024 - 1) + "end\n")
+                } else {
+                    chunk.clone()
+                };
+                fed += last.len();
+                merge.lock().unwrap().push(StreamKind::Stdout, last.clone());
+            }
+            p.pull(Style::default(), Style::default());
+            frames += 1;
+            assert!(
+                p.output().bytes() <= 1 << 20,
+                "frame {frames}: {}",
+                p.output().bytes()
+            );
+        }
+        assert!(fed >= 100 << 20);
+        let texts: Vec<&str> = p.output().iter().map(|l| l.line.text.as_str()).collect();
+        assert_eq!(texts.last(), Some(&"end"), "the newest output is shown");
+        assert!(
+            p.skipped() > 50 << 20,
+            "the skip is counted: {}",
+            p.skipped()
+        );
+        assert!(p.output().bytes() > (1 << 20) / 2, "the budget is used");
+        let _ = last;
     }
 
     #[test]

@@ -312,6 +312,9 @@ impl Pane for CommandPane {
     }
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
+        // Output is taken once a frame, here: however fast a command
+        // prints, the pane parses at most `output_frame_bytes` per frame.
+        self.pull(cx.theme.warn, cx.theme.muted);
         let t = &cx.theme;
         let mut note = String::new();
         if let Some(r) = &self.running {
@@ -321,6 +324,11 @@ impl Pane for CommandPane {
             );
         } else if !self.follow {
             note = "paused".into();
+        }
+        if self.skipped > 0 {
+            note = format!("{note} · {} skipped", text::human_size(self.skipped))
+                .trim_start_matches(" · ")
+                .to_string();
         }
         if self.output.dropped() > 0 {
             note = format!("{note} · {} older lines dropped", self.output.dropped())

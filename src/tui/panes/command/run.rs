@@ -1,6 +1,8 @@
 //! Running a command: the Bash tool call in the selected session, its
 //! output forwarded to the pane, and the status line when it ends.
 
+use std::sync::atomic::Ordering;
+
 use ratatui::style::Modifier;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -13,8 +15,8 @@ use crate::tui::action::Level;
 use crate::tui::pane::{Ctx, TaskPane};
 use crate::tui::widgets::text;
 
-use super::output::{exit_label, stderr_style};
-use super::{CommandPane, ID, Msg, OutLine};
+use super::output::exit_label;
+use super::{CommandPane, ID, Msg};
 
 impl CommandPane {
     /// Runs `command` through the Bash tool in the selected session.
@@ -49,13 +51,23 @@ impl CommandPane {
         self.back = 0;
         let (otx, mut orx) = mpsc::channel::<OutputChunk>(256);
         let tx = cx.tasks::<CommandPane>();
-        let cid = call_id.clone();
+        let (merge, woken) = match &self.running {
+            Some(r) => (r.merge.clone(), r.woken.clone()),
+            None => return,
+        };
+        // Never waits on the UI: output goes into the merge (bounded,
+        // newest kept) and the pane is told once until it takes it.
         let forward = tokio::spawn(async move {
             while let Some(chunk) = orx.recv().await {
-                if !tx.send(Msg::Chunk(cid.clone(), chunk)).await {
+                if let Ok(mut m) = merge.lock() {
+                    m.push(chunk.stream, chunk.data);
+                }
+                if !woken.swap(true, Ordering::SeqCst) && !tx.send(Msg::Output).await {
                     break;
                 }
             }
+            // Keep draining so the tool never blocks on a gone pane.
+            while orx.recv().await.is_some() {}
         });
         let ws = cx.ws.clone();
         let call = ToolCall {
@@ -81,11 +93,13 @@ impl CommandPane {
                 .get("shell_notice")
                 .and_then(|v| v.as_str())
                 .map(String::from);
+            let duration_ms = r.metadata.get("duration_ms").and_then(|v| v.as_u64());
             Msg::Finished {
                 call_id,
                 exit_code: r.exit_code,
                 state: r.state.as_str().to_string(),
                 timed_out: r.timed_out,
+                duration_ms,
                 error,
                 notice,
             }
@@ -114,31 +128,28 @@ impl CommandPane {
         self.send_input(InputMsg::Data(line.into()));
     }
 
-    pub(super) fn finish(
-        &mut self,
-        exit_code: Option<i32>,
-        state: &str,
-        timed_out: bool,
-        error: Option<&str>,
-        notice: Option<&str>,
-        cx: &mut Ctx,
-    ) {
+    pub(super) fn finish(&mut self, end: &Finished<'_>, cx: &mut Ctx) {
+        let (err_style, muted) = (cx.theme.warn, cx.theme.muted);
+        self.pull(err_style, muted);
+        self.end_partial_lines(err_style);
         self.raw = false;
         self.input = None;
-        let Some(mut r) = self.running.take() else {
+        let Some(r) = self.running.take() else {
             return;
         };
         let run = r.run;
-        let err_style = cx.theme.warn;
-        let out = self.ring_for(&r.session);
-        r.out.finish(&mut |l| {
-            out.push(OutLine { run, line: l });
-        });
-        r.err.finish(&mut |mut l| {
-            stderr_style(&mut l, err_style);
-            out.push(OutLine { run, line: l });
-        });
-        let took = text::duration_ms(r.started.elapsed().as_millis() as u64);
+        let Finished {
+            exit_code,
+            state,
+            timed_out,
+            duration_ms,
+            error,
+            notice,
+        } = *end;
+        // The tool's own measure when it gave one (the same figure as the
+        // journal, Logs and `--json`); the pane's clock only as a fallback.
+        let ms = duration_ms.unwrap_or_else(|| r.started.elapsed().as_millis() as u64);
+        let took = text::duration_ms(ms);
         let t = &cx.theme;
         let (msg, style) = if let Some(e) = error {
             (
@@ -169,33 +180,43 @@ impl CommandPane {
     }
 }
 
+/// How a run ended, as [`CommandPane::finish`] reports it.
+pub(super) struct Finished<'a> {
+    pub(super) exit_code: Option<i32>,
+    pub(super) state: &'a str,
+    pub(super) timed_out: bool,
+    pub(super) duration_ms: Option<u64>,
+    pub(super) error: Option<&'a str>,
+    /// The session shell's notice (a replaced shell, lost state).
+    pub(super) notice: Option<&'a str>,
+}
+
 impl TaskPane for CommandPane {
     const ID: &'static str = ID;
     type Msg = Msg;
 
     fn on_msg(&mut self, msg: Msg, cx: &mut Ctx) {
         match &msg {
-            Msg::Chunk(cid, chunk) if self.running.as_ref().is_some_and(|r| &r.call_id == cid) => {
-                let st = cx.theme.warn;
-                self.feed(chunk.stream, &chunk.data, st);
-            }
+            // Taken when drawn: this message only wakes the loop.
+            Msg::Output => {}
             Msg::Finished {
                 call_id,
                 exit_code,
                 state,
                 timed_out,
+                duration_ms,
                 error,
                 notice,
             } if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) => {
-                let (e, n) = (error.clone(), notice.clone());
-                self.finish(
-                    *exit_code,
+                let end = Finished {
+                    exit_code: *exit_code,
                     state,
-                    *timed_out,
-                    e.as_deref(),
-                    n.as_deref(),
-                    cx,
-                );
+                    timed_out: *timed_out,
+                    duration_ms: *duration_ms,
+                    error: error.as_deref(),
+                    notice: notice.as_deref(),
+                };
+                self.finish(&end, cx);
             }
             Msg::Journal(s, r) if *s == cx.session => match r {
                 Ok(entries) => {

