@@ -68,6 +68,7 @@ async fn run_tool(ws: &Workspace, tool: &dyn Tool, args: Value) -> String {
         call_id: "bench",
         cancel: CancellationToken::new(),
         output: None,
+        bash: Default::default(),
     };
     let r = tool.call(&ctx, args).await;
     assert_eq!(r.state, ToolState::Success, "{}", r.text());

@@ -58,6 +58,17 @@ pub struct WorkspaceSection {
     pub default_session: Option<String>,
 }
 
+/// Built-in tool behaviour (`[tools]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsSection {
+    /// The Bash tool runs each (workspace, agent session)'s commands in
+    /// one long-lived shell that keeps `cd`, `export` and functions
+    /// (`engine::shell_session`). Off by default: every call is a fresh
+    /// `/bin/sh -c`, the reference's semantics (docs/contract.md §3.1).
+    pub bash_session: bool,
+}
+
 /// MCP client settings (`[mcp]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -100,6 +111,8 @@ pub struct Config {
     pub workspace: WorkspaceSection,
     /// Built-in tool limits.
     pub limits: ToolLimits,
+    /// Built-in tool behaviour.
+    pub tools: ToolsSection,
     /// MCP client settings.
     pub mcp: McpSection,
     /// Profile used when `--profile` is not given (default `local`).

@@ -87,6 +87,10 @@ pub struct TuiConfig {
     pub output_frame_bytes: usize,
     /// Commands kept in the prompt history.
     pub prompt_history: usize,
+    /// The Command pane runs commands in the session's long-lived shell,
+    /// so `cd` and `export` carry over (on by default); off gives every
+    /// command a fresh shell, as the Bash tool's default.
+    pub command_session_shell: bool,
     /// Where copies go.
     pub clipboard: ClipboardMode,
     /// Largest text sent through OSC 52, in bytes (terminals cap it).
@@ -134,6 +138,7 @@ impl Default for TuiConfig {
             output_buffer_bytes: 8 << 20,
             output_frame_bytes: 256 << 10,
             prompt_history: 500,
+            command_session_shell: true,
             clipboard: ClipboardMode::Auto,
             osc52_max_bytes: 100_000,
             max_fps: 60,

@@ -15,6 +15,7 @@ pub mod offload;
 pub mod read_only;
 pub mod serve;
 pub mod sessions;
+pub mod shell_session;
 pub mod skills;
 pub mod tools;
 pub mod workspace;

@@ -17,9 +17,11 @@ use super::layout::Layout;
 use super::mcp::{Mcp, McpDecl, McpOptions, McpRuntime};
 use super::offload::Offload;
 use super::sessions::Sessions;
+use super::shell_session::{InputMsg, ShellOptions, ShellSessions};
 use super::skills::{SkillState, Skills};
 use super::tools::{
-    Tool, ToolContext, ToolEnv, ToolLimits, ToolResult, ToolSpec, ToolState, builtin_tools,
+    BashOptions, Tool, ToolContext, ToolEnv, ToolLimits, ToolResult, ToolSpec, ToolState,
+    builtin_tools,
 };
 use crate::backend::{BackendKind, Sandbox};
 
@@ -39,6 +41,9 @@ pub struct WorkspaceConfig {
     pub instructions: Option<String>,
     /// Tool limits.
     pub limits: ToolLimits,
+    /// The Bash tool uses the session's long-lived shell
+    /// (`[tools] bash_session`; see [`ShellSessions`]).
+    pub bash_session: bool,
     /// MCP servers of every (agent, session) that has not diverged
     /// (reference `default_mcps`, docs/contract.md §5.2).
     pub default_mcps: Vec<McpDecl>,
@@ -67,6 +72,8 @@ pub struct Workspace {
     offload: Offload,
     /// Live MCP servers and the `.mcp` declarations.
     mcp: McpRuntime,
+    /// The session shells (Command pane, Bash tool with `bash_session`).
+    shells: ShellSessions,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -96,6 +103,18 @@ pub struct ToolCall {
     pub cancel: Option<CancellationToken>,
     /// Receives raw command output losslessly while the call runs.
     pub output: Option<crate::backend::OutputSink>,
+}
+
+/// Extra options of one call ([`Workspace::call_tool_with`]); they
+/// matter only to the Bash tool.
+#[derive(Debug, Default)]
+pub struct CallOptions {
+    /// `Some(true)`: run in the session's shell; `Some(false)`: a fresh
+    /// shell; `None`: as `[tools] bash_session` says.
+    pub session_shell: Option<bool>,
+    /// Input for the running command (lines, end of file, Ctrl-C); its
+    /// stdin is then a FIFO instead of `/dev/null`.
+    pub input: Option<tokio::sync::mpsc::Receiver<InputMsg>>,
 }
 
 /// The reference's default instructions (docs/contract.md §1.1), in our words.
@@ -162,7 +181,9 @@ impl Workspace {
             config.default_mcps.clone(),
         );
         let mcp_options = config.mcp.clone();
+        let shells = ShellSessions::new(base.sandbox().clone(), ShellOptions::default());
         let ws = Arc::new(Workspace {
+            shells,
             offload: Offload::new(base.clone()),
             base,
             config,
@@ -334,7 +355,14 @@ impl Workspace {
             limits: &self.config.limits,
             bus: self.base.bus(),
             offload: &self.offload,
+            shells: &self.shells,
+            bash_session: self.config.bash_session,
         }
+    }
+
+    /// The session shells of this workspace, one per session id.
+    pub fn shells(&self) -> &ShellSessions {
+        &self.shells
     }
 
     /// The configuration.
@@ -380,6 +408,12 @@ impl Workspace {
     /// Runs a built-in tool, publishing start/finish events and appending
     /// one line to the session journal.
     pub async fn call_tool(&self, call: ToolCall) -> ToolResult {
+        self.call_tool_with(call, CallOptions::default()).await
+    }
+
+    /// [`Workspace::call_tool`] with what only some front ends give: the
+    /// Command pane's choice of shell and its input channel.
+    pub async fn call_tool_with(&self, call: ToolCall, opts: CallOptions) -> ToolResult {
         let call_id = call.call_id.clone().unwrap_or_else(|| {
             format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
         });
@@ -413,6 +447,7 @@ impl Workspace {
             call_id: &call_id,
             cancel: call.cancel.clone().unwrap_or_default(),
             output: call.output.clone(),
+            bash: BashOptions::new(opts.session_shell, opts.input),
         };
         let result = tool.call(&ctx, call.args).await;
         // A tool that measured itself (Bash) gave the one figure shown

@@ -249,6 +249,7 @@ impl Context {
             skill_paths: self.config.workspace.skill_paths.clone(),
             instructions: self.config.workspace.instructions.clone(),
             limits: self.config.limits.clone(),
+            bash_session: self.config.tools.bash_session,
             default_mcps: Vec::new(),
             read_only: self.global.read_only,
             mcp: profile::mcp_options(&self.config),

@@ -306,6 +306,7 @@ pub fn profile_options(
         skill_paths: config.workspace.skill_paths.clone(),
         instructions: config.workspace.instructions.clone(),
         limits: profile_limits(config, &p),
+        bash_session: config.tools.bash_session,
         mcp: mcp_options(config),
         ..Default::default()
     };

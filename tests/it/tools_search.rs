@@ -198,6 +198,7 @@ async fn call_with(
         call_id: "call_1",
         cancel,
         output: None,
+        bash: Default::default(),
     };
     tokio::time::timeout(Duration::from_secs(30), tool.call(&ctx, args))
         .await

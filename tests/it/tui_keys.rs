@@ -183,8 +183,10 @@ async fn ctrl_c_offers_to_kill_the_command_or_clears_the_line_and_never_quits() 
         assert!(t0.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Running: Ctrl-C asks first, naming the command; no leaves it.
-    press(&mut hs, "ctrl-c");
+    // Running: the tree kill is Ctrl-X (Ctrl-C is SIGINT, issue 17
+    // point 3, see `command_input.rs`); it asks first, naming the
+    // command; no leaves it.
+    press(&mut hs, "ctrl-x");
     assert_eq!(hs.app.overlay_kind(), Some("confirm"));
     hs.term.draw(|f| hs.app.render(f)).unwrap();
     let screen = screen(hs.term.backend());
@@ -194,7 +196,7 @@ async fn ctrl_c_offers_to_kill_the_command_or_clears_the_line_and_never_quits() 
     hs.app.drain();
     assert!(command(&mut hs).is_running(), "declining must not kill");
     // Yes kills it.
-    press(&mut hs, "ctrl-c");
+    press(&mut hs, "ctrl-x");
     press(&mut hs, "y");
     let t1 = Instant::now();
     while command(&mut hs).is_running() {

@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
+use super::bash_shell::Ran;
 use super::spool::Spool;
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
-use crate::backend::{ExecRequest, OutputChunk, StreamKind};
+use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::bus::{OutputMerge, Throttle};
 use crate::engine::events::{Event, OUTPUT_EVENT_BYTES, OUTPUT_EVENT_INTERVAL};
 
@@ -111,10 +112,6 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     let t0 = std::time::Instant::now();
     let ws = ctx.env;
     let max_chars = ws.limits.bash_max_output_chars;
-    let mut req = ExecRequest::shell(command);
-    req.cwd = Some(ws.layout.workdir().to_string());
-    req.timeout = Some(timeout);
-    req.cancel = Some(ctx.cancel.clone());
 
     ws.publish(Event::CommandStarted {
         call_id: ctx.call_id.to_string(),
@@ -123,8 +120,7 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     });
 
     let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
-    let sandbox = ws.sandbox.clone();
-    let exec = tokio::spawn(async move { sandbox.exec(req, Some(tx)).await });
+    let exec = super::bash_shell::start(ctx, command, timeout, tx);
 
     // A char is at most 4 bytes: this head always holds the model's share.
     let head_cap = max_chars.saturating_mul(4).max(4096);
@@ -160,7 +156,11 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         }
     }
     events.publish(&ws);
-    let outcome = match exec.await {
+    let Ran {
+        outcome,
+        notice,
+        cwd,
+    } = match exec.await {
         Ok(Ok(o)) => o,
         Ok(Err(e)) => {
             ws.publish(Event::CommandExited {
@@ -224,6 +224,9 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         body.push_str(&offload_note);
     }
 
+    if let Some(n) = &notice {
+        body.push_str(&format!("\n[session shell] {n}"));
+    }
     let text = if outcome.timed_out {
         format!(
             "Command timed out after {}ms: {command}\nThe command and every process it started were killed.\n{body}",
@@ -257,6 +260,12 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         // Typed for front ends that stream the output and never print the
         // result text (`wsbench exec`), so the failure is not silent.
         result = result.with_meta("offload_error", e);
+    }
+    if let Some(n) = notice {
+        result = result.with_meta("shell_notice", n);
+    }
+    if let Some(c) = cwd {
+        result = result.with_meta("cwd", c);
     }
     let duration_ms = t0.elapsed().as_millis() as u64;
     ws.publish(Event::CommandExited {

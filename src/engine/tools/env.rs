@@ -12,6 +12,7 @@ use crate::backend::Sandbox;
 use crate::engine::error::WsResult;
 use crate::engine::events::{Event, EventBus};
 use crate::engine::layout::Layout;
+use crate::engine::shell_session::ShellSessions;
 
 /// Where a tool puts an output too large to return whole.
 #[async_trait]
@@ -43,6 +44,11 @@ pub struct ToolEnv<'a> {
     pub bus: &'a EventBus,
     /// Takes outputs too large to return whole.
     pub offload: &'a dyn OffloadSink,
+    /// The workspace's session shells.
+    pub shells: &'a ShellSessions,
+    /// Bash runs in the session's shell unless the call says otherwise
+    /// (`[tools] bash_session`).
+    pub bash_session: bool,
 }
 
 impl ToolEnv<'_> {

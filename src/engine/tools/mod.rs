@@ -6,6 +6,7 @@
 //! [`ToolState::Error`] with a message a model (or a person) can act on.
 
 pub mod bash;
+mod bash_shell;
 pub mod diff;
 pub mod edit;
 pub mod env;
@@ -28,6 +29,8 @@ use tokio_util::sync::CancellationToken;
 use super::message::{Block, TextBlock, ToolOutput, ToolResultBlock};
 
 pub use env::{OffloadSink, ToolEnv};
+
+use super::shell_session::InputMsg;
 
 /// Limits of the built-in tools; defaults are the reference's (docs/contract.md §10).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -239,6 +242,36 @@ pub struct ToolContext<'a> {
     /// Lossless stream of raw command output for callers that print it
     /// live (the CLI's `exec`); the event bus also carries it, lossily.
     pub output: Option<crate::backend::OutputSink>,
+    /// How the Bash tool runs this call (shell, input).
+    pub bash: BashOptions,
+}
+
+/// How the Bash tool runs one call, beyond its arguments: which shell and
+/// where the command's stdin comes from. The default follows the config
+/// and closes stdin.
+#[derive(Debug, Default)]
+pub struct BashOptions {
+    /// `None`: as [`ToolEnv::bash_session`]; `Some(b)`: the caller's choice.
+    pub session_shell: Option<bool>,
+    input: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<InputMsg>>>,
+}
+
+impl BashOptions {
+    /// Options with a shell choice and an input channel.
+    pub fn new(
+        session_shell: Option<bool>,
+        input: Option<tokio::sync::mpsc::Receiver<InputMsg>>,
+    ) -> Self {
+        BashOptions {
+            session_shell,
+            input: std::sync::Mutex::new(input),
+        }
+    }
+
+    /// Takes the input channel (once).
+    pub fn take_input(&self) -> Option<tokio::sync::mpsc::Receiver<InputMsg>> {
+        self.input.lock().expect("input lock").take()
+    }
 }
 
 /// One built-in tool.

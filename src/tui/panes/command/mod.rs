@@ -21,13 +21,25 @@
 //!   shown as `␛` (C23). Enter runs; Alt-Enter / Ctrl-J add a line.
 //! * Commands get the Bash tool's largest timeout (`bash_max_timeout_ms`)
 //!   rather than its 2-minute default, since a person is watching and can
-//!   kill them (Ctrl-C).
+//!   kill them (Ctrl-X, with a confirmation: the whole tree, and with a
+//!   session shell the shell too).
+//! * Commands run in the session's long-lived shell (issue 17 point 4,
+//!   `engine::shell_session`): `cd`, `export` and functions carry over,
+//!   and the title shows the shell's directory. `[tui]
+//!   command_session_shell = false` gives each command a fresh shell.
+//! * A running command takes input (point 3): Enter sends the prompt's
+//!   line and a newline to its stdin, Ctrl-D closes it, Ctrl-C sends
+//!   SIGINT to it (the shell's trap runs, as in a terminal), and Ctrl-T
+//!   toggles raw mode, where every key goes to it as bytes. Its stdin is a
+//!   pipe, not a terminal: programs that insist on a TTY want `!`.
 //!
 //! Files of the pane, one job each:
 //! * `mod.rs`: the pane's types, settings and state accessors.
 //! * [`output`]: the per-session output rings (feeding, parking, drawing).
 //! * [`history`]: the prompt history and the journal's past commands.
-//! * [`run`]: running a command through the Bash tool and its result.
+//! * [`run`]: running a command through the Bash tool, its input and
+//!   its result.
+//! * [`keys`]: raw mode's key-to-bytes table.
 //! * [`pane`]: the `Pane` glue (keys, actions, events, mouse, render).
 
 use std::sync::atomic::AtomicBool;
@@ -40,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::bus::OutputMerge;
 use crate::engine::journal::JournalEntry;
+use crate::engine::shell_session::InputMsg;
 use crate::tui::config::TuiConfig;
 use crate::tui::keymap::ActionSpec;
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
@@ -47,6 +60,7 @@ use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::ring::Ring;
 
 mod history;
+mod keys;
 mod output;
 mod pane;
 mod run;
@@ -65,13 +79,16 @@ crate::pane_action_enum! {
     Prompt => act("command.prompt", ID, "type a command", &["i", "enter"], false, true),
     History => act("command.history", ID, "past commands", &["h"], false, true),
     Rerun => act("command.rerun", ID, "re-run selected", &["r"], true, true),
-    Kill => act("command.kill", ID, "kill running", &["ctrl-c"], true, true),
+    Interrupt => act("command.interrupt", ID, "interrupt (SIGINT)", &["ctrl-c"], false, true),
+    Kill => act("command.kill", ID, "kill running tree", &["ctrl-x"], true, true),
+    Raw => act("command.raw", ID, "raw keys to command", &["ctrl-t"], false, true),
     Follow => act("command.follow", ID, "follow / pause", &["f"], false, true),
     Copy => act("command.copy", ID, "copy last output", &["y"], false, false),
     Clear => act("command.clear", ID, "clear output", &["C"], false, false),
     Run => act("command.run", PROMPT, "run", &["enter"], true, true),
     Newline => act("command.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
     Leave => act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
+    Eof => act("command.eof", PROMPT, "end of input", &["ctrl-d"], false, true),
 }
 
 /// Keys of the pane.
@@ -115,6 +132,8 @@ pub(crate) enum Msg {
         /// The one duration of the call (the tool's own clock).
         duration_ms: Option<u64>,
         error: Option<String>,
+        /// The session shell's notice (a replaced shell, lost state).
+        notice: Option<String>,
     },
     Journal(String, Result<Vec<JournalEntry>, String>),
 }
@@ -144,6 +163,12 @@ pub struct CommandPane {
     out_height: usize,
     list_area: Rect,
     sent: Vec<String>,
+    /// Run in the session's shell (`[tui] command_session_shell`).
+    session_shell: bool,
+    /// Raw mode: every key goes to the running command as bytes.
+    raw: bool,
+    /// Lines, end of file and Ctrl-C for the running command.
+    input: Option<tokio::sync::mpsc::Sender<InputMsg>>,
     /// Byte budget of each output ring.
     budget_bytes: usize,
     /// Newest output bytes taken per frame.
@@ -180,6 +205,9 @@ impl CommandPane {
             out_height: 10,
             list_area: Rect::default(),
             sent: Vec::new(),
+            session_shell: cfg.command_session_shell,
+            raw: false,
+            input: None,
             budget_bytes: cfg.output_buffer_bytes,
             frame_bytes: cfg.output_frame_bytes,
             skipped: 0,
@@ -204,6 +232,16 @@ impl CommandPane {
     /// The output buffer.
     pub fn output(&self) -> &Ring<OutLine> {
         &self.output
+    }
+
+    /// The session shell's directory, when it has one.
+    fn shell_cwd(&self, cx: &crate::tui::pane::Ctx) -> Option<String> {
+        cx.ws.shells().peek(&cx.session)?.cwd()
+    }
+
+    /// Whether raw mode is on (tests).
+    pub fn is_raw(&self) -> bool {
+        self.raw
     }
 
     /// Output bytes of the current or last run skipped because they came

@@ -11,6 +11,7 @@ use crate::tui::widgets::follow;
 use crate::tui::widgets::text;
 
 use super::{CommandAction, CommandPane, ID, PROMPT};
+use crate::engine::shell_session::InputMsg;
 
 impl CommandPane {
     /// Runs one of the pane's actions: keys, the palette and the mouse
@@ -19,11 +20,16 @@ impl CommandPane {
         match action {
             CommandAction::Run => {
                 let cmd = self.prompt.text();
+                if self.running.is_some() {
+                    // Input to the command, an empty line too.
+                    self.send_line(cx);
+                    return true;
+                }
                 if cmd.trim().is_empty() {
                     return true;
                 }
                 if self.running.is_some() {
-                    cx.toast(Level::Warn, "a command is running: ctrl-c kills it");
+                    self.send_line(cx);
                     return true;
                 }
                 self.prompt.clear();
@@ -90,8 +96,36 @@ impl CommandPane {
                     });
                 }
             }
-            // Ctrl-C, as in a shell, never quits: it offers to kill what
-            // runs, else clears the line being typed.
+            // Ctrl-C, as in a shell, never quits: SIGINT to what runs,
+            // else it clears the line being typed.
+            CommandAction::Interrupt => {
+                if self.send_input(InputMsg::Interrupt) {
+                    cx.toast(Level::Info, "SIGINT sent (ctrl-x kills the tree)");
+                } else if self.typing {
+                    self.prompt.clear();
+                    self.hist_pos = None;
+                } else {
+                    cx.toast(Level::Info, "no command is running (ctrl-q quits wsbench)");
+                }
+            }
+            CommandAction::Eof => {
+                if !self.send_input(InputMsg::Eof) {
+                    cx.toast(Level::Info, "no command is running to take end of input");
+                }
+            }
+            CommandAction::Raw => {
+                if self.running.is_some() {
+                    self.raw = !self.raw;
+                    let m = if self.raw {
+                        "raw mode: keys go to the command (ctrl-t leaves)"
+                    } else {
+                        "line mode: enter sends the line"
+                    };
+                    cx.toast(Level::Info, m);
+                } else {
+                    cx.toast(Level::Info, "raw mode needs a running command");
+                }
+            }
             CommandAction::Kill => match &self.running {
                 Some(r) => {
                     let shown = r.command.replace('\n', " ⏎ ");
@@ -148,6 +182,20 @@ impl CommandPane {
     }
 }
 
+/// Ctrl-X (kill), Ctrl-D (end of input), Ctrl-T (raw mode) while typing.
+fn running_key(key: &KeyEvent) -> Option<CommandAction> {
+    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+    if !key.modifiers.contains(KeyModifiers::CONTROL) {
+        return None;
+    }
+    match key.code {
+        KeyCode::Char('x') => Some(CommandAction::Kill),
+        KeyCode::Char('d') => Some(CommandAction::Eof),
+        KeyCode::Char('t') => Some(CommandAction::Raw),
+        _ => None,
+    }
+}
+
 impl Pane for CommandPane {
     crate::task_pane_glue!(actions: CommandAction);
 
@@ -172,7 +220,19 @@ impl Pane for CommandPane {
         self.typing = false;
     }
 
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
+        // The prompt keeps most Ctrl keys for editing; while a command
+        // runs, these three are the pane's (the key map gives them when
+        // the prompt is not typing).
+        if let Some(a) = self.running.as_ref().and_then(|_| running_key(key)) {
+            return self.act(a, cx);
+        }
+        if self.raw && self.running.is_some() {
+            if let Some(b) = super::keys::key_bytes(key) {
+                self.send_input(InputMsg::Data(b.into()));
+            }
+            return true;
+        }
         // Up on the first row and Down on the last step through the
         // history; run, new line, leave, focus, scroll, kill, quit and
         // help are the key map's.
@@ -275,8 +335,11 @@ impl Pane for CommandPane {
                 .trim_start_matches(" · ")
                 .to_string();
         }
+        let cwd = self.session_shell.then(|| self.shell_cwd(cx)).flatten();
         let title = if self.show_past {
             format!("Command · past commands of {}", cx.session)
+        } else if let Some(d) = &cwd {
+            format!("Command · session {} · {d}", cx.session)
         } else {
             format!("Command · session {}", cx.session)
         };
@@ -302,6 +365,10 @@ impl Pane for CommandPane {
             let y = inner.y + out_h;
             let label = if !cx.can("command.run") {
                 "─ $ (read-only) "
+            } else if self.raw && self.running.is_some() {
+                "─ raw keys → command (ctrl-t line mode) "
+            } else if self.running.is_some() {
+                "─ input → command (enter sends · ctrl-d eof · ctrl-c SIGINT) "
             } else if self.typing && focused {
                 "─ $ "
             } else {

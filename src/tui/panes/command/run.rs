@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::OutputChunk;
-use crate::engine::workspace::ToolCall;
+use crate::engine::shell_session::InputMsg;
+use crate::engine::workspace::{CallOptions, ToolCall};
 use crate::tui::action::Level;
 use crate::tui::pane::{Ctx, TaskPane};
 use crate::tui::widgets::text;
@@ -28,7 +29,7 @@ impl CommandPane {
             return;
         }
         if self.running.is_some() {
-            cx.toast(Level::Warn, "a command is running: ctrl-c kills it");
+            cx.toast(Level::Warn, "a command is running: ctrl-c interrupts it");
             return;
         }
         self.remember(&command);
@@ -39,10 +40,12 @@ impl CommandPane {
         let run = self.begin_run(&command, header);
         let call_id = format!("tui_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let cancel = CancellationToken::new();
+        let (itx, irx) = mpsc::channel::<InputMsg>(64);
         if let Some(r) = &mut self.running {
             r.call_id = call_id.clone();
             r.cancel = cancel.clone();
         }
+        self.input = Some(itx);
         let _ = run;
         self.follow = true;
         self.back = 0;
@@ -76,11 +79,20 @@ impl CommandPane {
             cancel: Some(cancel),
             output: Some(otx),
         };
+        let opts = CallOptions {
+            session_shell: Some(self.session_shell),
+            input: Some(irx),
+        };
         cx.spawn::<CommandPane>(async move {
-            let r = ws.call_tool(call).await;
+            let r = ws.call_tool_with(call, opts).await;
             // Every chunk reaches the pane before the exit status.
             let _ = forward.await;
             let error = (r.exit_code.is_none() && !r.is_success()).then(|| r.text());
+            let notice = r
+                .metadata
+                .get("shell_notice")
+                .and_then(|v| v.as_str())
+                .map(String::from);
             let duration_ms = r.metadata.get("duration_ms").and_then(|v| v.as_u64());
             Msg::Finished {
                 call_id,
@@ -89,14 +101,39 @@ impl CommandPane {
                 timed_out: r.timed_out,
                 duration_ms,
                 error,
+                notice,
             }
         });
+    }
+
+    /// Sends `msg` to the running command's input; false when none runs.
+    pub(super) fn send_input(&mut self, msg: InputMsg) -> bool {
+        match (&self.running, &self.input) {
+            (Some(_), Some(tx)) => {
+                // A full queue (64 messages unread) drops the newest.
+                let _ = tx.try_send(msg);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Enter while a command runs: the prompt's text and a newline go to
+    /// its stdin, and are shown in the output as a terminal would echo.
+    pub(super) fn send_line(&mut self, cx: &mut Ctx) {
+        let line = format!("{}\n", self.prompt.text());
+        self.prompt.clear();
+        let st = cx.theme.warn;
+        self.feed(crate::backend::StreamKind::Stdout, line.as_bytes(), st);
+        self.send_input(InputMsg::Data(line.into()));
     }
 
     pub(super) fn finish(&mut self, end: &Finished<'_>, cx: &mut Ctx) {
         let (err_style, muted) = (cx.theme.warn, cx.theme.muted);
         self.pull(err_style, muted);
         self.end_partial_lines(err_style);
+        self.raw = false;
+        self.input = None;
         let Some(r) = self.running.take() else {
             return;
         };
@@ -107,6 +144,7 @@ impl CommandPane {
             timed_out,
             duration_ms,
             error,
+            notice,
         } = *end;
         // The tool's own measure when it gave one (the same figure as the
         // journal, Logs and `--json`); the pane's clock only as a fallback.
@@ -135,6 +173,9 @@ impl CommandPane {
             }
         };
         self.push_status(&r.session, run, msg, style.add_modifier(Modifier::BOLD));
+        if let Some(n) = notice {
+            self.push_status(&r.session, run, format!("⚠ {n}"), t.warn);
+        }
         self.load_journal(cx);
     }
 }
@@ -146,6 +187,8 @@ pub(super) struct Finished<'a> {
     pub(super) timed_out: bool,
     pub(super) duration_ms: Option<u64>,
     pub(super) error: Option<&'a str>,
+    /// The session shell's notice (a replaced shell, lost state).
+    pub(super) notice: Option<&'a str>,
 }
 
 impl TaskPane for CommandPane {
@@ -163,6 +206,7 @@ impl TaskPane for CommandPane {
                 timed_out,
                 duration_ms,
                 error,
+                notice,
             } if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) => {
                 let end = Finished {
                     exit_code: *exit_code,
@@ -170,6 +214,7 @@ impl TaskPane for CommandPane {
                     timed_out: *timed_out,
                     duration_ms: *duration_ms,
                     error: error.as_deref(),
+                    notice: notice.as_deref(),
                 };
                 self.finish(&end, cx);
             }
