@@ -247,7 +247,7 @@ async fn c15_timeout_kills_with_send_signal() {
     assert!(
         starts
             .iter()
-            .any(|(b, _)| b.to_string().contains("grep -qx 'WSBENCH_EXEC_ID="))
+            .any(|(b, _)| b.to_string().contains("m='WSBENCH_EXEC_ID="))
     );
     // Cancel works the same way.
     let token = tokio_util::sync::CancellationToken::new();

@@ -512,11 +512,17 @@ fn k8s_profile_opens_the_tui_on_a_pod_and_runs_a_command_there() {
             .any(|l| l.contains("┃hello ") || l.contains("│hello ")),
         "{s}"
     );
-    // It ran in the Pod: through the stub's exec, on the Pod's PVC.
+    // It ran in the Pod: through the stub's exec, on the Pod's PVC. The
+    // Command pane runs commands in the session shell (a long-lived
+    // `/bin/sh` exec'd in the Pod that reads them on its stdin), or as an
+    // exec of their own when that is off.
     let execs = stub.execs();
     let ran = execs
         .iter()
-        .find(|x| x.command.iter().any(|c| c == "echo hello"))
+        .find(|x| {
+            x.command.iter().any(|c| c == "echo hello")
+                || x.command.last().is_some_and(|c| c == "/bin/sh")
+        })
         .unwrap_or_else(|| panic!("no exec of `echo hello` in a pod: {execs:#?}"));
     assert!(stub.has_pod(ns, &ran.pod), "{}", ran.pod);
     t.key("Escape");
@@ -575,11 +581,17 @@ fn ctrl_c_and_f1_in_the_prompt_never_strand_the_user() {
     let s = t.screen();
     assert!(s.contains("wsbench │"), "Ctrl-C quit the app:\n{s}");
     assert!(!s.contains("never-run"), "the line was not cleared:\n{s}");
-    // With a command running it asks first; yes kills it.
+    // With a command running Ctrl-C interrupts it, as a shell does.
     t.literal("sleep 30");
     t.key("Enter");
     t.wait_for("running", Duration::from_secs(10));
     t.key("C-c");
+    t.wait_for("SIGINT", Duration::from_secs(10));
+    // Killing the tree is Ctrl-X; it asks first; yes kills it.
+    t.literal("sleep 30");
+    t.key("Enter");
+    t.wait_for("running", Duration::from_secs(10));
+    t.key("C-x");
     t.wait_for("Kill `sleep 30`", Duration::from_secs(10));
     t.key("y");
     t.wait_for("✗ killed", Duration::from_secs(10));
@@ -659,7 +671,8 @@ fn a_flood_never_freezes_the_keys() {
     t.wait_for("┏ Logs", Duration::from_secs(5));
     t.key("BTab");
     t.wait_for("┏ Command", Duration::from_secs(5));
-    t.key("C-c");
+    // Ctrl-X asks to kill the tree (Ctrl-C would only interrupt it).
+    t.key("C-x");
     t.wait_for("kill", Duration::from_secs(5));
     t.key("y");
     t.wait_for("✗ killed", Duration::from_secs(20));
