@@ -27,7 +27,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bollard::container::LogOutput;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::exec::ExecTarget;
@@ -44,8 +44,9 @@ type Output = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error
 /// the module docs); [`Watchdog::disarm`] ends it quietly.
 pub(crate) struct Watchdog {
     input: Pin<Box<dyn AsyncWrite + Send>>,
-    // Held only so the connection stays open (both halves must live).
-    _output: Output,
+    // Held so the connection stays open (both halves must live), and
+    // read to its end by [`Watchdog::disarm`].
+    output: Output,
 }
 
 impl Watchdog {
@@ -64,7 +65,7 @@ impl Watchdog {
         match started.await {
             Ok((output, input)) => Some(Watchdog {
                 input,
-                _output: output,
+                output: output,
             }),
             Err(e) => {
                 tracing::warn!(
@@ -78,10 +79,24 @@ impl Watchdog {
 
     /// Tells the watchdog the command ended as it should: it exits and
     /// kills nothing. Bounded by [`DISARM_WAIT`].
+    ///
+    /// It also waits for the watchdog to exit (its output stream ends), so
+    /// no helper process of a finished command is left in the container:
+    /// one frozen by a `docker pause` right after the command returned
+    /// kept an exec open in the daemon, and the daemon then answered the
+    /// next inspect of the container only after bollard's 120 s timeout.
     pub(crate) async fn disarm(mut self) {
         let quiet = async {
             self.input.write_all(b"done\n").await?;
-            self.input.shutdown().await
+            self.input.shutdown().await?;
+            while let Some(frame) = self.output.next().await {
+                // Its output is empty unless the shell fails; only the end
+                // of the stream matters.
+                if frame.is_err() {
+                    break;
+                }
+            }
+            std::io::Result::Ok(())
         };
         match tokio::time::timeout(DISARM_WAIT, quiet).await {
             Ok(Ok(())) => {}
