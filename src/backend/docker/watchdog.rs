@@ -65,7 +65,7 @@ impl Watchdog {
         match started.await {
             Ok((output, input)) => Some(Watchdog {
                 input,
-                output: output,
+                output,
             }),
             Err(e) => {
                 tracing::warn!(
