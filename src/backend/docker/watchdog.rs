@@ -63,10 +63,7 @@ impl Watchdog {
             target.start(&id).await
         };
         match started.await {
-            Ok((output, input)) => Some(Watchdog {
-                input,
-                output,
-            }),
+            Ok((output, input)) => Some(Watchdog { input, output }),
             Err(e) => {
                 tracing::warn!(
                     container = %target.container,
