@@ -7,7 +7,7 @@ use wsbench::cli::Cli;
 fn main() {
     if version_only() {
         // Same text as clap's `--version`; tests/it/cli.rs compares them.
-        println!("wsbench {}", env!("CARGO_PKG_VERSION"));
+        println!("wsbench {}", wsbench::cli::VERSION);
         return;
     }
     // A reader that closes our stdout early (`wsbench ... | head`) ends the
@@ -27,17 +27,47 @@ fn main() {
         }
         default_hook(info);
     }));
-    let cli = Cli::parse();
+    let json_args = std::env::args_os().any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version are answers, not errors; a usage error under
+        // `--json` is also a JSON object on stdout (exit 2, as clap's).
+        Err(e) if json_args && e.use_stderr() => {
+            // The message is the text before clap's blank line and usage.
+            let text = e.to_string();
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let first = first.join(" ");
+            let first = first.trim_start_matches("error: ");
+            println!(
+                "{}",
+                serde_json::json!({ "error": first, "kind": "usage", "causes": [first] })
+            );
+            let _ = e.print();
+            std::process::exit(2);
+        }
+        Err(e) => e.exit(),
+    };
     // Libraries log their own failures at ERROR (rmcp's transport
     // workers, kube's client builder, rustls' certificate verifier) and
     // wsbench reports the same failure as its one error line: by default
     // only wsbench's own warnings show; `WSBENCH_LOG` (an `EnvFilter`
-    // such as `debug` or `wsbench=debug,kube=info`) shows the rest.
-    let filter = match std::env::var("WSBENCH_LOG") {
-        Ok(v) if !v.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&v) {
+    // such as `debug` or `wsbench=debug,kube=info`) shows the rest, and
+    // so does `RUST_LOG` when `WSBENCH_LOG` is unset (the usual name).
+    let log_var = std::env::var("WSBENCH_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| ("WSBENCH_LOG", v))
+        .or_else(|| std::env::var("RUST_LOG").ok().map(|v| ("RUST_LOG", v)));
+    let filter = match log_var {
+        Some((name, v)) if !v.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&v)
+        {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("wsbench: ignoring WSBENCH_LOG={v:?}: {e}");
+                eprintln!("wsbench: ignoring {name}={v:?}: {e}");
                 tracing_subscriber::EnvFilter::new(wsbench::cli::DEFAULT_LOG_FILTER)
             }
         },
@@ -60,9 +90,15 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let json = cli.global.json;
     let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
+            // Under `--json` stdout gets the error as JSON too (scripts
+            // read stdout); stderr keeps the one text line.
+            if json {
+                println!("{}", wsbench::cli::error_json(&e));
+            }
             eprintln!("error: {}", wsbench::cli::error_line(&e));
             1
         }

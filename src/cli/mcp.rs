@@ -281,6 +281,15 @@ async fn run_on(
             } else {
                 print_listing(&listing);
             }
+            // The whole listing is printed; a failed server or a broken
+            // declaration shows in the exit code for scripts.
+            let failed = listing
+                .servers
+                .iter()
+                .any(|s| matches!(s.state, McpState::Failed { .. }));
+            if failed || !listing.issues.is_empty() {
+                return Ok(super::EXIT_PARTIAL);
+            }
         }
         McpCmd::Add(a) => {
             let decl = decl_of(&a)?;

@@ -31,12 +31,32 @@ pub const DEFAULT_LOG_FILTER: &str = "off,wsbench=warn";
 /// Exit code of a command that timed out (as `timeout(1)` reports it).
 pub(crate) const EXIT_TIMEOUT: i32 = 124;
 
+/// Exit code of a listing that was printed whole but holds failures a
+/// script should notice: `mcp list` with a server that failed to start or
+/// connect (or a declaration problem), `skills list` with invalid skills.
+/// Distinct from 1 (the command itself failed: nothing was listed) and 2
+/// (bad command line, as clap reports it).
+pub const EXIT_PARTIAL: i32 = 3;
+
+/// What `--version` prints after `wsbench `: the crate version, then the
+/// commit the binary was built from and that commit's date (`build.rs`),
+/// e.g. `0.1.0 (f2495dd0a1b2 2026-12-06)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("WSBENCH_COMMIT"),
+    " ",
+    env!("WSBENCH_COMMIT_DATE"),
+    ")"
+);
+
 /// wsbench — a terminal workbench for AI-agent workspaces.
 #[derive(Debug, Parser)]
-#[command(name = "wsbench", version, about, long_about = None)]
+#[command(name = "wsbench", version = VERSION, about, long_about = None)]
 pub struct Cli {
-    /// Options every command takes.
-    #[command(flatten)]
+    /// Options every command takes (shown under their own heading in
+    /// every `--help`, apart from the sub-command's own options).
+    #[command(flatten, next_help_heading = "Global options")]
     pub global: GlobalArgs,
     /// Options of the TUI (a bare `wsbench`).
     #[command(flatten)]
@@ -74,10 +94,16 @@ pub struct GlobalArgs {
     )]
     pub user: String,
     /// Agent id (selects the skills partition; empty = `default`).
-    #[arg(long, global = true, default_value = "")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        env = "WSBENCH_AGENT",
+        default_value = ""
+    )]
     pub agent: String,
     /// Session id (names `sessions/<id>/`; default from config, else `default`).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "ID", env = "WSBENCH_SESSION")]
     pub session: Option<String>,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]
@@ -160,6 +186,16 @@ pub enum Command {
     Agent(agent::AgentArgs),
     /// Versions, resolved config and data paths, workspace root, backend.
     Info,
+    /// Print the manual page (roff: `wsbench man | man -l -`), of a
+    /// sub-command with its name (`wsbench man mcp add`), or write every
+    /// page to a folder with `--out DIR` (for `MANPATH`).
+    Man {
+        /// The sub-command whose page to print (none: `wsbench` itself).
+        command: Vec<String>,
+        /// Write `wsbench.1` and one page per sub-command into DIR instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        out: Option<PathBuf>,
+    },
     /// Print shell completions.
     Completions {
         /// Shell to generate for.
@@ -238,6 +274,47 @@ pub fn error_line(e: &anyhow::Error) -> String {
     crate::root::safe_text::for_lines(&out).into_owned()
 }
 
+/// The manual page (roff, `clap_mangen`) of `wsbench` (`path` empty) or
+/// of one of its sub-commands (`path` = `["mcp", "add"]` for
+/// `wsbench-mcp-add(1)`), with every option and the sub-commands listed.
+///
+/// # Errors
+/// A `path` that names no sub-command (the message lists the known ones).
+pub fn man_page(path: &[String]) -> anyhow::Result<Vec<u8>> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut name = "wsbench".to_string();
+    for part in path {
+        let known: Vec<String> = cmd
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        let Some(sub) = cmd.find_subcommand(part).cloned() else {
+            anyhow::bail!(
+                "no sub-command {part:?} under {name}; known: {}",
+                known.join(", ")
+            );
+        };
+        name = format!("{name}-{}", sub.get_name());
+        cmd = sub.name(name.clone()).version(VERSION);
+    }
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out)?;
+    Ok(out)
+}
+
+/// An error as the JSON object `--json` prints on stdout: `{"error":
+/// "<the one line of [error_line]>", "causes": ["outer", ..., "root"]}`
+/// (each cause terminal-safe), so a script reading stdout gets a parseable
+/// answer on failure too; the text line still goes to stderr.
+pub fn error_json(e: &anyhow::Error) -> serde_json::Value {
+    let causes: Vec<String> = e
+        .chain()
+        .map(|c| crate::root::safe_text::for_lines(&c.to_string()).into_owned())
+        .collect();
+    serde_json::json!({ "error": error_line(e), "causes": causes })
+}
+
 /// Runs a sub-command (or, with none, prints the workspace summary: the
 /// binary opens the TUI itself when it can); returns the process exit
 /// code.
@@ -245,6 +322,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     if let Some(Command::Completions { shell }) = &cli.command {
         let mut cmd = Cli::command();
         clap_complete::generate(*shell, &mut cmd, "wsbench", &mut std::io::stdout());
+        return Ok(0);
+    }
+    if let Some(Command::Man { command, out }) = &cli.command {
+        match out {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                clap_mangen::generate_to(Cli::command(), dir)?;
+            }
+            None => std::io::Write::write_all(&mut std::io::stdout(), &man_page(command)?)?,
+        }
         return Ok(0);
     }
     // Before anything is loaded or opened: a refused command touches nothing.
@@ -270,7 +357,7 @@ async fn dispatch(ctx: &Ctx, command: Option<Command>) -> anyhow::Result<i32> {
         Some(Command::Demo(a)) => agent::run_demo(ctx, a).await,
         Some(Command::Agent(a)) => agent::run_agent(ctx, a).await,
         Some(Command::Info) => info::run(ctx).await,
-        Some(Command::Completions { .. }) => unreachable!("handled above"),
+        Some(Command::Completions { .. } | Command::Man { .. }) => unreachable!("handled above"),
     }
 }
 

@@ -46,7 +46,8 @@ pub(super) fn change(command: &Command) -> Option<&'static str> {
         | Command::Offload(_)
         | Command::Status
         | Command::Info
-        | Command::Completions { .. } => None,
+        | Command::Completions { .. }
+        | Command::Man { .. } => None,
     }
 }
 

@@ -39,9 +39,15 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
     match cmd {
         SkillsCmd::List => {
             let listing = ws.skills().list(agent).await?;
+            // Invalid skills are listed, then reported in the exit code.
+            let code = if listing.invalid.is_empty() {
+                0
+            } else {
+                super::EXIT_PARTIAL
+            };
             if ctx.json {
                 output::json(&listing)?;
-                return Ok(0);
+                return Ok(code);
             }
             say!(
                 "{} skills in {} ({} valid, {} invalid)",
@@ -68,6 +74,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
             if !rows.is_empty() {
                 output::table(&["NAME", "STATUS", "DESCRIPTION"], &rows);
             }
+            return Ok(code);
         }
         SkillsCmd::Show { name } => {
             let skill = ws.skills().get(&name, agent).await?;

@@ -232,6 +232,7 @@ fn skills_on_the_fixture_and_a_seeded_workspace() {
         f.path().to_str().unwrap(),
         "--json",
     ]);
+    assert_eq!(o.status.code(), Some(0), "all skills valid");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let names: Vec<_> = v["skills"]
         .as_array()
@@ -271,6 +272,21 @@ fn skills_on_the_fixture_and_a_seeded_workspace() {
         text.contains("broken-skill  INVALID") && text.contains("line 3"),
         "{text}"
     );
+    // The whole listing is printed, and the invalid skill shows in the
+    // exit code (EXIT_PARTIAL), with and without --json.
+    assert_eq!(o.status.code(), Some(wsbench::cli::EXIT_PARTIAL), "{text}");
+    let o = env.run(&[
+        "skills",
+        "list",
+        "--agent",
+        "coder",
+        "--workdir",
+        t.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(wsbench::cli::EXIT_PARTIAL));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["invalid"].as_array().unwrap().len(), 1, "{v}");
 }
 
 #[test]

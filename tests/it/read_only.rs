@@ -86,9 +86,10 @@ fn reads_change_nothing(w: &Path) {
     let before = tree(w);
     for args in READS {
         let o = run(home.path(), w, args);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
+        // A listing with an invalid skill or a failed server exits
+        // EXIT_PARTIAL after printing it: a read, not a failure.
+        assert!(
+            matches!(o.status.code(), Some(0 | wsbench::cli::EXIT_PARTIAL)),
             "{args:?}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
