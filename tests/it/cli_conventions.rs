@@ -126,7 +126,9 @@ fn agent_and_session_come_from_the_environment() {
 fn global_options_have_their_own_heading_in_help() {
     let home = tempfile::tempdir().unwrap();
     let help = text(&run(home.path(), &["exec", "--help"]).stdout);
-    let (own, global) = help.split_once("Global options:").expect(&help);
+    let (own, global) = help
+        .split_once("Global options:")
+        .unwrap_or_else(|| panic!("{help}"));
     assert!(own.contains("--timeout"), "{help}");
     assert!(!own.contains("--workdir"), "{help}");
     assert!(
@@ -144,7 +146,8 @@ fn errors_under_json_are_json_on_stdout() {
         &["--json", "--workdir", missing.to_str().unwrap(), "status"],
     );
     assert_eq!(o.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect(&text(&o.stdout));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o.stdout)));
     assert!(
         v["error"].as_str().unwrap().contains("does not exist"),
         "{v}"
@@ -160,7 +163,8 @@ fn errors_under_json_are_json_on_stdout() {
     // A usage error: JSON too, exit 2 as clap's.
     let o = run(home.path(), &["--json", "exec"]);
     assert_eq!(o.status.code(), Some(2));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect(&text(&o.stdout));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o.stdout)));
     assert_eq!(v["kind"], "usage");
     assert!(v["error"].as_str().unwrap().contains("<COMMAND>"), "{v}");
     // Without --json, stdout stays empty.
