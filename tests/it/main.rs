@@ -12,6 +12,7 @@ mod backend_suite;
 mod bad_input;
 mod bash_tool;
 mod cli;
+mod cli_shell;
 mod cli_terminal;
 mod cloud_cli;
 mod cloud_daytona;
