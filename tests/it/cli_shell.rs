@@ -84,10 +84,10 @@ async fn shell_runs_a_command_on_the_pods_terminal_on_kubernetes() {
     let config = home.path().join("wsbench.toml");
     std::fs::write(&config, k8s_config(&kc)).unwrap();
     let mut cmd = cli::wsbench_cmd(home.path());
-    cmd.arg("--config")
-        .arg(&config)
-        .args(["--profile", "k8s"]);
-    let o = tokio::task::spawn_blocking(move || shell(cmd)).await.unwrap();
+    cmd.arg("--config").arg(&config).args(["--profile", "k8s"]);
+    let o = tokio::task::spawn_blocking(move || shell(cmd))
+        .await
+        .unwrap();
     let (_, err) = check(&o, "/workspace");
     assert!(err.contains("inside the kubernetes sandbox"), "{err}");
     assert!(

@@ -241,7 +241,10 @@ async fn kubectl_exec_it_gets_a_terminal_that_follows_resizes() {
     term.write_all(b"hello\r").await.unwrap();
     read_until(&mut term, &mut seen, "got:hello").await;
     let text = String::from_utf8_lossy(&seen).into_owned();
-    assert!(text.contains("hello\r\n"), "the Pod's terminal echoes: {text:?}");
+    assert!(
+        text.contains("hello\r\n"),
+        "the Pod's terminal echoes: {text:?}"
+    );
     // A resize of kubectl's terminal (SIGWINCH) reaches the Pod's.
     term.resize(pty_process::Size::new(40, 120)).unwrap();
     read_until(&mut term, &mut seen, "resized:ok").await;
@@ -249,7 +252,12 @@ async fn kubectl_exec_it_gets_a_terminal_that_follows_resizes() {
         .await
         .expect("kubectl exits")
         .unwrap();
-    assert_eq!(status.code(), Some(3), "{:?}", String::from_utf8_lossy(&seen));
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "{:?}",
+        String::from_utf8_lossy(&seen)
+    );
     let execs = stub.execs();
     let tty = execs.iter().find(|e| e.tty).expect("a tty exec was served");
     assert_eq!(tty.protocol, "v5.channel.k8s.io");

@@ -426,5 +426,8 @@ async fn bash_tool_description_follows_bash_session() {
         session.contains("carry over to the next call") && !session.contains("fresh shell:"),
         "{session}"
     );
-    assert!(session.contains("the next call gets a fresh shell"), "{session}");
+    assert!(
+        session.contains("the next call gets a fresh shell"),
+        "{session}"
+    );
 }

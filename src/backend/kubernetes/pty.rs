@@ -55,9 +55,7 @@ const PING_EVERY: Duration = Duration::from_secs(30);
 /// The resize frame: channel 4, then `{"Width":cols,"Height":rows}`.
 pub(super) fn resize_frame(size: PtySize) -> Vec<u8> {
     let mut v = vec![RESIZE];
-    v.extend_from_slice(
-        format!(r#"{{"Width":{},"Height":{}}}"#, size.cols, size.rows).as_bytes(),
-    );
+    v.extend_from_slice(format!(r#"{{"Width":{},"Height":{}}}"#, size.cols, size.rows).as_bytes());
     v
 }
 

@@ -16,7 +16,8 @@ use super::{files, tarball};
 use crate::backend::shell::ops;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, PtyRequest, PtySession, PtySupport, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, PtySupport, Sandbox, SpawnRequest,
+    Watch,
 };
 
 /// A workspace Pod used as a sandbox.
