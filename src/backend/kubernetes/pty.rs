@@ -29,6 +29,8 @@ use kube::api::AttachParams;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 use tungstenite::Message;
+use tungstenite::protocol::CloseFrame;
+use tungstenite::protocol::frame::coding::CloseCode;
 
 use super::channel::{Ended, RESIZE, STDIN, read_until_status};
 use super::events::{K8sEvent, emit};
@@ -135,6 +137,7 @@ pub(crate) async fn start(target: &ExecTarget, req: PtyRequest) -> BackendResult
     let events = target.events.clone();
     let pod = target.pod.clone();
     let started = Instant::now();
+    let closer = tx.clone();
     tokio::spawn(async move {
         let (out_sink, mut out_rx) = mpsc::channel::<OutputChunk>(64);
         let pump = async {
@@ -151,6 +154,19 @@ pub(crate) async fn start(target: &ExecTarget, req: PtyRequest) -> BackendResult
         };
         let (ended, ()) = tokio::join!(read, pump);
         writer.abort();
+        // Answer the server's end with a clean close (code 1000), as an
+        // exec does, rather than dropping the connection.
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            closer
+                .lock()
+                .await
+                .send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Normal,
+                    reason: "".into(),
+                })))
+                .await
+        })
+        .await;
         let code = match &ended {
             Ended::Exit(c) => Some(*c),
             _ => None,
