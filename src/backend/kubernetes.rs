@@ -22,6 +22,8 @@
 //!   with `v4` fallback, streamed output, exit code from the status
 //!   channel, timeouts that kill the process tree in the Pod, and a
 //!   background job that cannot hold a finished command's call open.
+//! * **Terminal** (module `pty`): an exec with `tty=true`, resized
+//!   through the websocket's resize channel (4), killed by its marker.
 //! * **Files** by small scripts over exec, one round trip each (module
 //!   `files`). Every one of them — read, write, append, create, list,
 //!   stat, remove, rename, mkdir and the tar transfers — starts with the
@@ -53,6 +55,7 @@ mod health;
 pub mod names;
 mod options;
 mod provision;
+mod pty;
 mod sandbox;
 mod tarball;
 

@@ -182,12 +182,13 @@ impl Workspace {
         );
         let mcp_options = config.mcp.clone();
         let shells = ShellSessions::new(base.sandbox().clone(), ShellOptions::default());
+        let tools = builtin_tools(config.bash_session);
         let ws = Arc::new(Workspace {
             shells,
             offload: Offload::new(base.clone()),
             base,
             config,
-            tools: builtin_tools(),
+            tools,
             skills: SkillState::default(),
             alive: AtomicBool::new(false),
             mcp,

@@ -156,3 +156,109 @@ async fn kubectl_exec_exec_i_and_cp_agree_with_the_stub() {
                 && e.command.first().map(String::as_str) == Some("tar"))
     );
 }
+
+/// Reads the terminal `out` into `seen` until it holds `needle`; panics
+/// with what was seen when it ends or a minute passes first (a failure
+/// limit only: a pass returns as soon as the bytes are there).
+async fn read_until(
+    out: &mut (impl tokio::io::AsyncRead + Unpin),
+    seen: &mut Vec<u8>,
+    needle: &str,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    let found = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            if String::from_utf8_lossy(seen).contains(needle) {
+                return true;
+            }
+            match out.read(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    assert!(
+        found,
+        "{needle:?} not in kubectl's terminal {:?}",
+        String::from_utf8_lossy(seen)
+    );
+}
+
+/// `kubectl exec -it` on a real terminal against the stub: kubectl asks
+/// for `tty=true`, sends its terminal's size and every later resize on
+/// channel 4, what is typed reaches `read` through the stub's PTY (with
+/// its echo), and the exit code comes back. This is the check that the
+/// stub's terminal half (which wsbench's own `Sandbox::pty` is tested
+/// against in the backend suite) speaks the protocol client-go speaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_exec_it_gets_a_terminal_that_follows_resizes() {
+    use tokio::io::AsyncWriteExt;
+    for tool in ["kubectl", "bwrap"] {
+        if !have(tool) {
+            skip_or_fail(&format!("{tool} is not installed"));
+            return;
+        }
+    }
+    let stub = Stub::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = stub.kubeconfig(dir.path(), NS);
+    let prov = KubernetesProvisioner::new(KubernetesOptions {
+        kubeconfig: Some(kc.clone()),
+        namespace: NS.into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let _sb = prov
+        .provision(&ProvisionSpec {
+            workspace_id: "kubectl-it".into(),
+            labels: BTreeMap::new(),
+        })
+        .await
+        .unwrap();
+    let pod = prov.object_name("kubectl-it");
+    // The stub starts the program before kubectl's first size frame is
+    // read (as a kubelet does), so the script waits for each size.
+    let script = "until [ \"$(stty size)\" = '33 101' ]; do sleep 0.1; done; echo size:ok; \
+                  read x; echo got:$x; \
+                  until [ \"$(stty size)\" = '40 120' ]; do sleep 0.1; done; echo resized:ok; exit 3";
+    let (mut term, pts) = pty_process::open().unwrap();
+    term.resize(pty_process::Size::new(33, 101)).unwrap();
+    let mut cmd = tokio::process::Command::new("kubectl");
+    cmd.arg("--kubeconfig")
+        .arg(&kc)
+        .args(["exec", "-it", &pod, "--", "sh", "-c", script]);
+    let mut child = pty_process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn(pts)
+        .unwrap();
+    let mut seen = Vec::new();
+    read_until(&mut term, &mut seen, "size:ok").await;
+    // kubectl put our terminal in raw mode: Enter is `\r`, which the
+    // Pod's terminal turns into the newline `read` waits for.
+    term.write_all(b"hello\r").await.unwrap();
+    read_until(&mut term, &mut seen, "got:hello").await;
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    assert!(
+        text.contains("hello\r\n"),
+        "the Pod's terminal echoes: {text:?}"
+    );
+    // A resize of kubectl's terminal (SIGWINCH) reaches the Pod's.
+    term.resize(pty_process::Size::new(40, 120)).unwrap();
+    read_until(&mut term, &mut seen, "resized:ok").await;
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+        .await
+        .expect("kubectl exits")
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "{:?}",
+        String::from_utf8_lossy(&seen)
+    );
+    let execs = stub.execs();
+    let tty = execs.iter().find(|e| e.tty).expect("a tty exec was served");
+    assert_eq!(tty.protocol, "v5.channel.k8s.io");
+}

@@ -13,6 +13,7 @@ mod bad_input;
 mod bash_tool;
 mod cli;
 mod cli_conventions;
+mod cli_shell;
 mod cli_terminal;
 mod cloud_cli;
 mod cloud_daytona;

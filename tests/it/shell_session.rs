@@ -403,3 +403,31 @@ async fn bash_tool_keeps_state_only_with_bash_session() {
         format!("{wd}\nunset\n")
     );
 }
+
+/// What the model is told about the Bash tool follows `[tools]
+/// bash_session`: by default each call is a fresh shell (the reference's
+/// text); with the session shell, state carries over and a lost shell is
+/// announced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bash_tool_description_follows_bash_session() {
+    let describe = |ws: &Arc<Workspace>| {
+        ws.list_tools()
+            .into_iter()
+            .find(|t| t.name == "Bash")
+            .expect("Bash is listed")
+            .description
+    };
+    let (_d, ws) = bash_ws(false).await;
+    let fresh = describe(&ws);
+    assert!(fresh.contains("Each call is a fresh shell"), "{fresh}");
+    let (_d, ws) = bash_ws(true).await;
+    let session = describe(&ws);
+    assert!(
+        session.contains("carry over to the next call") && !session.contains("fresh shell:"),
+        "{session}"
+    );
+    assert!(
+        session.contains("the next call gets a fresh shell"),
+        "{session}"
+    );
+}

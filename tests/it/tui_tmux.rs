@@ -445,6 +445,46 @@ fn bang_shell_docker_runs_in_the_container() {
     );
 }
 
+#[test]
+fn bang_shell_kubernetes_runs_in_the_pod() {
+    if !have_tmux() {
+        return;
+    }
+    if !support::have("bwrap") {
+        support::skip_or_fail("bwrap is not installed (the k8s stub's pods run commands with it)");
+        return;
+    }
+    // The stub serves from this runtime's threads while the test drives
+    // tmux from its own.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stub = rt.block_on(k8s_stub::Stub::start());
+    let dir = tempfile::tempdir().unwrap();
+    let ns = "wsbench-bang";
+    let config = format!(
+        "[profiles.bangk]\nbackend = \"kubernetes\"\n\n[profiles.bangk.options]\n\
+         kubeconfig = \"{}\"\nnamespace = \"{ns}\"\nimage = \"stub/image:1\"\n\
+         ready_timeout_secs = 30\n",
+        stub.kubeconfig(dir.path(), ns).display()
+    );
+    // A terminal (stdin is a tty) in the Pod's /workspace; the expected
+    // text is not in the typed line, so only the shell's output matches.
+    bang_shell(
+        "bangk",
+        Some(config),
+        "inside the kubernetes sandbox",
+        "test -t 0 && echo \"TTY=$(pwd)\"",
+        "TTY=/workspace",
+    );
+    assert!(
+        stub.execs().iter().any(|e| e.tty),
+        "the shell was a tty exec in the Pod"
+    );
+}
+
 /// Removes the containers of a test profile when the test ends.
 struct RemoveContainers(String);
 

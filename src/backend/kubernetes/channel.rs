@@ -1,7 +1,7 @@
 //! The exec websocket's channel protocol (`v4`/`v5.channel.k8s.io`):
 //! every binary frame starts with its channel byte; output arrives on 1
-//! and 2, the command's end as a `metav1.Status` on 3, and `v5` closes
-//! stdin with `[255, 0]`.
+//! and 2, the command's end as a `metav1.Status` on 3, a terminal's size
+//! goes out on 4, and `v5` closes stdin with `[255, 0]`.
 
 use futures::StreamExt;
 use tungstenite::Message;
@@ -16,6 +16,9 @@ pub(super) const STDOUT: u8 = 1;
 pub(super) const STDERR: u8 = 2;
 /// Channel of the status frame that ends a command.
 pub(super) const STATUS: u8 = 3;
+/// Channel of terminal resize frames (client to server, JSON
+/// `{"Width":…,"Height":…}`), for an exec with `tty=true`.
+pub(super) const RESIZE: u8 = 4;
 /// `v5` close signal: `[CLOSE, STDIN]` closes stdin.
 pub(super) const CLOSE: u8 = 255;
 

@@ -163,7 +163,7 @@ impl ExecTarget {
     }
 
     /// The argv sent to the API: the wrapper, then the command.
-    fn wrapped(
+    pub(super) fn wrapped(
         &self,
         argv: &[String],
         cwd: Option<&str>,
@@ -212,7 +212,8 @@ impl ExecTarget {
         Ok(out)
     }
 
-    /// Opens the exec websocket for `command` (already wrapped).
+    /// Opens the exec websocket for `command` (already wrapped), stdout
+    /// and stderr attached, stdin when `stdin`.
     async fn connect(
         &self,
         command: Vec<String>,
@@ -229,6 +230,23 @@ impl ExecTarget {
             .stdin(stdin)
             .stdout(true)
             .stderr(true);
+        self.connect_with(command, params).await
+    }
+
+    /// Opens the exec websocket for `command` (already wrapped) with
+    /// `params` (its container is set here); records the protocol agreed.
+    pub(super) async fn connect_with(
+        &self,
+        command: Vec<String>,
+        params: AttachParams,
+    ) -> BackendResult<
+        impl futures::Stream<Item = Result<Message, tungstenite::Error>>
+        + futures::Sink<Message, Error = tungstenite::Error>
+        + Send
+        + Unpin
+        + 'static,
+    > {
+        let params = params.container(self.container.clone());
         let req = Request::new(Pod::url_path(&(), Some(&self.namespace)))
             .exec(&self.pod, command, &params)
             .map_err(|e| BackendError::Remote {

@@ -16,7 +16,8 @@ use super::{files, tarball};
 use crate::backend::shell::ops;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, PtySupport, Sandbox, SpawnRequest, Watch,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, PtySupport, Sandbox, SpawnRequest,
+    Watch,
 };
 
 /// A workspace Pod used as a sandbox.
@@ -99,9 +100,7 @@ impl Sandbox for KubernetesSandbox {
         Capabilities {
             // No file events from inside a Pod.
             watch: false,
-            pty: PtySupport::Unsupported(
-                "a terminal (PTY): wsbench does not yet drive the exec websocket with tty=true and its resize channel (4)",
-            ),
+            pty: PtySupport::Supported,
             ..Capabilities::ALL
         }
     }
@@ -116,6 +115,10 @@ impl Sandbox for KubernetesSandbox {
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         self.target.spawn(req).await
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        super::pty::start(&self.target, req).await
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

@@ -24,8 +24,30 @@ use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::bus::{OutputMerge, Throttle};
 use crate::engine::events::{Event, OUTPUT_EVENT_BYTES, OUTPUT_EVENT_INTERVAL};
 
-/// The Bash tool.
-pub struct Bash;
+/// The Bash tool. `session` is `[tools] bash_session`: it only changes
+/// what the description tells the model (the call itself follows
+/// [`ToolEnv::bash_session`](super::ToolEnv::bash_session) or the
+/// caller's choice).
+pub struct Bash {
+    /// Calls run in the session's long-lived shell by default.
+    pub session: bool,
+}
+
+/// The description when each call is a fresh shell (the reference's
+/// semantics, the default).
+const DESCRIPTION_FRESH: &str = "Run a shell command with /bin/sh -c in the workspace directory and return its output. \
+     Each call is a fresh shell: cd, exported variables and background jobs do not carry over. \
+     stdin is closed. Output over 30000 characters is truncated and the full output is saved \
+     to a file whose path the result names. On timeout the whole process tree is killed.";
+
+/// The description with `[tools] bash_session = true`.
+const DESCRIPTION_SESSION: &str = "Run a shell command in this session's long-lived shell, in the directory the previous \
+     command left it in (the workspace directory at first), and return its output. \
+     cd, exported variables and shell functions carry over to the next call; each call still has \
+     its own exit status, output and timeout. If a command ends the shell (exit, exec) or is \
+     killed, the next call gets a fresh shell in the workspace directory and the result says so. \
+     stdin is closed. Output over 30000 characters is truncated and the full output is saved \
+     to a file whose path the result names. On timeout the whole process tree is killed.";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,10 +85,11 @@ impl Tool for Bash {
     }
 
     fn description(&self) -> &'static str {
-        "Run a shell command with /bin/sh -c in the workspace directory and return its output. \
-         Each call is a fresh shell: cd, exported variables and background jobs do not carry over. \
-         stdin is closed. Output over 30000 characters is truncated and the full output is saved \
-         to a file whose path the result names. On timeout the whole process tree is killed."
+        if self.session {
+            DESCRIPTION_SESSION
+        } else {
+            DESCRIPTION_FRESH
+        }
     }
 
     fn input_schema(&self) -> Value {

@@ -302,10 +302,13 @@ pub struct ToolSpec {
     pub read_only: bool,
 }
 
-/// The six built-in tools, in the reference's order.
-pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+/// The six built-in tools, in the reference's order; `bash_session` is
+/// `[tools] bash_session` (it changes the Bash tool's description).
+pub fn builtin_tools(bash_session: bool) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(bash::Bash),
+        Arc::new(bash::Bash {
+            session: bash_session,
+        }),
         Arc::new(read::Read),
         Arc::new(write::Write),
         Arc::new(edit::Edit),

@@ -7,7 +7,8 @@
 //! (`v5.channel.k8s.io`, `v4.channel.k8s.io`; binary frames with the
 //! channel byte, an empty "connected" frame, stdin close `[255, 0]`, the
 //! status JSON last on channel 3, then a Close with code 1000) — see
-//! `docs/k8s-testing.md` §4.
+//! `docs/k8s-testing.md` §4; with `tty=true` the command runs on a PTY
+//! resized through channel 4 (module `tty`).
 //!
 //! Each "pod" runs commands for real with bubblewrap: the host's `/usr`
 //! and `/etc` read-only, the PVC's host directory at `/workspace` and a
@@ -44,6 +45,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+mod tty;
+
 /// Knobs a test flips at run time.
 #[derive(Debug, Default)]
 pub struct Switches {
@@ -73,6 +76,8 @@ pub struct ExecRecord {
     pub protocol: String,
     /// The command as sent.
     pub command: Vec<String>,
+    /// Asked for a terminal (`tty=true`).
+    pub tty: bool,
 }
 
 #[derive(Debug)]
@@ -857,11 +862,21 @@ async fn exec(
         .unwrap_or("")
         .to_string();
     let stdin = flag("stdin");
+    let tty = flag("tty");
+    if tty && flag("stderr") {
+        // The API server refuses this too: a terminal has one output.
+        return status(400, "BadRequest", "tty and stderr cannot both be true");
+    }
     st.execs.lock().unwrap().push(ExecRecord {
         pod: name.clone(),
         protocol: protocol.clone(),
         command: command.clone(),
+        tty,
     });
+    if tty {
+        let cmd = bwrap_command(&rt, &command);
+        return ws.on_upgrade(move |socket| tty::run(socket, cmd));
+    }
     let st2 = st.clone();
     ws.on_upgrade(move |socket| run_exec(st2, socket, rt, command, stdin, protocol))
 }

@@ -216,6 +216,17 @@ impl Pane for CommandPane {
         self.typing
     }
 
+    /// The keys that act on a running command (interrupt, kill, raw
+    /// mode, end of input) leave the footer while none runs, so the
+    /// room goes to what works now (the pane and focus keys).
+    fn hint_off(&self, action: &str) -> bool {
+        self.running.is_none()
+            && matches!(
+                action,
+                "command.eof" | "command.interrupt" | "command.kill" | "command.raw"
+            )
+    }
+
     fn blur(&mut self) {
         self.typing = false;
     }
