@@ -108,10 +108,11 @@ fn short(s: &str, max: usize) -> String {
 }
 
 /// Prints events until the agent and its handles are gone.
-fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHandle<()> {
+fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHandle<usize> {
     let mut sub = handle.subscribe();
     tokio::spawn(async move {
         let mut mid_line = false;
+        let mut internal = 0;
         // Model text and tool output are data: printed terminal-safe.
         let mut out = super::output::Safe(std::io::stdout());
         while let Some(r) = sub.recv().await {
@@ -122,6 +123,9 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
                 }
                 AgentReceived::Event(e) => e,
             };
+            if matches!(&env.event, AgentEvent::Error { kind, .. } if kind == "internal") {
+                internal += 1;
+            }
             if json_lines {
                 let _ = writeln!(out, "{}", serde_json::to_string(&*env).unwrap_or_default());
                 continue;
@@ -222,7 +226,25 @@ fn spawn_printer(handle: &AgentHandle, json_lines: bool) -> tokio::task::JoinHan
             }
             let _ = out.flush();
         }
+        internal
     })
+}
+
+/// The run's exit code: [`exit_code`] of its replies, but 1 when the
+/// replies went well and `internal` errors (a state, journal or offload
+/// write that failed: something of the session was not saved) were
+/// reported on the way, with a line that says so on stderr.
+fn exit_code_with(outcomes: &[ReplyOutcome], internal: usize) -> i32 {
+    let code = exit_code(outcomes);
+    if internal > 0 {
+        say_err!(
+            "error: {internal} internal error(s) during the run (shown above as `! internal`): the session may not be saved as shown"
+        );
+        if code == 0 {
+            return 1;
+        }
+    }
+    code
 }
 
 /// Reads stdin lines in step mode: Enter steps, `c` continues, `q` stops.
@@ -411,10 +433,10 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     drop(agent);
     drop(handle);
     ctrl_c.abort();
-    let _ = printer.await;
+    let internal = printer.await.unwrap_or(0);
     let outcomes = outcomes?;
     print_session_summary(&ws, &session, &outcomes, ctx.json).await?;
-    Ok(exit_code(&outcomes))
+    Ok(exit_code_with(&outcomes, internal))
 }
 
 pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32> {
@@ -480,12 +502,38 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     drop(agent);
     drop(handle);
     ctrl_c.abort();
-    let _ = printer.await;
+    let internal = printer.await.unwrap_or(0);
     let outcome = outcome?;
     let outcomes = vec![outcome];
     print_session_summary(&ws, &session, &outcomes, ctx.json).await?;
     if let Some(e) = &outcomes[0].error {
         say_err!("error: {e}");
     }
-    Ok(exit_code(&outcomes))
+    Ok(exit_code_with(&outcomes, internal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(reason: FinishReason) -> ReplyOutcome {
+        ReplyOutcome {
+            reply_id: "r".into(),
+            reason,
+            text: String::new(),
+            error: None,
+            turns: 1,
+        }
+    }
+
+    #[test]
+    fn internal_errors_make_a_completed_run_fail() {
+        let done = [outcome(FinishReason::Completed)];
+        assert_eq!(exit_code_with(&done, 0), 0);
+        // A state, journal or offload write failed: not a success.
+        assert_eq!(exit_code_with(&done, 2), 1);
+        // A run that already failed keeps its own code.
+        let stopped = [outcome(FinishReason::Interrupted)];
+        assert_eq!(exit_code_with(&stopped, 1), 130);
+    }
 }

@@ -227,7 +227,13 @@ impl<'a> Journal<'a> {
     }
 
     /// Appends one entry to its session's journal (in place, one write).
+    /// A read-only base ([`WorkspaceBase::is_read_only`]) writes nothing,
+    /// the journal included: the entry is dropped and `Ok(())` returned,
+    /// so a read-only run neither writes nor warns that it could not.
     pub async fn append(self, entry: &JournalEntry) -> WsResult<()> {
+        if self.base.is_read_only() {
+            return Ok(());
+        }
         let path = self.base.layout().journal_file(&entry.session)?;
         let mut line = serde_json::to_vec(entry).expect("journal entry serialises");
         line.push(b'\n');

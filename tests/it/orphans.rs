@@ -22,15 +22,16 @@ fn long_command(tag: &str) -> String {
     )
 }
 
-#[test]
-fn sigkill_of_wsbench_exec_on_local_kills_the_command() {
+/// Starts `wsbench exec` on the local profile with `command(tag)`, waits
+/// for the escapee, SIGKILLs wsbench and checks the tag is gone.
+fn sigkill_local_exec(name: &str, command: fn(&str) -> String) {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let tag = format!("wsbench-orphan-local-{}", std::process::id());
+    let tag = format!("wsbench-orphan-{name}-{}", std::process::id());
     let mut child = wsbench_cmd(home.path())
         .args(["exec", "--workdir"])
         .arg(work.path())
-        .args(["--", "sh", "-c", &long_command(&tag)])
+        .args(["--", "sh", "-c", &command(&tag)])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -41,6 +42,18 @@ fn sigkill_of_wsbench_exec_on_local_kills_the_command() {
     child.kill().unwrap();
     child.wait().unwrap();
     procs::assert_gone(&tag, Duration::from_secs(10), "local exec after SIGKILL");
+}
+
+#[test]
+fn sigkill_of_wsbench_exec_on_local_kills_the_command() {
+    sigkill_local_exec("local", long_command);
+}
+
+#[test]
+fn sigkill_of_wsbench_exec_on_local_kills_a_setsid_env_i_child() {
+    // No marker and no group: only the parent links lead to the escapee,
+    // so the reaper must walk them before the command's main process dies.
+    sigkill_local_exec("local-envi", escapee_command);
 }
 
 /// Like [`long_command`], but the escapee also clears its environment

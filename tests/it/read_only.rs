@@ -114,6 +114,25 @@ fn read_only_reads_of_an_empty_directory_write_nothing() {
 }
 
 #[test]
+fn read_only_tool_calls_do_not_try_to_journal() {
+    // A read-only run writes nothing, the journal included, so it has
+    // nothing to warn about either (it used to warn that the append was
+    // refused).
+    let w = support::fixture_copy();
+    let home = home_with_skill_paths();
+    let file = w.path().join("probe.txt");
+    std::fs::write(&file, "hello\n").unwrap();
+    let before = tree(w.path());
+    let args = serde_json::json!({"file_path": file.display().to_string()}).to_string();
+    let o = run(home.path(), w.path(), &["tool", "Read", &args]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("hello"));
+    assert!(!err.contains("journal"), "a read-only call warned: {err}");
+    assert_eq!(tree(w.path()), before);
+}
+
+#[test]
 fn read_only_lists_the_seed_of_an_unequipped_partition() {
     let w = support::fixture_copy();
     let home = home_with_skill_paths();
@@ -133,9 +152,12 @@ fn read_only_refuses_writes_with_a_clear_error() {
     let w = support::fixture_copy();
     let home = home_with_skill_paths();
     let before = tree(w.path());
-    let write = r#"{"file_path": "new.txt", "content": "x"}"#;
+    // An absolute path, so the Write reaches the read-only refusal (a
+    // relative one is refused earlier, for another reason).
+    let target = w.path().join("new.txt").display().to_string();
+    let write = serde_json::json!({"file_path": target, "content": "x"}).to_string();
     for args in [
-        &["tool", "Write", write][..],
+        &["tool", "Write", &write][..],
         &["exec", "--", "touch", "new.txt"],
         &["--agent", "coder", "skills", "remove", "git-helper"],
         &["mcp", "add", "x", "--", "true"],

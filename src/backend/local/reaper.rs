@@ -8,9 +8,11 @@
 //! when it starts and withdrawn with `d <pgid> <marker>` when it ends or
 //! wsbench drops its handle. When wsbench ends in any way, SIGKILL
 //! included, the kernel closes the write end; the watcher reads end of
-//! file and, for every command still announced, kills its process group
-//! and then, with [`kill_line`], every process carrying its marker
-//! (children that called `setsid` and left the group). Background children
+//! file and, for every command still announced, freezes its process
+//! group, kills with [`kill_line`] every process carrying its marker
+//! (children that called `setsid` and left the group) and every descendant
+//! of one (children that also cleared their environment), and then kills
+//! the group (see `script` for why in this order). Background children
 //! of a finished command are left alone, as before.
 //!
 //! Issue 18: a watcher per command (issue 14's first version) doubled the
@@ -22,9 +24,16 @@
 //! not its children. The pipe ties the watch to the process, not a thread.
 //!
 //! Limits: a command started and killed within the instant between its
-//! spawn and its announcement is not covered; a descendant that both left
-//! the group and cleared its environment (`setsid env -i …`) is not found
-//! (there is nothing left to recognise it by); when the watcher is killed
+//! spawn and its announcement is not covered; a descendant that left the
+//! group, cleared its environment (`setsid env -i …`) *and* lost its
+//! parent link before wsbench died (a double fork whose middle process
+//! exited: it is a child of PID 1 then) is not found, there is nothing
+//! left to recognise it by (bubblewrap's PID namespace has no such gap; a
+//! per-command subreaper shim would close it at the cost of a process per
+//! command, which issue 18 ruled out); a main process that writes output
+//! non-stop may die of SIGPIPE (its output pipe lost its reader with
+//! wsbench) in the instant before the freeze, orphaning such a child the
+//! same way; when the watcher is killed
 //! by someone else, the next command starts a new one (the commands
 //! announced to the old one are then unwatched).
 
@@ -38,17 +47,29 @@ use nix::fcntl::OFlag;
 use crate::backend::shell::marker::kill_line;
 
 /// The watcher's script: keeps the announced `pgid:marker` pairs, and at
-/// end of file kills each group and sweeps each marker (in parallel).
+/// end of file, for every pair, first freezes the group (SIGSTOP), then
+/// sweeps the marker and the descendants with [`kill_line`], and only
+/// then kills the group (SIGKILL, a backstop for members the sweep did not
+/// reach); the sweeps run in parallel.
+///
+/// Why this order (issue 14): the sweep finds a `setsid env -i` child only
+/// by its parent link, and killing the group first (as the first version
+/// did) killed that parent, so the child was re-parented to PID 1 before
+/// the sweep looked and survived. A stopped process cannot exit, so the
+/// links hold while the sweep reads `/proc` (seconds on a busy machine).
+///
 /// The marker is spliced into [`kill_line`]'s single-quoted pattern as
 /// `'"$m"'` (close the quote, the variable, reopen), so the one sweep
-/// script serves every marker.
+/// script serves every marker; the sweep runs in a subshell of its own
+/// because it ends with `exit`.
 fn script() -> String {
     format!(
         "L=; while read -r op g m; do case $op in \
 w) L=\"$L $g:$m\" ;; \
 d) N=; for e in $L; do [ \"$e\" = \"$g:$m\" ] || N=\"$N $e\"; done; L=$N ;; \
 esac; done; \
-for e in $L; do g=${{e%%:*}}; m=${{e#*:}}; kill -KILL -\"$g\" 2>/dev/null; ( {} ) & done; wait",
+for e in $L; do kill -STOP -\"${{e%%:*}}\" 2>/dev/null; done; \
+for e in $L; do g=${{e%%:*}}; m=${{e#*:}}; ( ( {} ); kill -KILL -\"$g\" 2>/dev/null ) & done; wait",
         kill_line("'\"$m\"'")
     )
 }
@@ -197,6 +218,52 @@ mod tests {
         let _ = b.kill();
         let _ = b.wait();
         assert!(still, "a withdrawn command was killed");
+    }
+
+    #[test]
+    fn losing_the_write_end_kills_a_setsid_env_i_child_of_the_group() {
+        // The escapee has no marker and its own session: only its parent,
+        // the group's shell, leads to it, so the watcher must walk the
+        // links before it kills the group.
+        let marker = crate::backend::shell::marker::new_marker();
+        let d = tempfile::tempdir().unwrap();
+        let pidfile = d.path().join("pid");
+        let script = format!(
+            "setsid env -i sleep 300 & echo $! > {0}.tmp; mv {0}.tmp {0}; while :; do sleep 1; done",
+            pidfile.display()
+        );
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", &script])
+            .env(crate::backend::shell::marker::MARKER_VAR, &marker);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut main = cmd.spawn().unwrap();
+        let t0 = Instant::now();
+        let esc: i32 = loop {
+            if let Ok(p) = std::fs::read_to_string(&pidfile) {
+                break p.trim().parse().unwrap();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Wait until `env -i` has run (the environment is empty).
+        while std::fs::read(format!("/proc/{esc}/environ")).is_ok_and(|e| !e.is_empty()) {
+            assert!(t0.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut w = Watcher::start().unwrap();
+        w.send('w', main.id() as i32, &marker).unwrap();
+        let Watcher { write, mut child } = w;
+        drop(write);
+        std::thread::spawn(move || main.wait());
+        let dead = wait_dead(esc);
+        let _ = child.wait();
+        if !dead {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(esc),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        assert!(dead, "the setsid env -i child {esc} survived the watcher");
     }
 
     #[test]

@@ -102,6 +102,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<FrontMatter, FrontMatterError> {
     // File line (1-based) of the first YAML line, minus one: added to the
     // parser's 1-based lines to get file lines.
     let offset = open + 1;
+    control_chars(yaml_lines, offset)?;
     let yaml = yaml_lines.join("\n");
     let body = lines[close + 1..].join("\n").trim().to_string();
 
@@ -184,6 +185,31 @@ pub(crate) fn bad_name(name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Refuses a raw control character in the front matter (an ESC pasted
+/// into a name, say) with its file line and column: YAML takes none but
+/// tab (and NEL), and its parser names only a byte position in the YAML
+/// block, not a line of the file.
+fn control_chars(yaml_lines: &[&str], offset: usize) -> Result<(), FrontMatterError> {
+    for (i, line) in yaml_lines.iter().enumerate() {
+        let hit = line
+            .chars()
+            .enumerate()
+            .find(|(_, c)| c.is_control() && *c != '\t' && *c != '\u{85}');
+        if let Some((col, c)) = hit {
+            return Err(FrontMatterError::new(
+                Some(i + offset + 1),
+                format!(
+                    "a control character (U+{:04X}) at column {} of the front matter",
+                    c as u32,
+                    col + 1
+                ),
+                Some("remove it: names and descriptions are plain text".into()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn no_front_matter() -> FrontMatterError {
@@ -347,6 +373,25 @@ pub(crate) fn describe(line: Option<usize>, reason: &str, hint: Option<&str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_control_character_is_refused_with_its_line_and_column() {
+        let e = parse(b"---\nname: \"ab\x1bc\"\ndescription: d\n---\nbody\n")
+            .err()
+            .unwrap();
+        assert_eq!(e.line, Some(2));
+        let msg = e.describe();
+        assert!(
+            msg.starts_with("line 2: a control character (U+001B) at column 10"),
+            "{msg}"
+        );
+        // In the description too; a tab stays allowed.
+        let e = parse(b"\n---\nname: a\ndescription: x\x07y\n---\n")
+            .err()
+            .unwrap();
+        assert_eq!(e.line, Some(4));
+        assert!(parse(b"---\nname: a\ndescription: x\ty\n---\n").is_ok());
+    }
 
     #[test]
     fn parses_valid_front_matter() {

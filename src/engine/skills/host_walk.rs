@@ -112,7 +112,13 @@ fn link_item(abs: &Path, canon_root: &Path, rel: String) -> WsResult<HostItem> {
     if resolve_inside(parent_of(&rel), &shown).is_none() {
         return Err(refuse("outside the skill folder"));
     }
-    // Then where it really leads: a chain of links may still leave.
+    // Then where it really leads: a chain of links may still leave; name
+    // the hop that does and where it leads, not just the first link.
+    if let Some(exit) = first_exit(abs, canon_root, &rel) {
+        return Err(invalid(format!(
+            "refused the skill folder: the link {rel:?} leads outside the skill folder{exit}; links are never followed out of a skill folder, copy the file in instead"
+        )));
+    }
     let real = std::fs::canonicalize(abs).map_err(|_| refuse("at nothing"))?;
     if !real.starts_with(canon_root) {
         return Err(refuse("outside the skill folder"));
@@ -127,6 +133,55 @@ fn link_item(abs: &Path, canon_root: &Path, rel: String) -> WsResult<HostItem> {
         is_dir: false,
         mode: meta.permissions().mode(),
     })
+}
+
+/// Follows the chain of links from `abs` (named `rel` in the folder) one
+/// hop at a time and describes the first hop that leaves `canon_root`:
+/// `: "b" points to "/etc/passwd"` for `a -> b -> /etc/passwd`, with the
+/// resolved place when it differs from the written target. `None` when
+/// every hop stays inside, a hop cannot be followed (missing, unreadable:
+/// the caller's checks report those), or after 40 hops (the kernel's own
+/// limit on a chain).
+fn first_exit(abs: &Path, canon_root: &Path, rel: &str) -> Option<String> {
+    let mut cur = abs.to_path_buf();
+    let mut name = rel.to_string();
+    for _ in 0..40 {
+        let target = std::fs::read_link(&cur).ok()?;
+        let next = cur.parent()?.join(&target);
+        // Where `next` really is: its directory resolved (it may pass
+        // through linked directories), its own name kept (it may be the
+        // next link of the chain).
+        let real = match next.file_name() {
+            Some(f) if f != ".." && f != "." => std::fs::canonicalize(next.parent()?).ok()?.join(f),
+            _ => std::fs::canonicalize(&next).ok()?,
+        };
+        if !real.starts_with(canon_root) {
+            let shown = target.display().to_string();
+            let resolved = if Path::new(&shown) == real {
+                String::new()
+            } else {
+                format!(", which is {}", real.display())
+            };
+            return Some(if name == rel {
+                format!(": it points to {shown:?}{resolved}")
+            } else {
+                format!(" through the link {name:?}, which points to {shown:?}{resolved}")
+            });
+        }
+        if !std::fs::symlink_metadata(&real)
+            .ok()?
+            .file_type()
+            .is_symlink()
+        {
+            return None;
+        }
+        name = real
+            .strip_prefix(canon_root)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| real.display().to_string());
+        cur = real;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -185,6 +240,42 @@ mod tests {
         std::fs::create_dir(d.path().join("skill/docs")).unwrap();
         symlink("docs", d.path().join("skill/alias")).unwrap();
         refused(&d, "alias");
+    }
+
+    #[test]
+    fn a_chain_out_names_the_link_that_leaves_and_where_it_leads() {
+        let d = folder();
+        let secret = d.path().join("secret.txt");
+        symlink("b", d.path().join("skill/a")).unwrap();
+        symlink(&secret, d.path().join("skill/b")).unwrap();
+        let e = walk_host(&d.path().join("skill"))
+            .err()
+            .unwrap()
+            .to_string();
+        let want = format!(
+            "through the link \"b\", which points to {:?}",
+            secret.display().to_string()
+        );
+        // `a` or `b` may be visited first; either way the leaving hop is `b`.
+        assert!(
+            e.contains(&want) || e.contains("link \"b\" points outside"),
+            "{e}"
+        );
+        let d = folder();
+        symlink("b", d.path().join("skill/a")).unwrap();
+        symlink("../secret.txt", d.path().join("skill/b")).unwrap();
+        std::fs::write(d.path().join("skill/c"), "x").unwrap();
+        let a = d.path().join("skill/a");
+        let e = link_item(
+            &a,
+            &std::fs::canonicalize(d.path().join("skill")).unwrap(),
+            "a".into(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("the link \"a\" leads outside the skill folder through the link \"b\", which points to \"../secret.txt\", which is "), "{e}");
+        assert!(e.contains("secret.txt"), "{e}");
     }
 
     #[test]
