@@ -105,29 +105,49 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
-/// Prints rows as left-aligned columns with a header.
+/// Prints rows as left-aligned columns with a header (see
+/// [`table_lines`]).
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for line in table_lines(header, rows) {
+        say!("{line}");
+    }
+}
+
+/// Rows as left-aligned columns with a header, one `String` per line,
+/// columns two spaces apart, the last column unpadded, trailing spaces
+/// trimmed. Widths are display columns (`unicode-width`: a CJK character
+/// counts 2, a combining mark 0), so `代码 review` lines up under ASCII
+/// text in a terminal; a row shorter than the header leaves its last
+/// cells empty.
+pub fn table_lines(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
     for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
+        for (i, c) in r.iter().enumerate().take(widths.len()) {
+            widths[i] = widths[i].max(c.width());
         }
     }
     let line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            s.push_str(c);
+            if i + 1 < cells.len() {
+                let pad = widths
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(c.width());
+                s.extend(std::iter::repeat_n(' ', pad + 2));
             }
         }
-        say!("{}", s.trim_end());
+        s.trim_end().to_string()
     };
-    line(header.to_vec());
-    for r in rows {
-        line(r.iter().map(String::as_str).collect());
-    }
+    let mut out = vec![line(header.to_vec())];
+    out.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
+    out
 }
 
 #[cfg(test)]
@@ -136,5 +156,19 @@ mod tests {
     fn sizes() {
         assert_eq!(super::size(10), "10 B");
         assert_eq!(super::size(2048), "2.0 KiB");
+    }
+
+    #[test]
+    fn tables_align_by_display_width() {
+        let rows = vec![
+            vec!["代码 review".to_string(), "ok".to_string(), "x".to_string()],
+            vec!["plain".to_string(), "ok".to_string(), "y".to_string()],
+        ];
+        let lines = super::table_lines(&["ID", "STATE", "NOTE"], &rows);
+        // `代码 review` is 11 columns wide: STATE starts at column 13 on
+        // every line.
+        assert_eq!(lines[0], "ID           STATE  NOTE");
+        assert_eq!(lines[1], "代码 review  ok     x");
+        assert_eq!(lines[2], "plain        ok     y");
     }
 }
