@@ -101,6 +101,12 @@ impl App {
                     )
                 });
             }
+            PaletteCommand::Grep(args) => {
+                self.set_focus(panes::grep::ID);
+                self.pane_call::<panes::grep::GrepPane, _>(panes::grep::ID, |p, cx| {
+                    p.command(&args, cx)
+                });
+            }
             PaletteCommand::OpenWorkspace(arg) => self.palette_manager("ws", &arg),
             PaletteCommand::SwitchProfile(arg) => self.palette_manager("profile", &arg),
             PaletteCommand::Unknown(text) => self.apply(Effect::Toast(

@@ -75,6 +75,9 @@ pub enum PaletteCommand {
     Action(String),
     /// `agent URL MODEL`: open the Agent pane with this model server.
     Agent(String),
+    /// `grep PATTERN [PATH] [--glob G]`: the Grep pane searches (the
+    /// arguments as typed; empty opens the pane for typing).
+    Grep(String),
     /// `ws <id>`: open a workspace of the current profile (through the
     /// Workspaces pane and its manager); `""` when no id was given.
     OpenWorkspace(String),
@@ -173,6 +176,7 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
         ("help", "") => PaletteCommand::Action("app.help".into()),
         ("agent", "") => PaletteCommand::Action("app.agent".into()),
         ("agent", setting) => PaletteCommand::Agent(setting.to_string()),
+        ("grep" | "rg", args) => PaletteCommand::Grep(args.to_string()),
         ("session" | "s", arg) if !arg.is_empty() => match arg.split_once(char::is_whitespace) {
             Some(("new", id)) => PaletteCommand::NewSession(id.trim().to_string()),
             _ => PaletteCommand::Session(arg.to_string()),
