@@ -18,6 +18,13 @@ impl App {
                 .iter()
                 .map(|b| b.spec.name.to_string())
                 .collect(),
+            labels: self
+                .cx
+                .keymap
+                .all()
+                .iter()
+                .map(|b| (b.spec.name.to_string(), b.spec.desc.to_string()))
+                .collect(),
             themes: crate::tui::theme::Theme::available(self.theme_dir.as_deref()),
             sessions: self.cx.sessions.clone(),
             workspaces: self.cx.workspace_ids.clone(),
