@@ -167,6 +167,16 @@ pub enum PaneEvent<'a> {
     Open(&'a str),
     /// Show a document (viewer).
     Show(&'a Doc),
+    /// Open a backend file at a 1-based line (viewer), returning to
+    /// `back` when closed ([`Effect::OpenAt`]).
+    OpenAt {
+        /// Backend path.
+        path: &'a str,
+        /// 1-based line number.
+        line: usize,
+        /// Pane to focus again on close.
+        back: Option<&'static str>,
+    },
     /// About once a second, for time-based refreshes.
     Tick,
 }
@@ -267,6 +277,16 @@ pub enum Effect {
     /// Open the target of a `workspace:///` link (or a backend path) in
     /// the viewer as metadata.
     OpenLink(String),
+    /// Open a backend file in the viewer scrolled to a line, the line
+    /// marked (a Grep hit); closing the viewer focuses `back` again.
+    OpenAt {
+        /// Backend path of the file.
+        path: String,
+        /// 1-based line number to show.
+        line: usize,
+        /// Pane to return to when the viewer closes (`None`: the layout).
+        back: Option<&'static str>,
+    },
     /// Close the full-screen pane (editor or viewer).
     CloseModal,
     /// Ask yes/no; on yes the pane gets [`PaneEvent::Confirmed`] with `tag`.

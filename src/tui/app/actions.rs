@@ -12,6 +12,13 @@ pub const ACTIONS: &[ActionSpec] = &[
     // Before the focus and zoom hints: the full-screen Agent pane has no
     // place in the layout, so the footer is where users find it.
     spec("app.agent", "Agent pane", &["A"], false, true),
+    spec(
+        "app.grep",
+        "grep: search file contents",
+        &["ctrl-f"],
+        false,
+        false,
+    ),
     spec("app.focus_next", "next pane", &["tab"], false, true),
     spec(
         "app.focus_prev",

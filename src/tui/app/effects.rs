@@ -56,6 +56,17 @@ impl App {
                     self.modal = Some(panes::viewer::ID);
                 }
             }
+            Effect::OpenAt { path, line, back } => {
+                if let Some(i) = self.pane_index(panes::viewer::ID) {
+                    let ev = PaneEvent::OpenAt {
+                        path: &path,
+                        line,
+                        back,
+                    };
+                    self.panes[i].on_event(&ev, &mut self.cx);
+                    self.modal = Some(panes::viewer::ID);
+                }
+            }
             Effect::CloseModal => self.modal = None,
             Effect::Confirm { pane, message, tag } => {
                 self.overlay = Some(Overlay::Confirm { pane, message, tag })

@@ -169,6 +169,10 @@ impl App {
             "app.focus_command" => self.set_focus(panes::command::ID),
             "app.focus_logs" => self.set_focus(panes::logs::ID),
             "app.agent" => self.set_focus(panes::agent::ID),
+            "app.grep" => {
+                self.set_focus(panes::grep::ID);
+                self.pane_call::<panes::grep::GrepPane, _>(panes::grep::ID, |p, _| p.opened());
+            }
             "app.focus_workspaces" => self.set_focus(panes::workspaces::ID),
             "app.focus_mcp" => self.set_focus(panes::mcp::ID),
             "app.mouse" => {

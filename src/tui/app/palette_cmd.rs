@@ -18,6 +18,13 @@ impl App {
                 .iter()
                 .map(|b| b.spec.name.to_string())
                 .collect(),
+            labels: self
+                .cx
+                .keymap
+                .all()
+                .iter()
+                .map(|b| (b.spec.name.to_string(), b.spec.desc.to_string()))
+                .collect(),
             themes: crate::tui::theme::Theme::available(self.theme_dir.as_deref()),
             sessions: self.cx.sessions.clone(),
             workspaces: self.cx.workspace_ids.clone(),
@@ -99,6 +106,12 @@ impl App {
                         },
                         cx,
                     )
+                });
+            }
+            PaletteCommand::Grep(args) => {
+                self.set_focus(panes::grep::ID);
+                self.pane_call::<panes::grep::GrepPane, _>(panes::grep::ID, |p, cx| {
+                    p.command(&args, cx)
                 });
             }
             PaletteCommand::OpenWorkspace(arg) => self.palette_manager("ws", &arg),

@@ -38,6 +38,7 @@ pub mod agent;
 pub mod command;
 pub mod editor;
 pub mod files;
+pub mod grep;
 pub mod help;
 pub mod logs;
 pub mod mcp;
@@ -60,6 +61,7 @@ pub fn pane_actions() -> Vec<ActionSpec> {
     for list in [
         sessions::ACTIONS,
         files::ACTIONS,
+        grep::ACTIONS,
         editor::ACTIONS,
         skills::ACTIONS,
         offload::ACTIONS,
@@ -94,6 +96,7 @@ pub fn registry(cx: &Ctx) -> Vec<Box<dyn Pane>> {
         Box::new(mcp::McpPane::new()),
         Box::new(editor::EditorPane::new()),
         Box::new(viewer::ViewerPane::new()),
+        Box::new(grep::GrepPane::new()),
         Box::new(agent::AgentPane::new(&cx.config)),
     ]
 }

@@ -57,7 +57,37 @@ const COMMANDS: &[(&str, bool, &str)] = &[
     ),
     ("ws", true, "open a workspace of the profile"),
     ("profile", true, "switch profile"),
+    (
+        "grep",
+        true,
+        "search file contents: PATTERN [PATH] [--glob G] [-i] [-F]",
+    ),
 ];
+
+/// Indexes of `items` (`(id, label)`) that fuzzy-match `needle`, best
+/// first (nucleo's score of `label id`; smart case; ties keep table
+/// order). An empty needle keeps every item in order.
+pub fn fuzzy_rank(needle: &str, items: &[(String, String)]) -> Vec<usize> {
+    use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+    use nucleo_matcher::{Config, Matcher, Utf32Str};
+    if needle.trim().is_empty() {
+        return (0..items.len()).collect();
+    }
+    let mut m = Matcher::new(Config::DEFAULT);
+    let pat = Pattern::parse(needle, CaseMatching::Smart, Normalization::Smart);
+    let mut buf = Vec::new();
+    let mut scored: Vec<(u32, usize)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (id, label))| {
+            let hay = format!("{label} {id}");
+            pat.score(Utf32Str::new(&hay, &mut buf), &mut m)
+                .map(|s| (s, i))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, i)| i).collect()
+}
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +105,9 @@ pub enum PaletteCommand {
     Action(String),
     /// `agent URL MODEL`: open the Agent pane with this model server.
     Agent(String),
+    /// `grep PATTERN [PATH] [--glob G]`: the Grep pane searches (the
+    /// arguments as typed; empty opens the pane for typing).
+    Grep(String),
     /// `ws <id>`: open a workspace of the current profile (through the
     /// Workspaces pane and its manager); `""` when no id was given.
     OpenWorkspace(String),
@@ -91,6 +124,10 @@ pub enum PaletteCommand {
 pub struct Completions {
     /// Action names (`files.delete`).
     pub actions: Vec<String>,
+    /// `(action name, human label)` of every action (`("files.delete",
+    /// "delete")`): what the fuzzy ranking matches and the list shows,
+    /// the id dimmed beside it.
+    pub labels: Vec<(String, String)>,
     /// Theme names.
     pub themes: Vec<String>,
     /// Session ids of the open workspace.
@@ -173,6 +210,7 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
         ("help", "") => PaletteCommand::Action("app.help".into()),
         ("agent", "") => PaletteCommand::Action("app.agent".into()),
         ("agent", setting) => PaletteCommand::Agent(setting.to_string()),
+        ("grep" | "rg", args) => PaletteCommand::Grep(args.to_string()),
         ("session" | "s", arg) if !arg.is_empty() => match arg.split_once(char::is_whitespace) {
             Some(("new", id)) => PaletteCommand::NewSession(id.trim().to_string()),
             _ => PaletteCommand::Session(arg.to_string()),
@@ -265,10 +303,18 @@ impl PaletteOverlay {
                     out.push((w.to_string(), d.to_string()));
                 }
             }
-            for a in &p.actions {
-                if a.starts_with(input) || (!input.is_empty() && a.contains(input)) {
-                    out.push((a.clone(), String::new()));
-                }
+            // Actions by fuzzy score of their label and id (`gre` finds
+            // `app.grep`, `search` finds every search).
+            let labels: Vec<(String, String)> = if p.labels.is_empty() {
+                p.actions
+                    .iter()
+                    .map(|a| (a.clone(), String::new()))
+                    .collect()
+            } else {
+                p.labels.clone()
+            };
+            for i in fuzzy_rank(input, &labels) {
+                out.push(labels[i].clone());
             }
         }
         self.candidates = out;
@@ -320,10 +366,17 @@ impl PaletteOverlay {
                 None
             }
             KeyCode::Enter => {
-                // A partial word runs the highlighted completion.
+                // A partial word runs the highlighted completion; a
+                // whole one-word command or action name runs as typed.
                 let input = self.input.trim();
+                let direct = parse(input, &actions);
+                if !input.contains(char::is_whitespace)
+                    && !matches!(direct, PaletteCommand::Unknown(_))
+                {
+                    return Some(direct);
+                }
                 if let Some((c, _)) = self.candidates.get(self.selected)
-                    && c.starts_with(input)
+                    && (c.starts_with(input) || !input.contains(char::is_whitespace))
                     && c != input
                 {
                     let picked = parse(c, &actions);
@@ -415,6 +468,13 @@ impl PaletteOverlay {
                 } else {
                     t.base
                 };
+                // An action shows its label, the id dimmed beside it.
+                if !d.is_empty() && self.pools.actions.contains(c) {
+                    return Line::from(vec![
+                        Span::styled(format!(" {d}"), st),
+                        Span::styled(format!("  {c}"), t.muted),
+                    ]);
+                }
                 Line::from(vec![
                     Span::styled(format!(" {c}"), st),
                     Span::styled(
@@ -637,5 +697,62 @@ mod tests {
         assert_eq!(close_matches("bugfix", &pool, 3), ["demo-bugfix-1"]);
         assert!(close_matches("zzzzzz", &pool, 3).is_empty());
         assert_eq!(close_matches("s-00", &pool, 1), ["s-001"]);
+    }
+}
+
+#[cfg(test)]
+mod fuzzy_tests {
+    use super::*;
+
+    fn items() -> Vec<(String, String)> {
+        [
+            ("logs.search", "search"),
+            ("app.grep", "grep: search file contents"),
+            ("mcp_tools.page_up", "page up"),
+            ("files.filter", "filter"),
+            ("app.palette", "command palette"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+    }
+
+    /// Issue 19: `gre` and `search` find the Grep action; ranking is by
+    /// score (the tighter match first), not table order; a needle that
+    /// matches nothing lists nothing; an empty one lists all in order.
+    #[test]
+    fn fuzzy_rank_orders_a_fixed_list_by_score() {
+        let it = items();
+        let names = |needle: &str| -> Vec<&str> {
+            fuzzy_rank(needle, &it)
+                .into_iter()
+                .map(|i| it[i].0.as_str())
+                .collect()
+        };
+        assert_eq!(names("gre")[0], "app.grep");
+        assert_eq!(names("search"), ["logs.search", "app.grep"]);
+        assert_eq!(names("pgup")[0], "mcp_tools.page_up");
+        assert_eq!(names("fltr")[0], "files.filter");
+        assert!(names("zzzq").is_empty());
+        assert_eq!(names("").len(), it.len());
+    }
+
+    /// The palette lists actions by label, ranked, and Enter on a fuzzy
+    /// fragment runs the highlighted action.
+    #[test]
+    fn enter_on_a_fragment_runs_the_best_action() {
+        let pools = Completions {
+            actions: items().into_iter().map(|(a, _)| a).collect(),
+            labels: items(),
+            ..Completions::default()
+        };
+        let mut p = PaletteOverlay::new(pools);
+        for c in "contents".chars() {
+            p.on_key(&KeyEvent::from(KeyCode::Char(c)));
+        }
+        assert_eq!(
+            p.on_key(&KeyEvent::from(KeyCode::Enter)),
+            Some(PaletteCommand::Action("app.grep".into()))
+        );
     }
 }

@@ -51,9 +51,14 @@ pub struct ViewerPane {
     loading: Option<String>,
     /// Long lines wrap instead of being cut at the edge (`w`).
     wrap: bool,
+    /// The line (0-based) an [`PaneEvent::OpenAt`] asked for, marked.
+    mark: Option<usize>,
+    /// Where closing the last document goes (`None`: the layout).
+    back: Option<&'static str>,
 }
 
-pub(crate) struct Loaded(Doc);
+/// A loaded document, and the 1-based line to show (`OpenAt`).
+pub(crate) struct Loaded(Doc, Option<usize>);
 
 impl Default for ViewerPane {
     fn default() -> Self {
@@ -300,6 +305,8 @@ impl ViewerPane {
             height: 10,
             loading: None,
             wrap: false,
+            mark: None,
+            back: None,
         }
     }
 
@@ -315,6 +322,26 @@ impl ViewerPane {
         self.doc = Some(doc);
         self.offset = 0;
         self.link = None;
+        self.mark = None;
+    }
+
+    /// The line marked by an `OpenAt` (0-based), if any (tests).
+    pub fn marked(&self) -> Option<usize> {
+        self.mark
+    }
+
+    /// Scrolls to the 1-based `line` and marks it; false when the document
+    /// has no such line (past what was read).
+    fn goto_line(&mut self, line: usize) -> bool {
+        let len = self.doc.as_ref().map(|d| d.lines.len()).unwrap_or(0);
+        let i = line.saturating_sub(1);
+        if i >= len {
+            return false;
+        }
+        self.mark = Some(i);
+        let max = len.saturating_sub(self.height.max(1));
+        self.offset = i.saturating_sub(self.height / 3).min(max);
+        true
     }
 
     fn scroll_to_link(&mut self) {
@@ -349,7 +376,10 @@ impl ViewerPane {
                 }
                 None => {
                     self.doc = None;
-                    cx.effect(Effect::CloseModal);
+                    match self.back.take() {
+                        Some(id) => cx.effect(Effect::Focus(id)),
+                        None => cx.effect(Effect::CloseModal),
+                    }
                 }
             },
             ViewerAction::NextLink | ViewerAction::PrevLink => {
@@ -414,6 +444,7 @@ impl Pane for ViewerPane {
         match ev {
             PaneEvent::Show(doc) => {
                 self.stack.clear();
+                self.back = None;
                 self.show((*doc).clone(), false);
             }
             PaneEvent::Open(target) => {
@@ -421,7 +452,22 @@ impl Pane for ViewerPane {
                 let ws = cx.ws.clone();
                 let theme = cx.theme.clone();
                 let target = target.to_string();
-                cx.spawn::<ViewerPane>(async move { Loaded(load_doc(ws, target, theme).await) });
+                cx.spawn::<ViewerPane>(
+                    async move { Loaded(load_doc(ws, target, theme).await, None) },
+                );
+            }
+            PaneEvent::OpenAt { path, line, back } => {
+                // A fresh view: what was open before is not returned to.
+                self.stack.clear();
+                self.doc = None;
+                self.back = *back;
+                self.loading = Some(path.to_string());
+                let ws = cx.ws.clone();
+                let theme = cx.theme.clone();
+                let (target, line) = (path.to_string(), *line);
+                cx.spawn::<ViewerPane>(async move {
+                    Loaded(load_doc(ws, target, theme).await, Some(line))
+                });
             }
             _ => {}
         }
@@ -458,7 +504,11 @@ impl Pane for ViewerPane {
             placeholder(f, inner, msg, t.muted);
             return;
         };
-        let sel_line = self.link.and_then(|l| doc.links.get(l)).map(|(i, _)| *i);
+        let sel_line = self
+            .link
+            .and_then(|l| doc.links.get(l))
+            .map(|(i, _)| *i)
+            .or(self.mark);
         if self.wrap {
             let lines: Vec<ratatui::text::Line<'_>> = doc
                 .lines
@@ -514,10 +564,21 @@ impl TaskPane for ViewerPane {
     const ID: &'static str = ID;
     type Msg = Loaded;
 
-    fn on_msg(&mut self, msg: Loaded, _cx: &mut Ctx) {
-        let Loaded(doc) = &msg;
+    fn on_msg(&mut self, msg: Loaded, cx: &mut Ctx) {
+        let Loaded(doc, line) = msg;
         self.loading = None;
-        self.show(doc.clone(), true);
+        self.show(doc, true);
+        if let Some(n) = line
+            && !self.goto_line(n)
+        {
+            cx.toast(
+                crate::tui::action::Level::Warn,
+                format!(
+                    "line {n} is past what the viewer read (the first {})",
+                    text::human_size(MAX_VIEW_BYTES)
+                ),
+            );
+        }
     }
 }
 
