@@ -24,6 +24,7 @@ mod disk_full;
 mod file_modes;
 mod floods;
 mod heal;
+mod heal_cloud;
 mod isolation_env;
 mod k8s_backend;
 mod k8s_cluster;
