@@ -25,6 +25,7 @@ mod file_modes;
 mod floods;
 mod heal;
 mod heal_cloud;
+mod heal_k8s;
 mod isolation_env;
 mod k8s_backend;
 mod k8s_cluster;
