@@ -55,6 +55,7 @@ mod tui_agent;
 mod tui_cases;
 mod tui_keys;
 mod tui_panes_extra;
+mod tui_recovery;
 mod tui_snapshots;
 mod tui_tmux;
 mod tui_unicode;
