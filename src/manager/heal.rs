@@ -104,12 +104,23 @@ impl Recovery {
         let happened = match (self.cause, self.kind) {
             (Health::Stopped, _) => format!("{thing} was stopped or paused{by}"),
             (_, K::Local | K::Bubblewrap) => format!("{thing} was removed"),
+            // The provider still had a Pod, but one that no longer runs
+            // (evicted, Failed, Succeeded): it was replaced; with the PVC
+            // kept. A deleted Pod is found through its kept PVC instead
+            // (reattached) and is said below.
+            (_, K::Kubernetes) if !self.reattached && self.files_kept => {
+                format!("{thing} stopped running (evicted, failed or completed)")
+            }
+            (_, K::Kubernetes) => format!("{thing} was deleted{by}"),
             // Reported gone (E2B's proxy 502, a Pod deleted with its PVC
             // kept) but the provider still had it: say only what we saw.
             _ if self.reattached => format!("{thing} stopped answering"),
             _ => format!("{thing} was deleted{by}"),
         };
-        let done = if self.restarted() {
+        let done = if self.kind == K::Kubernetes && self.reattached {
+            // A Pod is never restarted in place: a new one mounts the PVC.
+            "a new Pod was started on its volume"
+        } else if self.restarted() {
             "it was restarted"
         } else if self.reattached {
             "it was made again"
@@ -553,7 +564,23 @@ mod tests {
                 Gone,
                 true,
                 true,
-                "the Pod stopped answering; it was restarted; files kept",
+                "the Pod was deleted outside wsbench; a new Pod was started on its volume; files kept",
+            ),
+            // An evicted (Failed, Succeeded) Pod is replaced on its PVC.
+            (
+                K::Kubernetes,
+                Gone,
+                false,
+                true,
+                "the Pod stopped running (evicted, failed or completed); a new one was created; files kept",
+            ),
+            // Pod and PVC gone.
+            (
+                K::Kubernetes,
+                Gone,
+                false,
+                false,
+                "the Pod was deleted outside wsbench; a new one was created; files from the old one are lost",
             ),
             (
                 K::Local,

@@ -16,7 +16,7 @@ use wsbench::backend::{BackendError, ExecRequest, FileKind, Provisioner, Sandbox
 
 use cloud::{sh, spec};
 
-fn opts(f: &FakeDaytona) -> DaytonaOptions {
+pub(crate) fn opts(f: &FakeDaytona) -> DaytonaOptions {
     DaytonaOptions {
         api_key: Some(KEY.into()),
         api_url: Some(f.api_url()),

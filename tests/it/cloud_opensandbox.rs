@@ -17,7 +17,7 @@ use wsbench::backend::{
 
 use cloud::{sh, spec};
 
-fn opts(f: &FakeOpenSandbox) -> OpenSandboxOptions {
+pub(crate) fn opts(f: &FakeOpenSandbox) -> OpenSandboxOptions {
     OpenSandboxOptions {
         api_key: Some(KEY.into()),
         api_url: Some(f.api_url()),

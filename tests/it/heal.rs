@@ -21,13 +21,13 @@ use wsbench::manager::{ManagerOptions, WorkspaceManager};
 use crate::support::fake_e2b::FakeE2b;
 use crate::support::{cloud, fake_sandbox, images, skip_or_fail};
 
-fn manager(prov: Arc<dyn Provisioner>) -> WorkspaceManager {
+pub(crate) fn manager(prov: Arc<dyn Provisioner>) -> WorkspaceManager {
     let opts = ManagerOptions::for_provisioner(prov.as_ref());
     WorkspaceManager::new("heal", prov, opts, Default::default())
 }
 
 /// The workspace states published since the last call.
-fn states(sub: &mut Subscriber) -> Vec<WorkspaceState> {
+pub(crate) fn states(sub: &mut Subscriber) -> Vec<WorkspaceState> {
     let mut out = Vec::new();
     while let Some(r) = sub.try_recv() {
         if let Received::Event(env) = r
@@ -39,12 +39,12 @@ fn states(sub: &mut Subscriber) -> Vec<WorkspaceState> {
     out
 }
 
-fn count(states: &[WorkspaceState], want: fn(&WorkspaceState) -> bool) -> usize {
+pub(crate) fn count(states: &[WorkspaceState], want: fn(&WorkspaceState) -> bool) -> usize {
     states.iter().filter(|s| want(s)).count()
 }
 
 /// The notice of the one `replaced` or `restarted` event, and which.
-fn notice(states: &[WorkspaceState]) -> (bool, String) {
+pub(crate) fn notice(states: &[WorkspaceState]) -> (bool, String) {
     let mut found: Vec<(bool, String)> = states
         .iter()
         .filter_map(|s| match s {
@@ -57,7 +57,7 @@ fn notice(states: &[WorkspaceState]) -> (bool, String) {
     found.remove(0)
 }
 
-fn lost(states: &[WorkspaceState]) -> Health {
+pub(crate) fn lost(states: &[WorkspaceState]) -> Health {
     let h: Vec<Health> = states
         .iter()
         .filter_map(|s| match s {
@@ -69,7 +69,7 @@ fn lost(states: &[WorkspaceState]) -> Health {
     h[0]
 }
 
-async fn sh(ws: &Workspace, line: &str) -> String {
+pub(crate) async fn sh(ws: &Workspace, line: &str) -> String {
     let (o, out, err) = cloud::sh(ws.sandbox().as_ref(), line).await;
     assert_eq!(o.exit_code, Some(0), "{line}: {err}");
     out

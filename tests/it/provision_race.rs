@@ -6,17 +6,26 @@
 use std::path::Path;
 use std::process::{Child, Stdio};
 
-use crate::support::{cli, images, skip_or_fail};
+use crate::support::fake_daytona::{self, FakeDaytona};
+use crate::support::fake_e2b::{self, FakeE2b};
+use crate::support::fake_opensandbox::{self, FakeOpenSandbox};
+use crate::support::{cli, cloud, images, skip_or_fail};
 use wsbench::backend::Provisioner;
 use wsbench::backend::docker::{DockerOptions, DockerProvisioner};
 
 /// Starts `n` `wsbench exec` processes on `profile` for the same (user,
 /// agent), all before any is waited for, and returns each one's exit
 /// code, stdout and stderr.
-fn exec_together(home: &Path, profile: &str, n: usize) -> Vec<(Option<i32>, String, String)> {
+fn exec_together(
+    home: &Path,
+    profile: &str,
+    n: usize,
+    env: &[(&str, &str)],
+) -> Vec<(Option<i32>, String, String)> {
     let children: Vec<Child> = (0..n)
         .map(|i| {
             cli::wsbench_cmd(home)
+                .envs(env.iter().copied())
                 .arg("--config")
                 .arg(home.join("wsbench.toml"))
                 .args(["exec", "--profile", profile, "--user", "racer"])
@@ -109,11 +118,83 @@ async fn fifty_processes_first_using_one_docker_workspace_make_one_container() {
     let results = tokio::task::spawn_blocking({
         let home = home.path().to_path_buf();
         let profile = profile.clone();
-        move || exec_together(&home, &profile, 50)
+        move || exec_together(&home, &profile, 50, &[])
     })
     .await
     .unwrap();
     assert_all_ran(&results);
     let containers = prov.list().await.unwrap();
     assert_eq!(containers.len(), 1, "{containers:#?}");
+}
+
+/// Twenty processes first-using one workspace of a cloud profile (the
+/// fakes): one sandbox on the service, every command ran. The services
+/// have no unique names to conflict on, so the processes of one host
+/// serialise the find-or-create on a host lock (`backend::host::lock`).
+async fn cloud_race(
+    backend: &str,
+    options: String,
+    key: (&str, &str),
+    ids: impl Fn() -> Vec<String>,
+) {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("wsbench.toml"),
+        format!(
+            "[profiles.{backend}]\nbackend = \"{backend}\"\n\n[profiles.{backend}.options]\n{options}request_timeout_secs = 20\n"
+        ),
+    )
+    .unwrap();
+    let results = tokio::task::spawn_blocking({
+        let home = home.path().to_path_buf();
+        let (backend, key) = (backend.to_string(), (key.0.to_string(), key.1.to_string()));
+        move || exec_together(&home, &backend, 20, &[(&key.0, &key.1)])
+    })
+    .await
+    .unwrap();
+    assert_all_ran(&results);
+    let made = ids();
+    assert_eq!(made.len(), 1, "one sandbox: {made:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_processes_first_using_one_e2b_workspace_make_one_sandbox() {
+    if !cloud::fakes_ready() {
+        return;
+    }
+    let f = FakeE2b::start().await;
+    let options = format!("api_url = \"{0}\"\nenvd_url = \"{0}\"\n", f.url());
+    cloud_race("e2b", options, ("E2B_API_KEY", fake_e2b::KEY), || f.ids()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_processes_first_using_one_daytona_workspace_make_one_sandbox() {
+    if !cloud::fakes_ready() {
+        return;
+    }
+    let f = FakeDaytona::start().await;
+    let options = format!("api_url = \"{}\"\nstate_timeout_secs = 20\n", f.api_url());
+    cloud_race(
+        "daytona",
+        options,
+        ("DAYTONA_API_KEY", fake_daytona::KEY),
+        || f.ids(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_processes_first_using_one_opensandbox_workspace_make_one_sandbox() {
+    if !cloud::fakes_ready() {
+        return;
+    }
+    let f = FakeOpenSandbox::start().await;
+    let options = format!("api_url = \"{}\"\n", f.api_url());
+    cloud_race(
+        "opensandbox",
+        options,
+        ("OPEN_SANDBOX_API_KEY", fake_opensandbox::KEY),
+        || f.ids(),
+    )
+    .await;
 }

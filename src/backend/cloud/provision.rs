@@ -7,7 +7,10 @@
 //! * **find**: every page of the listing filtered by the workspace-id
 //!   label; the newest by the service's [`CloudService::Order`] wins
 //!   (several are a leftover of a crash, logged by [`newest`]).
-//! * **create**: create, wait until it runs, connect; a sandbox made just
+//! * **create**: under a host lock of the workspace (so the processes of
+//!   one host never make two sandboxes for it, issue 15 point 3), find
+//!   again and attach what another process made meanwhile; else create,
+//!   wait until it runs, connect; a sandbox made just
 //!   now holds no user data, so when any step after the create fails it is
 //!   deleted rather than leaked (docs/contract.md §11 point 16). A reattached one
 //!   is never deleted on failure.
@@ -28,10 +31,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::records::{Known, newest, workspaces};
+use crate::backend::host::lock::HostLock;
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ProvisionSpec, Provisioner, ProvisionerCapabilities,
-    Sandbox, SandboxInfo, labels,
+    Sandbox, SandboxInfo, SandboxState, labels,
 };
+
+/// How long a create waits for another process of this host making the
+/// same workspace's sandbox: longer than a create plus its wait until
+/// running normally takes, short enough that a stuck holder is reported.
+const CREATE_LOCK_WAIT: Duration = Duration::from_secs(300);
 
 /// One sandbox of a listing, with the key that orders a workspace's
 /// sandboxes from oldest to newest.
@@ -237,7 +246,16 @@ impl<S: CloudService> Provisioner for CloudProvisioner<S> {
         S::CAPABILITIES
     }
 
+    /// Creates the workspace's sandbox, unless another process of this
+    /// host made it while this one waited for the host lock: then that
+    /// one is attached (issue 15 point 3; see [`HostLock`]).
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
+        let _lock = HostLock::acquire(S::NAME, &spec.workspace_id, CREATE_LOCK_WAIT).await?;
+        if let Some(info) = self.find(&spec.workspace_id).await?
+            && !matches!(info.state, SandboxState::Failed(_))
+        {
+            return self.attach(&info).await;
+        }
         let record = self.service.create(spec).await?;
         let id = S::record_id(&record).to_string();
         let opened = async {

@@ -2,10 +2,12 @@
 //! bubblewrap, and Docker with a bind mount): the sandbox's view of host
 //! directories with links confined to the workspace ([`HostDir`]), host
 //! file helpers (stat, atomic write, locked append), watching, safe
-//! file names from ids, and removing the temp files of killed writes.
+//! file names from ids, removing the temp files of killed writes, and the
+//! lock the processes of one host share ([`lock::HostLock`]).
 
 pub mod fs;
 pub(crate) mod hostdir;
+pub mod lock;
 pub mod names;
 pub(crate) mod pty;
 pub mod sweep;

@@ -20,6 +20,7 @@ use crate::backend::text::head_cols;
 use crate::engine::Workspace;
 use crate::engine::events::Event;
 use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
+
 use crate::tui::action::{DialogTag, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
@@ -27,6 +28,8 @@ use crate::tui::widgets::filtered::FilteredList;
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
+
+mod recovery;
 
 /// Pane id.
 pub const ID: &str = "workspaces";
@@ -75,6 +78,8 @@ pub struct WorkspacesPane {
     follow_from: Option<String>,
     ticks: u32,
     inner: Rect,
+    /// Recovery steps from the bus (lost, recovering, replaced).
+    recovery: recovery::RecoveryMarks,
 }
 
 impl Default for WorkspacesPane {
@@ -129,6 +134,7 @@ impl WorkspacesPane {
             follow_from: None,
             ticks: 0,
             inner: Rect::default(),
+            recovery: Default::default(),
         }
     }
 
@@ -283,6 +289,9 @@ impl WorkspacesPane {
         if self.opening.as_deref() == Some(w.id.as_str()) {
             return ("opening…".into(), None);
         }
+        if let Some(step) = self.recovery.label(&w.id, std::time::Instant::now()) {
+            return (step.into(), None);
+        }
         (display::state(w), w.reason.as_deref())
     }
 
@@ -377,7 +386,9 @@ impl Pane for WorkspacesPane {
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
             PaneEvent::Engine(env) => {
-                if matches!(env.event, Event::Workspace { .. }) {
+                if let Event::Workspace { state } = &env.event {
+                    self.recovery
+                        .note(&env.workspace, state, std::time::Instant::now());
                     self.load(cx);
                 }
             }

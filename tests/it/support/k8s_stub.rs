@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+mod behind;
 mod tty;
 
 /// Knobs a test flips at run time.
@@ -290,6 +291,19 @@ impl Inner {
                 "containerStatuses": [{
                     "name": cname, "image": image, "imageID": "stub", "ready": false, "restartCount": 0,
                     "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+                }]
+            }),
+            // Evicted by the kubelet (node pressure): phase Failed with
+            // the reason on the Pod, as `kubectl get pod` shows it.
+            Some("Evicted") => json!({
+                "phase": "Failed", "reason": "Evicted",
+                "message": "The node was low on resource: memory.",
+            }),
+            Some("Succeeded") => json!({
+                "phase": "Succeeded",
+                "containerStatuses": [{
+                    "name": cname, "image": image, "imageID": "stub", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}
                 }]
             }),
             _ if o.created.elapsed() < pending => json!({

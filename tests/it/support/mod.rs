@@ -2,6 +2,7 @@
 //! calls, the vendored fixtures, skipping when a real part is missing; the
 //! fake services, the Kubernetes stub and the TUI harness are sub-modules.
 
+pub mod behind;
 pub mod child;
 pub mod cli;
 pub mod cloud;
