@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Most writes of `.index` per [`Skills::persist`]: the first records the
+/// mtime before the write, each further one the mtime the last produced.
+const INDEX_MTIME_ROUNDS: usize = 4;
+
 impl Skills<'_> {
     /// Equips, takes the skill lock and scans the partition. If the
     /// partition vanished since it was cached as equipped, equips again.
@@ -196,26 +200,48 @@ impl Skills<'_> {
         })
     }
 
-    /// Writes `.index` if it changed, with the directory's current mtime.
+    /// Writes `.index` if it changed, recording the directory's mtime as it
+    /// is *after* the write (issue 23 point 2): a write by temp + rename
+    /// changes the folder's mtime, and the reference reconciles (and
+    /// rewrites the index) whenever the two differ. So: write, stat the
+    /// folder, and write again with that mtime until the recorded value
+    /// is the folder's (file-system timestamps are coarse, so the second
+    /// round normally lands on the same tick; at most
+    /// [`INDEX_MTIME_ROUNDS`] rounds, then the last value stays and the
+    /// reference reconciles once).
     pub(super) async fn persist(&self, scan: &mut Scan) -> WsResult<()> {
         if !scan.changed {
             return Ok(());
         }
-        let mtime = self
-            .base
-            .sandbox()
-            .stat(&scan.dir)
-            .await
-            .ok()
-            .and_then(|s| s.modified);
-        scan.index.skills_dir_mtime = secs(mtime);
         let path = format!("{}/{}", scan.dir, names::SKILL_INDEX);
-        self.base
-            .sandbox()
-            .write(&path, &scan.index.to_json())
-            .await?;
+        let mut mtime = self.dir_mtime(&scan.dir).await;
+        for _ in 0..INDEX_MTIME_ROUNDS {
+            scan.index.skills_dir_mtime = mtime;
+            self.base
+                .sandbox()
+                .write(&path, &scan.index.to_json())
+                .await?;
+            let after = self.dir_mtime(&scan.dir).await;
+            if after.to_bits() == mtime.to_bits() {
+                break;
+            }
+            mtime = after;
+        }
         scan.changed = false;
         Ok(())
+    }
+
+    /// The folder's mtime in seconds as Python's `os.stat().st_mtime`
+    /// gives it (0.0 when it cannot be read, as the reference).
+    async fn dir_mtime(&self, dir: &str) -> f64 {
+        secs(
+            self.base
+                .sandbox()
+                .stat(dir)
+                .await
+                .ok()
+                .and_then(|s| s.modified),
+        )
     }
 
     /// [`Self::persist`], logging a failure: the index is a cache that the
