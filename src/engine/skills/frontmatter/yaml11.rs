@@ -123,6 +123,9 @@ pub(crate) struct Field {
     pub lines: Vec<usize>,
 }
 
+/// The top-level string keys of a front matter, by key.
+pub(crate) type Fields = HashMap<String, Field>;
+
 /// The YAML text read as PyYAML would: `Ok(None)` when the document is
 /// not a mapping (the reference then has no metadata at all), else the
 /// top-level string keys with their values.
@@ -130,7 +133,7 @@ pub(crate) struct Field {
 /// Errors: the parser's message and a 1-based YAML line, for YAML the
 /// parser rejects, a tag `SafeLoader` cannot construct, an unhashable key
 /// or more than one document.
-pub(crate) fn load(yaml: &str) -> Result<Option<HashMap<String, Field>>, (String, Option<usize>)> {
+pub(crate) fn load(yaml: &str) -> Result<Option<Fields>, (String, Option<usize>)> {
     let mut b = Builder::default();
     let mut parser = Parser::new_from_str(yaml);
     parser
@@ -549,7 +552,7 @@ fn timestamp(text: &str) -> Option<Py> {
 
 fn days_in_month(y: u32, m: u32) -> u32 {
     match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 if (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
