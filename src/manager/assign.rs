@@ -78,6 +78,7 @@ impl Inner {
         agent: &str,
         session: &str,
     ) -> Result<String, ManagerError> {
+        isolation::check_principals(user, agent)?;
         if let Some(id) = isolation::derived_workspace_id(self.opts.isolation, user, agent) {
             return Ok(id);
         }

@@ -56,6 +56,19 @@ pub enum ManagerError {
         /// Why.
         reason: &'static str,
     },
+    /// A user or agent id holding `::`: the reference hashes
+    /// `user + "::" + agent` for per_agent ids, so user `a::b` with agent
+    /// `c` and user `a` with agent `b::c` would share one workspace
+    /// (issue 23 point 6).
+    #[error(
+        "invalid {what} id {id:?}: it holds `::`, which joins user and agent in the workspace id (user `a::b` with agent `c` would open user `a`'s workspace for agent `b::c`); choose an id without `::`"
+    )]
+    InvalidPrincipal {
+        /// `user` or `agent`.
+        what: &'static str,
+        /// The id as given.
+        id: String,
+    },
     /// [`WorkspaceManager::shutdown`] was called.
     #[error("the workspace manager of profile `{0}` is shut down")]
     ShutDown(String),

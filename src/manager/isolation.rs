@@ -101,6 +101,22 @@ pub(crate) fn derived_workspace_id(
     }
 }
 
+/// Refuses a user or agent id holding `::` (issue 23 point 6): the
+/// per_agent hash input is `user + "::" + agent`, so such ids can share a
+/// workspace with another pair. Ids without `::` keep the reference's
+/// hash, so every id the reference can tell apart still matches it.
+pub(crate) fn check_principals(user: &str, agent: &str) -> Result<(), super::ManagerError> {
+    for (what, id) in [("user", user), ("agent", agent)] {
+        if id.contains("::") {
+            return Err(super::ManagerError::InvalidPrincipal {
+                what,
+                id: id.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `assign_workspace_id(user_id, agent_id, session_id)` of docs/contract.md §8.1
 /// without bound storage: pure and deterministic for per_agent and
 /// per_user; per_session mints a fresh id on every call (the manager
@@ -164,6 +180,27 @@ mod tests {
         assert_ne!(m1, m2);
         assert_eq!(m1.len(), 32);
         assert!(m1.bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    /// The collision the reference has (same hash input), and the refusal
+    /// that keeps wsbench out of it.
+    #[test]
+    fn double_colon_ids_are_refused() {
+        assert_eq!(per_agent_id("a::b", "c"), per_agent_id("a", "b::c"));
+        for (u, a, what) in [
+            ("a::b", "c", "user"),
+            ("a", "b::c", "agent"),
+            ("::", "", "user"),
+        ] {
+            let e = check_principals(u, a).unwrap_err();
+            assert!(
+                e.to_string().starts_with(&format!("invalid {what} id")),
+                "{e}"
+            );
+            assert!(e.to_string().contains("without `::`"), "{e}");
+        }
+        assert!(check_principals("a:b", "c:").is_ok());
+        assert!(check_principals("", "").is_ok());
     }
 
     #[test]

@@ -179,6 +179,39 @@ async fn partition_without_index_still_lists_and_gets_the_reference_index() {
     assert!(rebuilt["skills_dir_mtime"].as_f64().unwrap() > 0.0);
 }
 
+/// Issue 23 point 2: the reference's `list_skills` reconciles (and rewrites
+/// `.index`) when `os.stat(partition).st_mtime != skills_dir_mtime`
+/// (workspace/_local_workspace.py `_list_partition_skills`). So the mtime
+/// wsbench records must be the folder's mtime after its own write, as
+/// CPython's float (`sec + nsec * 1e-9`; the formula is checked against
+/// CPython in `tests/fixtures/skill-index/mtimes.json`).
+#[tokio::test]
+async fn a_wsbench_written_index_records_the_folders_mtime_after_the_write() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = fixture_copy();
+    let root = tmp.path().join("ws");
+    for agent in ["reviewer", "coder"] {
+        std::fs::remove_file(root.join(format!("skills/{agent}/.index"))).unwrap();
+        let ws = open(&root, vec![]).await;
+        ws.skills().list(agent).await.unwrap();
+        let part = root.join(format!("skills/{agent}"));
+        let meta = std::fs::metadata(&part).unwrap();
+        let st_mtime = meta.mtime() as f64 + meta.mtime_nsec() as f64 * 1e-9;
+        let recorded = index_json(&part.join(".index"))["skills_dir_mtime"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(
+            recorded.to_bits(),
+            st_mtime.to_bits(),
+            "{agent}: recorded {recorded}, folder {st_mtime}: the reference would rewrite .index"
+        );
+        // A second listing (wsbench's own check) leaves it byte-identical.
+        let before = std::fs::read(part.join(".index")).unwrap();
+        ws.skills().list(agent).await.unwrap();
+        assert_eq!(std::fs::read(part.join(".index")).unwrap(), before);
+    }
+}
+
 #[tokio::test]
 async fn seeding_from_skills_src_lists_broken_skill_as_invalid_and_changes_nothing() {
     let src_before = tree(&skills_src());

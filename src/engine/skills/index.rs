@@ -298,3 +298,30 @@ mod tests {
         assert!(!name_derives_from("a ()", "a"));
     }
 }
+
+/// `secs` against CPython's `st_mtime` for the same nanoseconds
+/// (`tests/fixtures/skill-index/mtimes.json`, made by `gen.py` beside it):
+/// the reference rewrites `.index` unless the recorded float is equal.
+#[cfg(test)]
+mod mtime_tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn recorded_mtime_is_bit_for_bit_cpythons_st_mtime() {
+        let raw = include_str!("../../../tests/fixtures/skill-index/mtimes.json");
+        let doc: serde_json::Value = serde_json::from_str(raw).unwrap();
+        let rows = doc["mtimes"].as_array().unwrap();
+        assert!(rows.len() > 200);
+        for r in rows {
+            let ns: u128 = r["ns"].as_str().unwrap().parse().unwrap();
+            let want: f64 = r["st_mtime"].as_str().unwrap().parse().unwrap();
+            let t = UNIX_EPOCH + Duration::from_nanos(ns as u64);
+            let got = super::super::secs(Some(t));
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{ns} ns: {got} vs CPython {want}"
+            );
+        }
+    }
+}

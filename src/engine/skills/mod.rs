@@ -221,9 +221,13 @@ impl Scan {
     }
 }
 
-fn secs(t: Option<SystemTime>) -> f64 {
+/// Seconds since the epoch as CPython's `os.stat().st_mtime` computes
+/// them (`sec + nsec * 1e-9`, posixmodule.c `fill_time`), bit for bit: the
+/// reference compares `.index`'s `skills_dir_mtime` with `!=`, and
+/// `Duration::as_secs_f64` (`nsec / 1e9`) can differ in the last bit.
+pub(crate) fn secs(t: Option<SystemTime>) -> f64 {
     t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_secs_f64())
+        .map(|d| d.as_secs() as f64 + f64::from(d.subsec_nanos()) * 1e-9)
         .unwrap_or(0.0)
 }
 

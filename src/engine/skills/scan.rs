@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Most writes of `.index` per [`Skills::persist`]: the first records the
+/// mtime before the write, each further one the mtime the last produced.
+const INDEX_MTIME_ROUNDS: usize = 4;
+
 impl Skills<'_> {
     /// Equips, takes the skill lock and scans the partition. If the
     /// partition vanished since it was cached as equipped, equips again.
@@ -196,26 +200,62 @@ impl Skills<'_> {
         })
     }
 
-    /// Writes `.index` if it changed, with the directory's current mtime.
+    /// Writes `.index` if it changed, so that the folder's mtime is the
+    /// one recorded (issue 23 point 2): a write by temp + rename changes
+    /// the folder's mtime, and the reference reconciles (and rewrites the
+    /// index) whenever the two differ. Where the folder has a host path
+    /// (local, bubblewrap, Docker bind mount), the index records the
+    /// mtime from before the write and the folder's mtime is set back to
+    /// it afterwards. Elsewhere: write, stat, and write again with the
+    /// new mtime, at most [`INDEX_MTIME_ROUNDS`] times (converges where
+    /// timestamps are coarse; the reference uses `.index` only on local).
+    /// Limit: a change to the folder between the stat and the reset is
+    /// hidden from the reference's mtime check, as it is from its own.
     pub(super) async fn persist(&self, scan: &mut Scan) -> WsResult<()> {
         if !scan.changed {
             return Ok(());
         }
-        let mtime = self
-            .base
-            .sandbox()
-            .stat(&scan.dir)
-            .await
-            .ok()
-            .and_then(|s| s.modified);
-        scan.index.skills_dir_mtime = secs(mtime);
         let path = format!("{}/{}", scan.dir, names::SKILL_INDEX);
-        self.base
-            .sandbox()
-            .write(&path, &scan.index.to_json())
-            .await?;
+        let sandbox = self.base.sandbox();
+        let before = sandbox.stat(&scan.dir).await.ok().and_then(|s| s.modified);
+        let mut mtime = secs(before);
+        if let (Some(host), Some(t)) = (sandbox.host_path(&scan.dir), before) {
+            scan.index.skills_dir_mtime = mtime;
+            sandbox.write(&path, &scan.index.to_json()).await?;
+            let reset = tokio::task::spawn_blocking(move || {
+                std::fs::File::open(&host).and_then(|f| f.set_modified(t))
+            })
+            .await;
+            if let Ok(Ok(())) = reset {
+                scan.changed = false;
+                return Ok(());
+            }
+            mtime = self.dir_mtime(&scan.dir).await;
+        }
+        for _ in 0..INDEX_MTIME_ROUNDS {
+            scan.index.skills_dir_mtime = mtime;
+            sandbox.write(&path, &scan.index.to_json()).await?;
+            let after = self.dir_mtime(&scan.dir).await;
+            if after.to_bits() == mtime.to_bits() {
+                break;
+            }
+            mtime = after;
+        }
         scan.changed = false;
         Ok(())
+    }
+
+    /// The folder's mtime in seconds as Python's `os.stat().st_mtime`
+    /// gives it (0.0 when it cannot be read, as the reference).
+    async fn dir_mtime(&self, dir: &str) -> f64 {
+        secs(
+            self.base
+                .sandbox()
+                .stat(dir)
+                .await
+                .ok()
+                .and_then(|s| s.modified),
+        )
     }
 
     /// [`Self::persist`], logging a failure: the index is a cache that the
