@@ -97,6 +97,25 @@ fn visit(
     Ok(())
 }
 
+/// `Ok` unless `root/rel` is a link that leads out of `root` (the same
+/// rule and message as [`walk_host`]); run before a file of the folder is
+/// read, so a linked `SKILL.md` is refused before its text is parsed (and
+/// quoted in an error). A missing entry is `Ok`: the caller reports it.
+///
+/// Errors: [`WorkspaceError::Invalid`](crate::engine::WorkspaceError)
+/// naming the link and where it leads.
+pub(super) fn check_link(root: &Path, rel: &str) -> WsResult<()> {
+    let abs = root.join(rel);
+    match std::fs::symlink_metadata(&abs) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let canon_root = std::fs::canonicalize(root)
+                .map_err(|e| invalid(format!("cannot read {}: {e}", root.display())))?;
+            link_item(&abs, &canon_root, rel.to_string()).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The copy a link at `abs` (relative path `rel`) stands for, or the
 /// refusal.
 fn link_item(abs: &Path, canon_root: &Path, rel: String) -> WsResult<HostItem> {
@@ -240,6 +259,29 @@ mod tests {
         std::fs::create_dir(d.path().join("skill/docs")).unwrap();
         symlink("docs", d.path().join("skill/alias")).unwrap();
         refused(&d, "alias");
+    }
+
+    #[test]
+    fn a_skill_md_linked_out_is_refused_before_it_is_read() {
+        let d = folder();
+        let host = d.path().join("host.md");
+        std::fs::write(&host, "---\nname: a/HOSTSECRET\ndescription: d\n---\n").unwrap();
+        let skill = d.path().join("skill");
+        let _ = std::fs::remove_file(skill.join("SKILL.md"));
+        symlink(&host, skill.join("SKILL.md")).unwrap();
+        let e = check_link(&skill, "SKILL.md").err().unwrap().to_string();
+        assert!(
+            e.contains("\"SKILL.md\"") && e.contains("outside the skill folder"),
+            "{e}"
+        );
+        assert!(!e.contains("HOSTSECRET"), "{e}");
+        // A plain file, a link inside and a missing entry pass.
+        std::fs::remove_file(skill.join("SKILL.md")).unwrap();
+        std::fs::write(skill.join("real.md"), "x").unwrap();
+        assert!(check_link(&skill, "SKILL.md").is_ok());
+        symlink("real.md", skill.join("SKILL.md")).unwrap();
+        assert!(check_link(&skill, "SKILL.md").is_ok());
+        assert!(check_link(&skill, "nope.md").is_ok());
     }
 
     #[test]

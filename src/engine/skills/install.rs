@@ -431,6 +431,12 @@ impl Skills<'_> {
 pub(super) async fn read_host_skill_md(dir: &Path) -> WsResult<Vec<u8>> {
     use tokio::io::AsyncReadExt;
     let md = dir.join(names::SKILL_MD);
+    // A `SKILL.md` linked out of the folder is refused before it is read:
+    // its text would otherwise be parsed and quoted in an error.
+    let root = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || host_walk::check_link(&root, names::SKILL_MD))
+        .await
+        .map_err(|e| invalid(format!("checking {}: {e}", md.display())))??;
     match tokio::fs::File::open(&md).await {
         Ok(f) => {
             let mut bytes = Vec::new();
