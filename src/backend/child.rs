@@ -74,6 +74,29 @@ pub(crate) fn start_io(
     (out, err)
 }
 
+/// Waits up to `within` for an exec's two pump tasks ([`start_io`]) after
+/// its child exited, then stops them: a background grandchild that keeps
+/// the pipes open (a double-forked `setsid` escapee, say) must neither
+/// hang the call nor keep the output sink open (its receiver, the CLI's
+/// printer or the Bash tool's collector, waits for every sender to drop).
+/// Aborting drops each task's pipe reader and sink sender; what the
+/// grandchild writes later is not read. Returns true when the pumps had
+/// to be stopped.
+pub(crate) async fn drain_then_stop(
+    mut out: JoinHandle<()>,
+    mut err: JoinHandle<()>,
+    within: Duration,
+) -> bool {
+    let drain = async {
+        let _ = (&mut out).await;
+        let _ = (&mut err).await;
+    };
+    let done = tokio::time::timeout(within, drain).await.is_ok();
+    out.abort();
+    err.abort();
+    !done
+}
+
 /// How an exec's child ended.
 pub(crate) struct Ended {
     /// Its exit status.

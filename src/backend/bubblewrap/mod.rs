@@ -482,14 +482,7 @@ impl Sandbox for BubblewrapSandbox {
         })?;
         // Collect what comes soon, then stop listening (dropping the sink)
         // rather than wait on anything still holding the pipes.
-        let (out_abort, err_abort) = (out.abort_handle(), err.abort_handle());
-        let drain = async {
-            let _ = out.await;
-            let _ = err.await;
-        };
-        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
-        out_abort.abort();
-        err_abort.abort();
+        super::child::drain_then_stop(out, err, DRAIN_AFTER_EXIT).await;
         let (exit_code, signal) = exit_code_of(ended.status);
         Ok(ExecOutcome {
             exit_code,

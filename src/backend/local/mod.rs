@@ -193,11 +193,7 @@ impl Sandbox for LocalSandbox {
         })?;
         // Background children may hold the pipes open: collect what comes
         // soon, then stop listening rather than hang.
-        let drain = async {
-            let _ = out.await;
-            let _ = err.await;
-        };
-        let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain).await;
+        super::child::drain_then_stop(out, err, DRAIN_AFTER_EXIT).await;
         let (exit_code, signal) = exit_code_of(ended.status);
         Ok(ExecOutcome {
             exit_code,
