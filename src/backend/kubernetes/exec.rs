@@ -417,6 +417,18 @@ impl ExecTarget {
         })
     }
 
+    /// [`Self::kill_marked`] on a task of the current runtime, for a
+    /// `Drop` that cannot wait (a process or terminal dropped while its
+    /// program runs takes the program along). Outside a runtime nothing
+    /// can be sent, and nothing is done.
+    pub(crate) fn kill_marked_detached(&self, marker: &str) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let target = self.clone();
+            let marker = marker.to_string();
+            rt.spawn(async move { target.kill_marked(&marker).await });
+        }
+    }
+
     /// Kills every process in the Pod carrying `marker` (SIGTERM, a
     /// grace, SIGKILL: [`kill_argv`]).
     pub(crate) async fn kill_marked(&self, marker: &str) {
@@ -615,12 +627,8 @@ impl ProcessControl for K8sProcess {
 
 impl Drop for K8sProcess {
     fn drop(&mut self) {
-        if self.try_status().is_none()
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            let target = self.target.clone();
-            let marker = self.marker.clone();
-            rt.spawn(async move { target.kill_marked(&marker).await });
+        if self.try_status().is_none() {
+            self.target.kill_marked_detached(&self.marker);
         }
     }
 }

@@ -298,12 +298,8 @@ impl Drop for K8sPty {
     /// A terminal dropped while its program runs takes the program along
     /// (a closed terminal hangs up its session on a host too).
     fn drop(&mut self) {
-        if self.try_ended().is_none()
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            let target = self.target.clone();
-            let marker = self.marker.clone();
-            rt.spawn(async move { target.kill_marked(&marker).await });
+        if self.try_ended().is_none() {
+            self.target.kill_marked_detached(&self.marker);
         }
     }
 }
