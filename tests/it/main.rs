@@ -39,6 +39,7 @@ mod mcp_call_timeout;
 mod mcp_decl;
 mod mcp_real;
 mod mcp_redact;
+mod mcp_serve_concurrent;
 mod mcp_serve_limits;
 mod mcp_session;
 mod mcp_stdio;
