@@ -91,16 +91,21 @@ pub fn file_name(path: &str) -> &str {
     path.trim_end_matches('/').rsplit('/').next().unwrap_or("")
 }
 
-/// POSIX shell quoting of one word.
+/// POSIX shell quoting of one word, by `shlex` (its output is safe for
+/// `sh`, `dash`, `bash` and busybox `sh`, the shells our scripts run in).
+/// A word that needs no quotes comes back as it is; `""` becomes `''`.
+///
+/// A NUL byte, which no shell word can carry, is kept as it is: the exec
+/// that gets the script refuses it (Rust's `Command`, the services'
+/// APIs), so the caller sees an error instead of a silently cut word.
+/// This is the one shell quoting of the crate: the cloud scripts and the
+/// session shell use it too.
 pub fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    {
-        return word.to_string();
-    }
-    format!("'{}'", word.replace('\'', "'\\''"))
+    shlex::Quoter::new()
+        .allow_nul(true)
+        .quote(word)
+        .map(|q| q.into_owned())
+        .unwrap_or_else(|e| unreachable!("shlex refuses nothing with allow_nul: {e}"))
 }
 
 #[cfg(test)]
@@ -137,7 +142,17 @@ mod tests {
     fn quotes() {
         assert_eq!(shell_quote("abc"), "abc");
         assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("/w/a.txt"), "/w/a.txt");
+        // Whatever the form, `sh` reads each word back as it was.
+        for w in [
+            "it's", "a b", "$HOME", "`id`", "x\ny", "*", "~", "é ü", "-n", "a\"b",
+        ] {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("printf %s {}", shell_quote(w))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), w, "{w:?}");
+        }
     }
 }

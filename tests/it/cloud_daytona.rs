@@ -96,7 +96,7 @@ async fn lifecycle_exec_files_stop_start_reattach_delete() {
         .unwrap()
         .clone();
     let sent = last["command"].as_str().unwrap();
-    let quoted = format!("'{}'", c18.replace('\'', r"'\''"));
+    let quoted = wsbench::backend::path::shell_quote(c18);
     assert!(sent.contains(&format!("/bin/sh -c {quoted}")), "{sent}");
     let (o, out, _) = sh(sb.as_ref(), "cat <<'EOF' && echo \"q'uote\"\n$HOME x\nEOF").await;
     assert_eq!((o.exit_code, out.as_str()), (Some(0), "$HOME x\nq'uote\n"));

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::path::shell_quote;
 use crate::backend::shell::{marker, ops, runner};
 use crate::backend::{BackendError, BackendResult, ExecOutcome, ExecRequest, Sandbox};
 
@@ -26,17 +27,6 @@ pub async fn cancelled(token: Option<&CancellationToken>) {
         Some(c) => c.cancelled().await,
         None => std::future::pending().await,
     }
-}
-
-/// Quotes `s` for a POSIX shell (single quotes; `'` becomes `'\''`).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// `argv` as one shell line. `["sh"|"/bin/sh", "-c", line]` gives `line`
@@ -162,7 +152,7 @@ mod tests {
     fn argv_words_are_quoted() {
         assert_eq!(
             command_line(&v(&["rg", "--files", "a b", "it's", ""])).unwrap(),
-            r#"rg --files 'a b' 'it'\''s' ''"#
+            r#"rg --files 'a b' "it's" ''"#
         );
         // bash -c keeps bash: it is quoted, not unwrapped into sh.
         assert_eq!(
@@ -176,7 +166,7 @@ mod tests {
     fn env_prefix_quotes_values_and_rejects_bad_names() {
         let mut m = std::collections::BTreeMap::new();
         m.insert("A_1".to_string(), "x y'z".to_string());
-        assert_eq!(env_prefix(&m).unwrap(), r#"export A_1='x y'\''z'; "#);
+        assert_eq!(env_prefix(&m).unwrap(), r#"export A_1="x y'z"; "#);
         m.insert("1A".to_string(), "x".to_string());
         assert!(env_prefix(&m).is_err());
     }

@@ -17,9 +17,10 @@ pub mod records;
 pub mod sandbox;
 pub mod state;
 
+pub use crate::backend::path::shell_quote;
 pub use command::{
     MARKER_VAR, cancelled, command_line, env_prefix, exec_capture, exec_request_capture,
-    kill_marked, kill_marked_line, new_marker, shell_mkdir, shell_quote, sleep_until,
+    kill_marked, kill_marked_line, new_marker, shell_mkdir, sleep_until,
 };
 pub use provision::{CloudProvisioner, CloudService, Listed, Page, workspace_filter};
 pub use records::{Known, labels_for, newest, workspaces};

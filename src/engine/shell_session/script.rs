@@ -25,9 +25,9 @@
 /// Name of the variable that marks a command's processes.
 pub(crate) const CMD_VAR: &str = "WSBENCH_CMD_ID";
 
-/// Quotes `s` as one shell word (`'…'`, with `'\''` for quotes).
+/// Quotes `s` as one shell word ([`crate::backend::path::shell_quote`]).
 pub(crate) fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
+    crate::backend::path::shell_quote(s)
 }
 
 /// The set-up: saves fds 8/9, makes a private directory with the input and
