@@ -54,32 +54,13 @@ fn main() {
     // Libraries log their own failures at ERROR (rmcp's transport
     // workers, kube's client builder, rustls' certificate verifier) and
     // wsbench reports the same failure as its one error line: by default
-    // only wsbench's own warnings show; `WSBENCH_LOG` (an `EnvFilter`
-    // such as `debug` or `wsbench=debug,kube=info`) shows the rest, and
-    // so does `RUST_LOG` when `WSBENCH_LOG` is unset (the usual name).
-    let log_var = std::env::var("WSBENCH_LOG")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .map(|v| ("WSBENCH_LOG", v))
-        .or_else(|| std::env::var("RUST_LOG").ok().map(|v| ("RUST_LOG", v)));
-    let filter = match log_var {
-        Some((name, v)) if !v.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&v)
-        {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("wsbench: ignoring {name}={v:?}: {e}");
-                tracing_subscriber::EnvFilter::new(wsbench::cli::DEFAULT_LOG_FILTER)
-            }
-        },
-        _ => tracing_subscriber::EnvFilter::new(wsbench::cli::DEFAULT_LOG_FILTER),
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        // No colour when the TUI will capture stderr into its Logs pane
-        // (no sub-command): the pane shows text, not escape codes.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()) && cli.command.is_some())
-        .with_writer(std::io::stderr)
-        .init();
+    // only wsbench's own warnings reach stderr; `WSBENCH_LOG` (or
+    // `RUST_LOG`) shows the rest. The log file keeps more (see
+    // `cli::logging`). No colour when the TUI will capture stderr into
+    // its Logs pane (no sub-command): the pane shows text, not escapes.
+    let log_guard = wsbench::cli::logging::init(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()) && cli.command.is_some(),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -105,6 +86,8 @@ fn main() {
     };
     // Do not wait for detached blocking tasks (a watcher, a spool) on exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    // `exit` runs no destructors: flush the log file's queue first.
+    drop(log_guard);
     std::process::exit(code);
 }
 

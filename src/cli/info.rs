@@ -36,6 +36,7 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         "config_file": ctx.root.config_file,
         "config_file_exists": ctx.root.config_file.is_file(),
         "data_dir": ctx.root.paths.data_dir,
+        "log_file": super::logging::log_file_path(),
         "default_workdir": ctx.root.paths.default_workdir,
         "workspace": {
             "root": root,
@@ -64,6 +65,15 @@ pub(super) async fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         }
     );
     say!("data dir:         {}", ctx.root.paths.data_dir.display());
+    match super::logging::log_file_path() {
+        Some(p) => say!(
+            "log file:         {} (rotated at {} MiB, {} kept)",
+            p.display(),
+            super::logging::LOG_FILE_BYTES >> 20,
+            super::logging::LOG_FILES_KEPT
+        ),
+        None => say!("log file:         none (WSBENCH_LOG_FILE=off, or no data dir)"),
+    }
     say!(
         "default workdir:  {}",
         ctx.root.paths.default_workdir.display()

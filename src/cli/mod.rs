@@ -5,6 +5,7 @@
 mod agent;
 mod exec;
 mod info;
+pub mod logging;
 mod mcp;
 mod offload;
 mod output;

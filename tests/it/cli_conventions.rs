@@ -211,3 +211,84 @@ fn mcp_list_with_a_failed_server_lists_it_and_exits_3() {
         assert!(text(&o.stdout).contains("broken"), "{}", text(&o.stdout));
     }
 }
+
+/// A log file under the data dir that `info` names; what wsbench did at
+/// info level lands there although stderr stays quiet; `WSBENCH_LOG_FILE`
+/// moves it or turns it off.
+#[test]
+fn a_log_file_keeps_what_stderr_hides() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("data").join("wsbench");
+    let log = data.join("logs").join("wsbench.log");
+    let info = text(&run(home.path(), &["info"]).stdout);
+    assert!(
+        info.contains(&format!("log file:         {}", log.display())),
+        "{info}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&run(home.path(), &["--json", "info"]).stdout).unwrap();
+    assert_eq!(json["log_file"], log.display().to_string(), "{json}");
+    // A skill in the old flat layout is migrated: an info line.
+    let skills = data.join("workspaces").join("default").join("skills");
+    std::fs::create_dir_all(skills.join("s")).unwrap();
+    std::fs::write(
+        skills.join("s").join("SKILL.md"),
+        "---\nname: s\ndescription: d\n---\n",
+    )
+    .unwrap();
+    let out = run(home.path(), &["skills", "list"]);
+    assert!(
+        !text(&out.stderr).contains("migrated"),
+        "{}",
+        text(&out.stderr)
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(" INFO wsbench::skills: migrated 1 skill"),
+        "{logged}"
+    );
+    // Elsewhere, or off.
+    let other = home.path().join("elsewhere.log");
+    let out = cli::wsbench_cmd(home.path())
+        .env("WSBENCH_LOG_FILE", &other)
+        .env("WSBENCH_LOG", "wsbench=debug")
+        .args(["info"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains(&other.display().to_string()));
+    assert!(other.exists());
+    let home2 = tempfile::tempdir().unwrap();
+    let out = cli::wsbench_cmd(home2.path())
+        .env("WSBENCH_LOG_FILE", "off")
+        .args(["info"])
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).contains("log file:         none"));
+    assert!(
+        !home2
+            .path()
+            .join("data")
+            .join("wsbench")
+            .join("logs")
+            .exists()
+    );
+}
+
+/// A log folder that cannot be made is named once on stderr; the command
+/// still runs.
+#[test]
+fn an_unwritable_log_file_is_named_and_the_command_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let plain = home.path().join("plain");
+    std::fs::write(&plain, "x").unwrap();
+    let out = cli::wsbench_cmd(home.path())
+        .env("WSBENCH_LOG_FILE", plain.join("x.log"))
+        .args(["exec", "--", "echo", "ran"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "ran\n");
+    assert!(out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("no log file: cannot create"), "{err}");
+}

@@ -28,7 +28,7 @@ const SERVICE_VARS: &[&str] = &[
 
 /// A `wsbench` command (the binary under test) with a clean environment:
 /// every `WSBENCH_*`, `XDG_*` and service variable ([`SERVICE_VARS`])
-/// removed, then `XDG_CONFIG_HOME=home/config` and `XDG_DATA_HOME=home/data`.
+/// and `RUST_LOG` removed, then `XDG_CONFIG_HOME=home/config` and `XDG_DATA_HOME=home/data`.
 /// The test adds its arguments and any variable it means to set.
 pub fn wsbench_cmd(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wsbench"));
@@ -54,6 +54,7 @@ pub fn clean_env<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
     for name in SERVICE_VARS {
         cmd.env_remove(name);
     }
+    cmd.env_remove("RUST_LOG");
     cmd.env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_DATA_HOME", home.join("data"))
 }
