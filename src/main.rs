@@ -5,6 +5,8 @@ use clap::Parser;
 use wsbench::cli::Cli;
 
 fn main() {
+    // `WSBENCH_COMPLETE=bash wsbench …`: the shell asking for candidates.
+    wsbench::cli::complete::maybe_complete();
     if version_only() {
         // Same text as clap's `--version`; tests/it/cli.rs compares them.
         println!("wsbench {}", wsbench::cli::VERSION);

@@ -39,18 +39,21 @@ pub enum McpCmd {
     /// Removes a server from the pair and saves `.mcp`.
     Remove {
         /// Server name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::mcp_servers))]
         name: String,
     },
     /// The tools of one server (`mcp__<name>__<tool>`), starting it if
     /// needed.
     Tools {
         /// Server name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::mcp_servers))]
         name: String,
     },
     /// Calls a tool of a server with JSON arguments; the call lands in
     /// the session journal.
     Call {
         /// Server name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::mcp_servers))]
         name: String,
         /// The server's tool name (or the qualified `mcp__<name>__<tool>`).
         tool: String,
@@ -61,6 +64,7 @@ pub enum McpCmd {
     /// Stops and starts a server again.
     Restart {
         /// Server name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::mcp_servers))]
         name: String,
     },
     /// Serves this workspace as an MCP server on stdin/stdout: the

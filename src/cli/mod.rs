@@ -3,6 +3,7 @@
 //! `--json`; errors go to stderr with a non-zero exit.
 
 mod agent;
+pub mod complete;
 mod exec;
 mod info;
 pub mod logging;
@@ -83,7 +84,8 @@ pub struct GlobalArgs {
     pub create_workdir: bool,
     /// Profile from the config file (default: `default_profile`, else the
     /// built-in `local`).
-    #[arg(long, global = true, value_name = "NAME", env = "WSBENCH_PROFILE")]
+    #[arg(long, global = true, value_name = "NAME", env = "WSBENCH_PROFILE",
+        add = clap_complete::ArgValueCandidates::new(complete::profiles))]
     pub profile: Option<String>,
     /// User id the workspace manager assigns workspaces for.
     #[arg(
@@ -104,7 +106,8 @@ pub struct GlobalArgs {
     )]
     pub agent: String,
     /// Session id (names `sessions/<id>/`; default from config, else `default`).
-    #[arg(long, global = true, value_name = "ID", env = "WSBENCH_SESSION")]
+    #[arg(long, global = true, value_name = "ID", env = "WSBENCH_SESSION",
+        add = clap_complete::ArgValueCandidates::new(complete::sessions))]
     pub session: Option<String>,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]

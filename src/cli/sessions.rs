@@ -13,6 +13,7 @@ pub enum SessionsCmd {
     /// Journal entries and offloads of one session.
     Show {
         /// Session id.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::sessions))]
         id: String,
         /// Render the session's offloaded context (context.jsonl) as a
         /// conversation instead.

@@ -43,16 +43,19 @@ pub enum WorkspacesCmd {
     /// Reattach an existing workspace by id (resuming its sandbox).
     Open {
         /// Workspace id.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::workspace_ids))]
         id: String,
     },
     /// Close a workspace: suspend its sandbox where the backend can.
     Close {
         /// Workspace id.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::workspace_ids))]
         id: String,
     },
     /// Destroy a workspace and all its files (asks first unless --yes).
     Destroy {
         /// Workspace id.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::workspace_ids))]
         id: String,
         /// Do not ask for confirmation (required without a terminal).
         #[arg(long, short = 'y')]

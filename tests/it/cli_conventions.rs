@@ -292,3 +292,64 @@ fn an_unwritable_log_file_is_named_and_the_command_runs() {
     let err = text(&out.stderr);
     assert!(err.contains("no log file: cannot create"), "{err}");
 }
+
+/// Dynamic completions (`WSBENCH_COMPLETE=fish`: one `value<TAB>help`
+/// per line): profiles, the profile's workspace ids, the folder's
+/// sessions and the pair's MCP servers, reading what was typed so far.
+#[test]
+fn dynamic_completions_offer_ids_sessions_and_servers() {
+    let home = tempfile::tempdir().unwrap();
+    let complete = |words: &[&str]| -> Vec<String> {
+        let out = cli::wsbench_cmd(home.path())
+            .env("WSBENCH_COMPLETE", "fish")
+            .arg("--")
+            .arg("wsbench")
+            .args(words)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("--"))
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect()
+    };
+    // The hook script itself.
+    let hook = cli::wsbench_cmd(home.path())
+        .env("WSBENCH_COMPLETE", "bash")
+        .output()
+        .unwrap();
+    assert!(
+        text(&hook.stdout).contains("complete "),
+        "{}",
+        text(&hook.stdout)
+    );
+    assert!(complete(&["--profile", ""]).contains(&"local".to_string()));
+    // The local profile's default workspace, once made.
+    let made = run(home.path(), &["exec", "--", "true"]);
+    assert!(made.status.success());
+    let listed: serde_json::Value =
+        serde_json::from_slice(&run(home.path(), &["--json", "workspaces", "list"]).stdout)
+            .unwrap();
+    let id = listed["workspaces"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(complete(&["workspaces", "open", ""]), [id]);
+    let ws = home
+        .path()
+        .join("data")
+        .join("wsbench")
+        .join("workspaces")
+        .join("default");
+    std::fs::create_dir_all(ws.join("sessions").join("s-b")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-workspace/.mcp"),
+        ws.join(".mcp"),
+    )
+    .unwrap();
+    let sessions = complete(&["sessions", "show", ""]);
+    assert!(sessions.contains(&"s-b".to_string()), "{sessions:?}");
+    assert_eq!(
+        complete(&["--agent", "coder", "--session", "s-001", "mcp", "tools", ""]),
+        ["docs", "everything"]
+    );
+    assert!(complete(&["mcp", "tools", ""]).is_empty());
+}
