@@ -9,8 +9,6 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use base64::Engine as _;
-
 /// The native tools to try, in order, for this environment:
 /// `(program, args)`.
 pub fn native_candidates() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -60,11 +58,22 @@ pub fn copy_native(text: &str) -> Result<&'static str, String> {
     Err(format!("clipboard tools failed: {}", tried.join(", ")))
 }
 
-/// The OSC 52 sequence that sets the clipboard to `text`, or `None` when
-/// the encoded text is over `max_bytes` (terminals drop long sequences).
+/// The OSC 52 sequence that sets the clipboard to `text` (crossterm's
+/// `CopyToClipboard`, destination `c`), or `None` when the encoded text
+/// would be over `max_bytes` (terminals drop long sequences; the size is
+/// computed before anything is encoded).
 pub fn osc52(text: &str, max_bytes: usize) -> Option<String> {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
-    (b64.len() <= max_bytes).then(|| format!("\x1b]52;c;{b64}\x07"))
+    let encoded = text.len().div_ceil(3) * 4;
+    if encoded > max_bytes {
+        return None;
+    }
+    let mut seq = String::with_capacity(encoded + 16);
+    crossterm::Command::write_ansi(
+        &crossterm::clipboard::CopyToClipboard::to_clipboard_from(text.as_bytes()),
+        &mut seq,
+    )
+    .ok()?;
+    Some(seq)
 }
 
 #[cfg(test)]
@@ -73,7 +82,10 @@ mod tests {
 
     #[test]
     fn osc52_encodes_and_caps() {
-        assert_eq!(osc52("hi", 100).unwrap(), "\x1b]52;c;aGk=\x07");
+        assert_eq!(osc52("hi", 100).unwrap(), "\x1b]52;c;aGk=\x1b\\");
         assert!(osc52(&"x".repeat(100), 10).is_none());
+        // The cap is on the encoded size: 9 bytes encode to 12.
+        assert!(osc52(&"x".repeat(9), 12).is_some());
+        assert!(osc52(&"x".repeat(10), 12).is_none());
     }
 }
