@@ -148,7 +148,8 @@ impl E2bSandbox {
                         let _ = s.send(OutputChunk { stream, data }).await;
                     }
                 }
-                Ok(Some(Event::KeepAlive)) => {}
+                // No PTY was asked for: envd sends no pty data here.
+                Ok(Some(Event::KeepAlive | Event::Pty(_))) => {}
                 Ok(Some(Event::End {
                     exit_code,
                     exited,
