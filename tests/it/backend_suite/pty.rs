@@ -2,7 +2,8 @@
 //! where [`Capabilities::pty`](wsbench::backend::Capabilities::pty) says
 //! supported, a program on a PTY sees its size and a resize through
 //! `stty size`, typed bytes are echoed by the terminal, the exit status
-//! comes back, and a kill ends a program that would run for ever;
+//! comes back, the terminal shows the program's output and nothing of the
+//! backend's own, and a kill ends a program that would run for ever;
 //! elsewhere `Sandbox::pty` answers the documented `Unsupported` error
 //! carrying the reason from `Capabilities`.
 //!
@@ -79,6 +80,28 @@ pub async fn pty_contract(e: &Env) {
         .expect("exits")
         .unwrap();
     assert_eq!(code, Some(7), "{}: exit status", e.kind);
+
+    // The terminal shows the program's output and nothing else (no
+    // banner, prompt or start-up bytes of the backend's own, such as the
+    // line Daytona types into its session's shell).
+    let req = PtyRequest::new(["/bin/sh", "-c", "echo only-this; exit 3"], PtySize::default());
+    let mut s = e.sb.pty(req).await.expect("pty starts");
+    let mut all = Vec::new();
+    tokio::time::timeout(PATIENCE, s.output.read_to_end(&mut all))
+        .await
+        .expect("the output ends")
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&all),
+        "only-this\r\n",
+        "{}: the whole terminal output",
+        e.kind
+    );
+    let code = tokio::time::timeout(PATIENCE, s.control.wait())
+        .await
+        .expect("exits")
+        .unwrap();
+    assert_eq!(code, Some(3), "{}: exit status", e.kind);
 
     // Kill: a program that would sleep for ever ends, and so does its
     // child.

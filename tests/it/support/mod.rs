@@ -7,6 +7,7 @@ pub mod child;
 pub mod cli;
 pub mod cloud;
 pub mod fake_daytona;
+pub mod fake_daytona_pty;
 pub mod fake_e2b;
 pub mod fake_e2b_pty;
 pub mod fake_openai;
