@@ -31,7 +31,7 @@ use tokio::io::AsyncRead;
 use crate::backend::shell::{Follow, ops, scripts};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
+    FileKind, FileStat, LineShell, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
     path as bpath,
 };
 
@@ -87,6 +87,14 @@ pub trait RemoteSandbox: Send + Sync {
                 .pty
                 .reason()
                 .unwrap_or("a terminal (PTY)"),
+        })
+    }
+
+    /// [`Sandbox::line_shell`]; by default `Unsupported`.
+    async fn line_shell(&self, _cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        Err(BackendError::Unsupported {
+            backend: Self::KIND,
+            what: "a line-mode shell session",
         })
     }
 
@@ -158,6 +166,11 @@ impl<T: RemoteSandbox> Sandbox for T {
             });
         }
         RemoteSandbox::pty(self, req).await
+    }
+
+    async fn line_shell(&self, cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        let cwd = cwd.map(|c| resolve(self, &c));
+        RemoteSandbox::line_shell(self, cwd).await
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

@@ -20,13 +20,15 @@
 //! The module by job: [`options`] (the profile's options), [`service`]
 //! (the lifecycle server, as a [`CloudService`](crate::backend::cloud::CloudService)),
 //! [`sandbox`] (execd: URLs, headers), `events` (execd's event stream),
-//! `exec` (commands), `files` (execd's file API).
+//! `exec` (commands), `session` (bash sessions: the line-mode shell),
+//! `files` (execd's file API).
 
 mod events;
 mod exec;
 mod files;
 pub mod options;
 pub mod sandbox;
+mod session;
 pub mod service;
 
 pub use options::OpenSandboxOptions;

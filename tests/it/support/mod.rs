@@ -13,6 +13,7 @@ pub mod fake_e2b_pty;
 pub mod fake_openai;
 pub mod fake_pty;
 pub mod fake_opensandbox;
+pub mod fake_opensandbox_session;
 pub mod fake_sandbox;
 pub mod images;
 pub mod k8s_stub;
