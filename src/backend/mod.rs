@@ -72,9 +72,9 @@ pub use self::error::{BackendError, BackendResult};
 pub use self::files::{ByteRange, ChangeKind, FileChange, FileKind, FileStat, Watch};
 pub use self::health::Health;
 pub use self::kind::BackendKind;
+pub use self::line_shell::LineShell;
 pub(crate) use self::notice::NoticeSlot;
 pub use self::notice::{BackendNotice, NoticeLevel, NoticeSink};
-pub use self::line_shell::LineShell;
 pub use self::pty::{PtyControl, PtyRequest, PtySession, PtySize, PtySupport};
 
 /// One live execution environment.

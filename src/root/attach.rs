@@ -83,7 +83,13 @@ pub fn banner(sb: &dyn Sandbox, workspace: &str) -> String {
         ),
         kind => format!("inside the {kind} sandbox, in {}", sb.workdir()),
     };
-    if let Some(no_pty) = sb.capabilities().pty.has_line_mode().then(|| sb.capabilities().pty.reason()).flatten() {
+    if let Some(no_pty) = sb
+        .capabilities()
+        .pty
+        .has_line_mode()
+        .then(|| sb.capabilities().pty.reason())
+        .flatten()
+    {
         return format!(
             "wsbench: {} (the {} backend has no {no_pty}); shell of workspace {workspace}, {how}",
             super::line_mode::describe(),
@@ -108,7 +114,10 @@ pub async fn run(sb: &dyn Sandbox, req: PtyRequest) -> anyhow::Result<Option<i32
         let command = if req.argv == shell.argv {
             None
         } else {
-            Some(shlex::try_join(req.argv.iter().map(String::as_str)).context("quoting the command")?)
+            Some(
+                shlex::try_join(req.argv.iter().map(String::as_str))
+                    .context("quoting the command")?,
+            )
         };
         return super::line_mode::run(sb, command).await;
     }

@@ -31,8 +31,8 @@ use tokio::io::AsyncRead;
 use crate::backend::shell::{Follow, ops, scripts};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, LineShell, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
-    path as bpath,
+    FileKind, FileStat, LineShell, OutputSink, Process, PtyRequest, PtySession, Sandbox,
+    SpawnRequest, Watch, path as bpath,
 };
 
 /// Limit for one upload, whatever the unary request limit is.

@@ -42,9 +42,7 @@ use super::SERVICE;
 use super::sandbox::{DaytonaSandbox, Ws};
 use crate::backend::cloud::{self, KILL_GRACE, MARKER_VAR};
 use crate::backend::http::{On404, Retry};
-use crate::backend::{
-    BackendError, BackendResult, PtyControl, PtyRequest, PtySession, PtySize,
-};
+use crate::backend::{BackendError, BackendResult, PtyControl, PtyRequest, PtySession, PtySize};
 
 /// Longest wait for the shell to run the typed line.
 pub(super) const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -193,8 +191,8 @@ async fn skip_preamble(stream: &mut SplitStream<Ws>, token: &str) -> BackendResu
                 Bytes::copy_from_slice(t.as_bytes())
             }
             Some(Ok(Message::Close(frame))) => {
-                let shown = String::from_utf8_lossy(&seen[seen.len().saturating_sub(2048)..])
-                    .into_owned();
+                let shown =
+                    String::from_utf8_lossy(&seen[seen.len().saturating_sub(2048)..]).into_owned();
                 return Err(setup_error(format!(
                     "the session ended before the command started ({}); the terminal showed: {shown:?}",
                     frame.map(|f| f.reason.to_string()).unwrap_or_default()
@@ -341,10 +339,7 @@ struct DaytonaPty {
 #[async_trait]
 impl PtyControl for DaytonaPty {
     fn id(&self) -> String {
-        format!(
-            "daytona {} pty {}",
-            self.handle.sandbox.id, self.handle.sid
-        )
+        format!("daytona {} pty {}", self.handle.sandbox.id, self.handle.sid)
     }
 
     async fn resize(&self, size: PtySize) -> BackendResult<()> {
@@ -409,7 +404,10 @@ mod tests {
             .env("x", "y")
             .output()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "WSBENCH-PTY-abc\nW y\n");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "WSBENCH-PTY-abc\nW y\n"
+        );
     }
 
     #[test]

@@ -222,10 +222,8 @@ pub(super) fn exit_of(exit_code: i32, status: &str) -> (Option<i32>, Option<i32>
 
 /// The body of a streaming response as bytes for the codec; a transport
 /// error becomes an I/O error (read as a cut stream).
-type Body = StreamReader<
-    Pin<Box<dyn futures::Stream<Item = std::io::Result<Bytes>> + Send>>,
-    Bytes,
->;
+type Body =
+    StreamReader<Pin<Box<dyn futures::Stream<Item = std::io::Result<Bytes>> + Send>>, Bytes>;
 
 /// Reads Start-stream events, with an idle limit between frames.
 pub(super) struct EventStream {

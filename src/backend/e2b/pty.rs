@@ -129,7 +129,8 @@ async fn pump_input(sb: Arc<E2bSandbox>, pid: u32, mut input: DuplexStream) {
         match input.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                let body = json!({"process": {"pid": pid}, "input": {"pty": b64.encode(&buf[..n])}});
+                let body =
+                    json!({"process": {"pid": pid}, "input": {"pty": b64.encode(&buf[..n])}});
                 if let Err(e) = sb
                     .unary("/process.Process/SendInput", body, On404::Remote)
                     .await

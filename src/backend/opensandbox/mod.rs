@@ -28,8 +28,8 @@ mod exec;
 mod files;
 pub mod options;
 pub mod sandbox;
-mod session;
 pub mod service;
+mod session;
 
 pub use options::OpenSandboxOptions;
 pub use service::{OpenSandboxProvisioner, OpenSandboxService};

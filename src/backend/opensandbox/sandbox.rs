@@ -12,7 +12,7 @@ use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, ServiceClient};
 use crate::backend::{
     BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest, FileStat,
-    OutputSink, LineShell, PtySupport, path as bpath,
+    LineShell, OutputSink, PtySupport, path as bpath,
 };
 
 /// A live OpenSandbox sandbox, reached through its execd.

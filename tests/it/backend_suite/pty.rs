@@ -86,7 +86,10 @@ pub async fn pty_contract(e: &Env) {
     // The terminal shows the program's output and nothing else (no
     // banner, prompt or start-up bytes of the backend's own, such as the
     // line Daytona types into its session's shell).
-    let req = PtyRequest::new(["/bin/sh", "-c", "echo only-this; exit 3"], PtySize::default());
+    let req = PtyRequest::new(
+        ["/bin/sh", "-c", "echo only-this; exit 3"],
+        PtySize::default(),
+    );
     let mut s = e.sb.pty(req).await.expect("pty starts");
     let mut all = Vec::new();
     tokio::time::timeout(PATIENCE, s.output.read_to_end(&mut all))
@@ -174,8 +177,17 @@ pub async fn line_shell_contract(e: &Env) {
     }
     let sh = e.sb.line_shell(None).await.expect("a session opens");
     let (code, out, _, _) = line(&*sh, "pwd", None).await;
-    assert_eq!((code, out.trim()), (Some(0), e.sb.workdir()), "starts in the workdir");
-    let (code, ..) = line(&*sh, "cd /tmp && export WSB_X=42 && f() { echo fn-ok; }", None).await;
+    assert_eq!(
+        (code, out.trim()),
+        (Some(0), e.sb.workdir()),
+        "starts in the workdir"
+    );
+    let (code, ..) = line(
+        &*sh,
+        "cd /tmp && export WSB_X=42 && f() { echo fn-ok; }",
+        None,
+    )
+    .await;
     assert_eq!(code, Some(0));
     let (code, out, err, _) = line(&*sh, "pwd; echo x=$WSB_X; f; echo oops >&2; false", None).await;
     assert_eq!(code, Some(1), "the last command's status");

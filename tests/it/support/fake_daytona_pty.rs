@@ -232,12 +232,7 @@ pub async fn resize(
             sess.proc.clone()
         }
         None => {
-            return toolbox_err(
-                410,
-                "GONE",
-                "cannot resize inactive PTY session",
-                PATH,
-            );
+            return toolbox_err(410, "GONE", "cannot resize inactive PTY session", PATH);
         }
     };
     if let Err(e) = proc.resize(rows, cols).await {
@@ -267,7 +262,10 @@ pub async fn connect(
     let (proc, outs) = match taken {
         None => return not_found(&k.1),
         Some((_, None)) => {
-            return bad("the fake serves one client per session", "/process/pty/connect");
+            return bad(
+                "the fake serves one client per session",
+                "/process/pty/connect",
+            );
         }
         Some((proc, Some(outs))) => (proc, outs),
     };

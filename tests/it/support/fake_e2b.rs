@@ -754,7 +754,11 @@ async fn send_input(State(s): St, h: HeaderMap, body: Bytes) -> Response {
         return fake_e2b_pty::send_input(&b, pid, data).await;
     }
     let Some(data) = v.pointer("/input/stdin").and_then(Value::as_str) else {
-        return connect_err(400, "invalid_argument", "input.stdin or input.pty is required");
+        return connect_err(
+            400,
+            "invalid_argument",
+            "input.stdin or input.pty is required",
+        );
     };
     let Ok(data) = base64::engine::general_purpose::STANDARD.decode(data) else {
         return connect_err(400, "invalid_argument", "stdin is not base64");

@@ -488,7 +488,11 @@ async fn endpoint(
 
 /// The sandbox an execd request is for: by the proxy path (API key
 /// required) or by the routing header of the direct endpoint.
-pub fn execd_box(s: &State_, h: &HeaderMap, params: &RawPathParams) -> Result<Arc<FakeBox>, Response> {
+pub fn execd_box(
+    s: &State_,
+    h: &HeaderMap,
+    params: &RawPathParams,
+) -> Result<Arc<FakeBox>, Response> {
     let id = match params.iter().find(|(k, _)| *k == "id") {
         Some((_, id)) => {
             if let Some(r) = check_key(h) {

@@ -105,7 +105,13 @@ pub async fn delete(State(s): St, h: HeaderMap, p: RawPathParams) -> Response {
         Err(r) => return r,
     };
     let sid = sid_of(&p);
-    match s.bash_sessions.map.lock().unwrap().remove(&(b.id.clone(), sid)) {
+    match s
+        .bash_sessions
+        .map
+        .lock()
+        .unwrap()
+        .remove(&(b.id.clone(), sid))
+    {
         Some(sess) => {
             sess.boxed.kill(sess.pid);
             axum::http::StatusCode::OK.into_response()
@@ -192,8 +198,14 @@ pub async fn run(State(s): St, h: HeaderMap, p: RawPathParams, body: Bytes) -> R
             return;
         }
         let _ = io.0.flush().await;
-        let mut out = Splitter { buf: Vec::new(), held_empty: false };
-        let mut errs = Splitter { buf: Vec::new(), held_empty: false };
+        let mut out = Splitter {
+            buf: Vec::new(),
+            held_empty: false,
+        };
+        let mut errs = Splitter {
+            buf: Vec::new(),
+            held_empty: false,
+        };
         let (mut rc, mut err_done): (Option<i32>, bool) = (None, false);
         while rc.is_none() || !err_done {
             let (kind, lines, end) = match io.1.recv().await {
@@ -224,8 +236,12 @@ pub async fn run(State(s): St, h: HeaderMap, p: RawPathParams, body: Bytes) -> R
             }
         }
         let ev = match rc {
-            Some(0) => json!({"type": "execution_complete", "timestamp": now_ms(), "execution_time": started.elapsed().as_millis() as u64}),
-            Some(c) => json!({"type": "error", "timestamp": now_ms(), "error": {"ename": "CommandExecError", "evalue": c.to_string(), "traceback": []}}),
+            Some(0) => {
+                json!({"type": "execution_complete", "timestamp": now_ms(), "execution_time": started.elapsed().as_millis() as u64})
+            }
+            Some(c) => {
+                json!({"type": "error", "timestamp": now_ms(), "error": {"ename": "CommandExecError", "evalue": c.to_string(), "traceback": []}})
+            }
             None => return,
         };
         send(ev).await;

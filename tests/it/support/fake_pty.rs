@@ -135,5 +135,9 @@ pub fn spawn(
 
 /// The terminal of running process `pid` in `b`, if it has one.
 pub fn find(b: &FakeBox, pid: u32) -> Option<Arc<PtyProc>> {
-    b.procs.lock().unwrap().get(&pid).and_then(|p| p.pty.clone())
+    b.procs
+        .lock()
+        .unwrap()
+        .get(&pid)
+        .and_then(|p| p.pty.clone())
 }
