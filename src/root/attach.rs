@@ -91,7 +91,7 @@ pub fn banner(sb: &dyn Sandbox, workspace: &str) -> String {
         .flatten()
     {
         return format!(
-            "wsbench: {} (the {} backend has no {no_pty}); shell of workspace {workspace}, {how}",
+            "wsbench: {} (the {} backend does not support {no_pty}); shell of workspace {workspace}, {how}",
             super::line_mode::describe(),
             sb.kind()
         );
