@@ -47,7 +47,9 @@ pub(super) async fn start(sb: &E2bSandbox, req: PtyRequest) -> BackendResult<Pty
             &req.argv,
             req.cwd.as_deref(),
             &env,
-            false,
+            // The proto's default when unset (true), as E2B's SDK leaves
+            // it for a PTY; typed bytes go as `input.pty` either way.
+            true,
             None,
             Some(req.size),
         )
