@@ -51,6 +51,7 @@ mod error;
 mod files;
 mod health;
 mod kind;
+mod line_shell;
 mod notice;
 
 use std::collections::BTreeMap;
@@ -71,6 +72,7 @@ pub use self::error::{BackendError, BackendResult};
 pub use self::files::{ByteRange, ChangeKind, FileChange, FileKind, FileStat, Watch};
 pub use self::health::Health;
 pub use self::kind::BackendKind;
+pub use self::line_shell::LineShell;
 pub(crate) use self::notice::NoticeSlot;
 pub use self::notice::{BackendNotice, NoticeLevel, NoticeSink};
 pub use self::pty::{PtyControl, PtyRequest, PtySession, PtySize, PtySupport};
@@ -182,6 +184,18 @@ pub trait Sandbox: Send + Sync {
         Err(BackendError::Unsupported {
             backend: self.kind(),
             what: self.capabilities().pty.reason().unwrap_or(NO_PTY),
+        })
+    }
+
+    /// Opens a line-mode shell session in `cwd` (default the workdir),
+    /// where [`Capabilities::pty`] is [`PtySupport::LineMode`]; the
+    /// default answers `Unsupported`.
+    ///
+    /// Errors: `Unsupported`; the service refused the session.
+    async fn line_shell(&self, _cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        Err(BackendError::Unsupported {
+            backend: self.kind(),
+            what: "a line-mode shell session",
         })
     }
 }

@@ -143,6 +143,11 @@ pub enum PtySupport {
     /// It returns [`BackendError::Unsupported`](super::BackendError::Unsupported);
     /// the text says why, in one line, for the user.
     Unsupported(&'static str),
+    /// No PTY either (the text says why, as for `Unsupported`), but
+    /// [`Sandbox::line_shell`](super::Sandbox::line_shell) gives a
+    /// line-mode shell session that `!` and `wsbench shell` fall back to.
+    #[serde(rename = "line_mode")]
+    LineMode(&'static str),
 }
 
 impl PtySupport {
@@ -151,12 +156,17 @@ impl PtySupport {
         matches!(self, PtySupport::Supported)
     }
 
-    /// The reason when unsupported.
+    /// The reason there is no PTY, when there is none.
     pub fn reason(self) -> Option<&'static str> {
         match self {
             PtySupport::Supported => None,
-            PtySupport::Unsupported(r) => Some(r),
+            PtySupport::Unsupported(r) | PtySupport::LineMode(r) => Some(r),
         }
+    }
+
+    /// True for [`PtySupport::LineMode`].
+    pub fn has_line_mode(self) -> bool {
+        matches!(self, PtySupport::LineMode(_))
     }
 }
 

@@ -44,7 +44,8 @@ use super::lease::Entry;
 use super::{Flight, FlightOutput, Inner, ManagerError, Request, lock, read, write};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, Health, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
+    FileStat, Health, LineShell, OutputSink, Process, PtyRequest, PtySession, Sandbox,
+    SpawnRequest, Watch,
 };
 use crate::engine::Workspace;
 use crate::engine::events::{Event, WorkspaceState};
@@ -414,6 +415,16 @@ impl Sandbox for HealingSandbox {
         self.call(Repeat::Safe, |sb| {
             let req = req.clone();
             async move { sb.pty(req).await }.boxed()
+        })
+        .await
+    }
+
+    /// Repeated once after a recovery, as [`Self::pty`]: a session that
+    /// failed to open runs nothing.
+    async fn line_shell(&self, cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        self.call(Repeat::Safe, |sb| {
+            let cwd = cwd.clone();
+            async move { sb.line_shell(cwd).await }.boxed()
         })
         .await
     }

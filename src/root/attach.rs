@@ -58,9 +58,14 @@ pub fn shell_request(command: &[String]) -> PtyRequest {
     req
 }
 
-/// Why `sb` cannot give a shell, in one line, or `None` when it can.
+/// Why `sb` cannot give a shell, in one line, or `None` when it can (a
+/// terminal, or the line-mode shell of [`super::line_mode`]).
 pub fn why_no_shell(sb: &dyn Sandbox) -> Option<String> {
-    sb.capabilities().pty.reason().map(|r| {
+    let pty = sb.capabilities().pty;
+    if pty.has_line_mode() {
+        return None;
+    }
+    pty.reason().map(|r| {
         format!(
             "no shell in this workspace: the {} backend does not support {r}",
             sb.kind()
@@ -78,15 +83,44 @@ pub fn banner(sb: &dyn Sandbox, workspace: &str) -> String {
         ),
         kind => format!("inside the {kind} sandbox, in {}", sb.workdir()),
     };
+    if let Some(no_pty) = sb
+        .capabilities()
+        .pty
+        .has_line_mode()
+        .then(|| sb.capabilities().pty.reason())
+        .flatten()
+    {
+        return format!(
+            "wsbench: {} (the {} backend does not support {no_pty}); shell of workspace {workspace}, {how}",
+            super::line_mode::describe(),
+            sb.kind()
+        );
+    }
     format!("wsbench: shell of workspace {workspace}, {how}; exit it to return")
 }
 
-/// Starts `req` on `sb` and attaches this terminal to it until it exits.
+/// Starts `req` on `sb` and attaches this terminal to it until it exits;
+/// on a backend with [`PtySupport::LineMode`](crate::backend::PtySupport::LineMode),
+/// runs the line-mode shell ([`super::line_mode`]) instead.
 /// Returns its exit code (`None` when the backend could not learn it).
 ///
 /// Errors: the backend's (unsupported, cannot start); the terminal
 /// cannot be put in raw mode.
 pub async fn run(sb: &dyn Sandbox, req: PtyRequest) -> anyhow::Result<Option<i32>> {
+    if sb.capabilities().pty.has_line_mode() {
+        // No terminal: the interactive shell becomes the line-mode one;
+        // a command runs once, as one line.
+        let shell = PtyRequest::shell(req.size);
+        let command = if req.argv == shell.argv {
+            None
+        } else {
+            Some(
+                shlex::try_join(req.argv.iter().map(String::as_str))
+                    .context("quoting the command")?,
+            )
+        };
+        return super::line_mode::run(sb, command).await;
+    }
     let session = sb
         .pty(req)
         .await
@@ -174,7 +208,7 @@ pub async fn attach(session: PtySession) -> anyhow::Result<Option<i32>> {
 
 /// Reads stdin on a thread until `stop` (or end of file, or the receiver
 /// is gone); polls first so it never blocks in a read past `stop`.
-fn stdin_thread(
+pub(super) fn stdin_thread(
     tx: mpsc::Sender<Vec<u8>>,
     stop: Arc<AtomicBool>,
 ) -> Option<std::thread::JoinHandle<()>> {

@@ -23,6 +23,7 @@
 
 pub mod attach;
 mod journal_watch;
+pub mod line_mode;
 pub mod profile;
 mod read_only;
 pub mod safe_text;

@@ -38,7 +38,7 @@ use crate::support::fake_opensandbox;
 use crate::support::fake_sandbox;
 use crate::support::images;
 use crate::support::k8s_stub;
-use pty::pty_contract;
+use pty::{line_shell_contract, pty_contract};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -1558,6 +1558,7 @@ suite!(
     offloading,
     mcp_server_everything,
     pty_contract,
+    line_shell_contract,
 );
 
 /// Behaviour only bubblewrap has: C11 diagnosis, network off by default,

@@ -495,3 +495,73 @@ async fn opensandbox_failures() {
         failures(&fake_opensandbox::FakeOpenSandbox::start().await).await;
     }
 }
+
+/// `wsbench shell -- CMD` on a cloud service (issue 17): on E2B and
+/// Daytona the command runs on the service's terminal, on OpenSandbox
+/// (no PTY) as one line of a bash session, announced as LINE MODE in the
+/// banner's first line; the exit code is the command's.
+async fn shell_command<S: Service>(s: &S) {
+    let home = Home::new(s);
+    let o = home
+        .run(
+            S::KEY,
+            &["shell", "--", "sh", "-c", "echo hi-$((6*7)); exit 5"],
+        )
+        .await;
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    assert!(out(&o).contains("hi-42"), "{}", out(&o));
+    let first = err(&o).lines().next().unwrap_or("").to_string();
+    assert_eq!(
+        first.contains("LINE MODE"),
+        S::NAME == "opensandbox",
+        "the first line: {first}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_command_on_every_cloud_service() {
+    if cloud::fakes_ready() {
+        shell_command(&fake_e2b::FakeE2b::start().await).await;
+        shell_command(&fake_daytona::FakeDaytona::start().await).await;
+        shell_command(&fake_opensandbox::FakeOpenSandbox::start().await).await;
+    }
+}
+
+/// The line-mode shell of an OpenSandbox workspace, typed at from stdin:
+/// `cd` and `export` carry from line to line, `exit` returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opensandbox_shell_is_a_labelled_line_mode_session() {
+    if !cloud::fakes_ready() {
+        return;
+    }
+    let s = fake_opensandbox::FakeOpenSandbox::start().await;
+    let home = Home::new(&s);
+    let mut cmd = cli::wsbench_tokio_cmd(home.dir.path());
+    cmd.args(["--profile", "opensandbox", "--user", "alice", "shell"])
+        .env("OPEN_SANDBOX_API_KEY", fake_opensandbox::KEY)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    use tokio::io::AsyncWriteExt;
+    stdin
+        .write_all(b"cd /tmp\nexport A=1\npwd; echo a=$A\nexit\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let o = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        child.wait_with_output(),
+    )
+    .await
+    .expect("the shell returns")
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let first = err(&o).lines().next().unwrap_or("").to_string();
+    assert!(first.contains("LINE MODE"), "first line: {first}");
+    assert!(first.contains("no full-screen programs"), "{first}");
+    let text = out(&o);
+    assert!(text.contains("[line mode] $ "), "{text}");
+    assert!(text.contains("/tmp\na=1\n"), "{text}");
+}

@@ -31,7 +31,8 @@ use tokio::io::AsyncRead;
 use crate::backend::shell::{Follow, ops, scripts};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileKind, FileStat, OutputSink, Process, Sandbox, SpawnRequest, Watch, path as bpath,
+    FileKind, FileStat, LineShell, OutputSink, Process, PtyRequest, PtySession, Sandbox,
+    SpawnRequest, Watch, path as bpath,
 };
 
 /// Limit for one upload, whatever the unary request limit is.
@@ -73,6 +74,27 @@ pub trait RemoteSandbox: Send + Sync {
         Err(BackendError::Unsupported {
             backend: Self::KIND,
             what: "long-lived processes",
+        })
+    }
+
+    /// [`Sandbox::pty`]; by default the `Unsupported` error carrying the
+    /// reason from [`Capabilities::pty`].
+    async fn pty(&self, _req: PtyRequest) -> BackendResult<PtySession> {
+        Err(BackendError::Unsupported {
+            backend: Self::KIND,
+            what: self
+                .capabilities()
+                .pty
+                .reason()
+                .unwrap_or("a terminal (PTY)"),
+        })
+    }
+
+    /// [`Sandbox::line_shell`]; by default `Unsupported`.
+    async fn line_shell(&self, _cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        Err(BackendError::Unsupported {
+            backend: Self::KIND,
+            what: "a line-mode shell session",
         })
     }
 
@@ -131,6 +153,24 @@ impl<T: RemoteSandbox> Sandbox for T {
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         RemoteSandbox::spawn(self, req).await
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        if !RemoteSandbox::capabilities(self).pty.is_supported() {
+            return Err(BackendError::Unsupported {
+                backend: T::KIND,
+                what: RemoteSandbox::capabilities(self)
+                    .pty
+                    .reason()
+                    .unwrap_or("a terminal (PTY)"),
+            });
+        }
+        RemoteSandbox::pty(self, req).await
+    }
+
+    async fn line_shell(&self, cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        let cwd = cwd.map(|c| resolve(self, &c));
+        RemoteSandbox::line_shell(self, cwd).await
     }
 
     async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

@@ -13,7 +13,7 @@ use super::SERVICE;
 use super::logs::{Delivered, LogDemux};
 use super::sandbox::DaytonaSandbox;
 use crate::backend::cloud::{self, MARKER_VAR};
-use crate::backend::http::{self, On404, Retry};
+use crate::backend::http::{On404, Retry};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, StreamKind,
 };
@@ -267,46 +267,19 @@ impl DaytonaSandbox {
         delivered: &mut Delivered,
     ) -> BackendResult<()> {
         use tokio_tungstenite::tungstenite::Message;
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let http_url = self.url(&format!(
-            "/process/session/{sid}/command/{cmd}/logs?follow=true"
-        ));
-        let ws_url = if let Some(rest) = http_url.strip_prefix("https://") {
-            format!("wss://{rest}")
-        } else if let Some(rest) = http_url.strip_prefix("http://") {
-            format!("ws://{rest}")
-        } else {
-            http_url.clone()
-        };
         let ws_err = |e: &dyn std::fmt::Display| BackendError::Remote {
             service: SERVICE,
             status: None,
             code: Some("log_stream".into()),
             message: format!("log stream: {e}"),
         };
-        let mut request = ws_url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| ws_err(&e))?;
-        for (k, v) in self.tb.headers() {
-            request.headers_mut().insert(k.clone(), v.clone());
-        }
-        http::ensure_crypto_provider();
-        let (mut ws, _) = tokio::time::timeout(
-            self.tb.policy().request_timeout,
-            tokio_tungstenite::connect_async(request),
-        )
-        .await
-        .map_err(|_| ws_err(&"timed out opening the log stream"))?
-        .map_err(|e| match &e {
-            tokio_tungstenite::tungstenite::Error::Http(resp) if resp.status().as_u16() == 404 => {
-                BackendError::gone(format!(
-                    "daytona sandbox {} or its session is gone (log stream 404)",
-                    self.id
-                ))
-            }
-            _ => ws_err(&e),
-        })?;
+        let mut ws = self
+            .open_ws(
+                &format!("/process/session/{sid}/command/{cmd}/logs?follow=true"),
+                "log_stream",
+                "its session",
+            )
+            .await?;
         let mut demux = LogDemux::default();
         let emit = |pieces: Vec<(StreamKind, Bytes)>, delivered: &mut Delivered| {
             let sink = sink.clone();

@@ -20,12 +20,13 @@
 //! (the REST API, as a [`CloudService`](crate::backend::cloud::CloudService)),
 //! [`sandbox`] (the toolbox: URLs, errors), `logs` (splitting the
 //! followed log), `exec` (session and execute commands), `files` (the
-//! toolbox's file API).
+//! toolbox's file API), `pty` (a terminal: the toolbox's PTY sessions).
 
 mod exec;
 mod files;
 mod logs;
 pub mod options;
+mod pty;
 pub mod sandbox;
 pub mod service;
 

@@ -9,13 +9,18 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::SERVICE;
 use super::options::DaytonaExecMode;
 use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, On404, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, PtySupport, path as bpath,
+    FileStat, OutputSink, PtyRequest, PtySession, PtySupport, path as bpath,
 };
+
+/// A WebSocket to the toolbox.
+pub(super) type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A live Daytona sandbox, reached through its toolbox.
 pub(crate) struct DaytonaSandbox {
@@ -46,6 +51,67 @@ impl DaytonaSandbox {
 
     pub(super) fn resolve(&self, path: &str) -> String {
         bpath::join(&self.workdir, path)
+    }
+
+    /// Opens a WebSocket to toolbox `path` (`ws://` or `wss://` after the
+    /// toolbox URL's scheme) with the toolbox's headers, within the
+    /// request timeout. `code` names the stream in errors; a 404 means
+    /// the sandbox or `what` (its session, its terminal) is gone.
+    pub(super) async fn open_ws(&self, path: &str, code: &str, what: &str) -> BackendResult<Ws> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let http_url = self.url(path);
+        let ws_url = if let Some(rest) = http_url.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = http_url.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            http_url.clone()
+        };
+        let ws_err = |e: &dyn std::fmt::Display| BackendError::Remote {
+            service: SERVICE,
+            status: None,
+            code: Some(code.into()),
+            message: format!("{}: {e}", code.replace('_', " ")),
+        };
+        let mut request = ws_url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| ws_err(&e))?;
+        for (k, v) in self.tb.headers() {
+            request.headers_mut().insert(k.clone(), v.clone());
+        }
+        http::ensure_crypto_provider();
+        let (ws, _) = tokio::time::timeout(
+            self.tb.policy().request_timeout,
+            tokio_tungstenite::connect_async(request),
+        )
+        .await
+        .map_err(|_| ws_err(&"timed out opening the WebSocket"))?
+        .map_err(|e| match &e {
+            tokio_tungstenite::tungstenite::Error::Http(resp) if resp.status().as_u16() == 404 => {
+                BackendError::gone(format!(
+                    "daytona sandbox {} or {what} is gone ({code} 404)",
+                    self.id
+                ))
+            }
+            _ => ws_err(&e),
+        })?;
+        Ok(ws)
+    }
+
+    /// Another handle on the same sandbox, for tasks that outlive a
+    /// borrow (a terminal's pumps).
+    pub(super) fn clone_handle(&self) -> DaytonaSandbox {
+        DaytonaSandbox {
+            id: self.id.clone(),
+            tb: self.tb.clone(),
+            base: self.base.clone(),
+            workdir: self.workdir.clone(),
+            home: self.home.clone(),
+            env: self.env.clone(),
+            mode: self.mode,
+            default_timeout: self.default_timeout,
+        }
     }
 
     pub(super) async fn dir(&self, path: &str) -> BackendResult<String> {
@@ -95,9 +161,7 @@ impl RemoteSandbox for DaytonaSandbox {
         Capabilities {
             byte_exact_output: self.mode == DaytonaExecMode::Session,
             kill_on_timeout: self.mode == DaytonaExecMode::Session,
-            pty: PtySupport::Unsupported(
-                "a terminal (PTY): the toolbox has PTY sessions, but wsbench does not use them yet",
-            ),
+            pty: PtySupport::Supported,
             ..Capabilities::NONE
         }
     }
@@ -111,6 +175,10 @@ impl RemoteSandbox for DaytonaSandbox {
             DaytonaExecMode::Session => self.exec_session(req, sink).await,
             DaytonaExecMode::Execute => self.exec_execute(req, sink).await,
         }
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        super::pty::start(self, req).await
     }
 
     async fn download(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

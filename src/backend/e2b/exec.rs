@@ -22,7 +22,7 @@ use crate::backend::cloud::{self, KILL_GRACE};
 use crate::backend::http::{On404, Retry};
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process,
-    ProcessControl, SpawnRequest, StreamKind,
+    ProcessControl, PtySize, SpawnRequest, StreamKind,
 };
 
 /// Extra time on the Connect deadline beyond the command's own timeout, so
@@ -30,14 +30,17 @@ use crate::backend::{
 const DEADLINE_SLACK: Duration = Duration::from_secs(30);
 
 impl E2bSandbox {
-    /// Opens a `process.Process/Start` stream.
-    async fn start(
+    /// Opens a `process.Process/Start` stream; with `pty`, on a terminal
+    /// of that size (`StartRequest.pty`), whose output then comes as `pty`
+    /// data events and whose input goes as `ProcessInput.pty`.
+    pub(super) async fn start(
         &self,
         argv: &[String],
         cwd: Option<&str>,
         env: &BTreeMap<String, String>,
         stdin: bool,
         deadline: Option<Duration>,
+        pty: Option<PtySize>,
     ) -> BackendResult<(reqwest::Response, String)> {
         let line = cloud::command_line(argv)?;
         let mut envs = self.env.clone();
@@ -48,10 +51,13 @@ impl E2bSandbox {
         let cwd = cwd
             .map(|c| self.resolve(c))
             .unwrap_or_else(|| self.workdir.clone());
-        let msg = json!({
+        let mut msg = json!({
             "process": {"cmd": "/bin/sh", "args": ["-c", line], "envs": envs, "cwd": cwd},
             "stdin": stdin,
         });
+        if let Some(size) = pty {
+            msg["pty"] = json!({"size": {"cols": size.cols, "rows": size.rows}});
+        }
         let body = Bytes::from(envelope(0, &serde_json::to_vec(&msg).expect("json")));
         let url = self.url("/process.Process/Start");
         let resp = self
@@ -83,7 +89,7 @@ impl E2bSandbox {
 
     /// Stops a command: `SendSignal` to its pid, then the marker sweep
     /// for children that left it.
-    async fn stop(&self, pid: Option<u32>, marker: &str) {
+    pub(super) async fn stop(&self, pid: Option<u32>, marker: &str) {
         if let Some(p) = pid
             && let Err(e) = self.kill_pid(p).await
         {
@@ -107,6 +113,7 @@ impl E2bSandbox {
                 &req.env,
                 req.stdin.is_some(),
                 req.timeout,
+                None,
             )
             .await?;
         let mut events = EventStream::new(resp, self.idle);
@@ -148,7 +155,8 @@ impl E2bSandbox {
                         let _ = s.send(OutputChunk { stream, data }).await;
                     }
                 }
-                Ok(Some(Event::KeepAlive)) => {}
+                // No PTY was asked for: envd sends no pty data here.
+                Ok(Some(Event::KeepAlive | Event::Pty(_))) => {}
                 Ok(Some(Event::End {
                     exit_code,
                     exited,
@@ -220,7 +228,7 @@ impl E2bSandbox {
     /// with stdin, pumped into the process's pipes.
     pub(super) async fn start_process(&self, req: SpawnRequest) -> BackendResult<Process> {
         let (resp, _marker) = self
-            .start(&req.argv, req.cwd.as_deref(), &req.env, true, None)
+            .start(&req.argv, req.cwd.as_deref(), &req.env, true, None, None)
             .await?;
         let mut events = EventStream::new(resp, self.idle);
         let pid = match events.next().await? {
@@ -268,7 +276,7 @@ impl E2bSandbox {
         .map(|_| ())
     }
 
-    fn clone_handle(&self) -> E2bSandbox {
+    pub(super) fn clone_handle(&self) -> E2bSandbox {
         E2bSandbox {
             id: self.id.clone(),
             envd: self.envd.clone(),

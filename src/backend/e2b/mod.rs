@@ -16,12 +16,14 @@
 //! (the control plane, as a [`CloudService`](crate::backend::cloud::CloudService)),
 //! [`sandbox`] (envd: URLs, headers, unary calls, errors), `connect`
 //! (Connect envelopes and Start-stream events), `exec` (commands and
-//! processes), `files` (envd's file API).
+//! processes), `files` (envd's file API), `pty` (a terminal: `Start` with
+//! `pty`, `SendInput`, `Update`).
 
 mod connect;
 mod exec;
 mod files;
 pub mod options;
+mod pty;
 pub mod sandbox;
 pub mod service;
 

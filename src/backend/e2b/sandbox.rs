@@ -20,7 +20,7 @@ use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, On404, Retry, ServiceClient};
 use crate::backend::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, PtySupport, SpawnRequest, path as bpath,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, PtySupport, SpawnRequest, path as bpath,
 };
 
 /// A live E2B sandbox, reached through envd.
@@ -203,9 +203,7 @@ impl RemoteSandbox for E2bSandbox {
             byte_exact_output: true,
             kill_on_timeout: true,
             processes: true,
-            pty: PtySupport::Unsupported(
-                "a terminal (PTY): envd's process API has one (StartRequest.pty), but wsbench does not use it yet",
-            ),
+            pty: PtySupport::Supported,
             ..Capabilities::NONE
         }
     }
@@ -220,6 +218,10 @@ impl RemoteSandbox for E2bSandbox {
 
     async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         self.start_process(req).await
+    }
+
+    async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
+        super::pty::start(self, req).await
     }
 
     async fn download(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

@@ -20,6 +20,27 @@ use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, StreamKind,
 };
 
+/// How a command is stopped on timeout or cancel.
+pub(super) enum Stop {
+    /// A `/command`: every process carrying this marker.
+    Marker(String),
+    /// A line of bash session `0`: the session.
+    Session(String),
+}
+
+/// One streamed execd call (see [`OpenSandboxSandbox::follow`]).
+pub(super) struct Call<'a> {
+    /// `/command` or `/session/{id}/run`.
+    pub path: &'a str,
+    pub body: &'a Value,
+    pub stop: &'a Stop,
+    pub started: Instant,
+    pub timeout: Option<Duration>,
+    pub cancel: Option<&'a tokio_util::sync::CancellationToken>,
+    /// For a not-started error.
+    pub program: &'a str,
+}
+
 /// Extra time given to execd's own timeout, so wsbench's interrupt comes
 /// first and execd's kill is only a backstop.
 const SERVER_TIMEOUT_SLACK: Duration = Duration::from_secs(5);
@@ -40,12 +61,20 @@ impl OpenSandboxSandbox {
     }
 
     /// Stops a command: execd's interrupt, then the marker sweep for
-    /// children that left its process group.
-    async fn stop(&self, cmd_id: Option<&str>, marker: &str) {
+    /// children that left its process group; for a line of a bash
+    /// session, the session deleted (its shell and what it runs).
+    async fn stop(&self, cmd_id: Option<&str>, how: &Stop) {
         if let Some(id) = cmd_id {
             self.interrupt(id).await;
         }
-        cloud::kill_marked(self, marker).await;
+        match how {
+            Stop::Marker(marker) => cloud::kill_marked(self, marker).await,
+            Stop::Session(sid) => {
+                if let Err(e) = self.delete_session(sid).await {
+                    tracing::warn!(sandbox = %self.id, session = %sid, error = %e, "deleting a bash session failed");
+                }
+            }
+        }
     }
 
     /// [`Sandbox::exec`](crate::backend::Sandbox::exec): one command and
@@ -77,11 +106,42 @@ impl OpenSandboxSandbox {
         if let Some(t) = req.timeout {
             body["timeout"] = json!((t + SERVER_TIMEOUT_SLACK).as_millis() as u64);
         }
-        let url = self.url("/command");
+        let how = Stop::Marker(marker);
+        let program = req.argv.first().cloned().unwrap_or_default();
+        let call = Call {
+            path: "/command",
+            body: &body,
+            stop: &how,
+            started,
+            timeout: req.timeout,
+            cancel: req.cancel.as_ref(),
+            program: &program,
+        };
+        self.follow(call, sink).await
+    }
+
+    /// Posts `call.body` to `call.path` and follows execd's event stream
+    /// to the command's end, its timeout or its cancel (both stop it as
+    /// `call.stop` says).
+    pub(super) async fn follow(
+        &self,
+        call: Call<'_>,
+        sink: Option<OutputSink>,
+    ) -> BackendResult<ExecOutcome> {
+        let Call {
+            path,
+            body,
+            stop: how,
+            started,
+            timeout,
+            cancel,
+            program,
+        } = call;
+        let url = self.url(path);
         let resp = self
             .execd
             .send(Retry::RateLimitOnly, true, |c| {
-                c.post(&url).header(ACCEPT, "text/event-stream").json(&body)
+                c.post(&url).header(ACCEPT, "text/event-stream").json(body)
             })
             .await?;
         if !resp.status().is_success() {
@@ -92,8 +152,8 @@ impl OpenSandboxSandbox {
         let mut stream: Pin<Box<dyn futures::Stream<Item = reqwest::Result<Bytes>> + Send>> =
             Box::pin(resp.bytes_stream());
         let mut sse = SseReader::default();
-        let timeout = cloud::sleep_until(req.timeout.map(|t| started + t));
-        let cancel = cloud::cancelled(req.cancel.as_ref());
+        let timeout = cloud::sleep_until(timeout.map(|t| started + t));
+        let cancel = cloud::cancelled(cancel);
         tokio::pin!(timeout, cancel);
         let mut cmd_id: Option<String> = None;
         let mut ending: Option<Ending> = None;
@@ -159,7 +219,7 @@ impl OpenSandboxSandbox {
             tokio::select! {
                 chunk = tokio::time::timeout(self.idle, stream.next()) => match chunk {
                     Err(_) => {
-                        self.stop(cmd_id.as_deref(), &marker).await;
+                        self.stop(cmd_id.as_deref(), how).await;
                         return Err(BackendError::Remote {
                             service: SERVICE,
                             status: None,
@@ -173,12 +233,12 @@ impl OpenSandboxSandbox {
                 _ = &mut timeout, if stopped.is_none() => {
                     timed_out = true;
                     stopped = Some(Instant::now());
-                    self.stop(cmd_id.as_deref(), &marker).await;
+                    self.stop(cmd_id.as_deref(), how).await;
                 }
                 _ = &mut cancel, if stopped.is_none() => {
                     cancelled = true;
                     stopped = Some(Instant::now());
-                    self.stop(cmd_id.as_deref(), &marker).await;
+                    self.stop(cmd_id.as_deref(), how).await;
                 }
                 _ = grace => break,
             }
@@ -189,7 +249,7 @@ impl OpenSandboxSandbox {
             Some(Ending::NotStarted(_)) | None if stopped.is_some() => (Some(128 + 9), Some(9)),
             Some(Ending::NotStarted(reason)) => {
                 return Err(BackendError::Spawn {
-                    program: req.argv.first().cloned().unwrap_or_default(),
+                    program: program.to_string(),
                     reason: if reason.is_empty() {
                         "execd reported an error without a value".into()
                     } else {
@@ -198,7 +258,7 @@ impl OpenSandboxSandbox {
                 });
             }
             None => {
-                self.stop(cmd_id.as_deref(), &marker).await;
+                self.stop(cmd_id.as_deref(), how).await;
                 return Err(BackendError::Remote {
                     service: SERVICE,
                     status: None,

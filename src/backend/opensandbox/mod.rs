@@ -20,7 +20,8 @@
 //! The module by job: [`options`] (the profile's options), [`service`]
 //! (the lifecycle server, as a [`CloudService`](crate::backend::cloud::CloudService)),
 //! [`sandbox`] (execd: URLs, headers), `events` (execd's event stream),
-//! `exec` (commands), `files` (execd's file API).
+//! `exec` (commands), `session` (bash sessions: the line-mode shell),
+//! `files` (execd's file API).
 
 mod events;
 mod exec;
@@ -28,6 +29,7 @@ mod files;
 pub mod options;
 pub mod sandbox;
 pub mod service;
+mod session;
 
 pub use options::OpenSandboxOptions;
 pub use service::{OpenSandboxProvisioner, OpenSandboxService};

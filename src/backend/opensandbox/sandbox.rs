@@ -12,7 +12,7 @@ use crate::backend::cloud::RemoteSandbox;
 use crate::backend::http::{self, ServiceClient};
 use crate::backend::{
     BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest, FileStat,
-    OutputSink, PtySupport, path as bpath,
+    LineShell, OutputSink, PtySupport, path as bpath,
 };
 
 /// A live OpenSandbox sandbox, reached through its execd.
@@ -53,7 +53,7 @@ impl RemoteSandbox for OpenSandboxSandbox {
         Capabilities {
             kill_on_timeout: true,
             read_range: true,
-            pty: PtySupport::Unsupported(
+            pty: PtySupport::LineMode(
                 "a terminal (PTY): execd's API has no PTY endpoint (its bash sessions are line-based)",
             ),
             ..Capabilities::NONE
@@ -66,6 +66,10 @@ impl RemoteSandbox for OpenSandboxSandbox {
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
         self.run(req, sink).await
+    }
+
+    async fn line_shell(&self, cwd: Option<String>) -> BackendResult<Box<dyn LineShell>> {
+        self.open_line_shell(cwd).await
     }
 
     async fn download(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {

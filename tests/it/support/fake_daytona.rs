@@ -5,7 +5,8 @@
 //! (`daytona/toolbox/openapi.yaml`: `/process/execute` with the daemon's
 //! hidden 10 s default timeout, sessions with a followed log over a
 //! WebSocket whose frames tag stdout `\x01\x01\x01` and stderr
-//! `\x02\x02\x02`, files, work dir and home dir). An "old daemon" switch
+//! `\x02\x02\x02`, PTY sessions on a real PTY (`fake_daytona_pty.rs`), files,
+//! work dir and home dir). An "old daemon" switch
 //! answers commands with exit code -1 and no output (C17). Commands run
 //! for real in a bubblewrap box.
 // Handlers answer errors as ready responses; boxing them buys nothing in a fake.
@@ -27,6 +28,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::support::fake_daytona_pty;
 use crate::support::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder, Sandboxes};
 
 /// API key the fake accepts.
@@ -80,6 +82,8 @@ pub struct State_ {
     pub transition_ms: AtomicU64,
     /// Page size cap.
     pub page_cap: AtomicU64,
+    /// PTY sessions by (sandbox id, session id).
+    pub ptys: fake_daytona_pty::Ptys,
     next: AtomicU64,
     addr: Mutex<Option<SocketAddr>>,
 }
@@ -108,6 +112,7 @@ impl FakeDaytona {
             old_daemon: AtomicBool::new(false),
             transition_ms: AtomicU64::new(150),
             page_cap: AtomicU64::new(200),
+            ptys: Default::default(),
             next: AtomicU64::new(1),
             addr: Mutex::new(None),
         });
@@ -123,6 +128,16 @@ impl FakeDaytona {
             .route("/process/session/{sid}/exec", post(session_exec))
             .route("/process/session/{sid}/command/{cid}", get(command_status))
             .route("/process/session/{sid}/command/{cid}/logs", get(logs))
+            .route(
+                "/process/pty",
+                post(fake_daytona_pty::create).get(fake_daytona_pty::list),
+            )
+            .route(
+                "/process/pty/{sid}",
+                get(fake_daytona_pty::info).delete(fake_daytona_pty::delete),
+            )
+            .route("/process/pty/{sid}/connect", get(fake_daytona_pty::connect))
+            .route("/process/pty/{sid}/resize", post(fake_daytona_pty::resize))
             .route("/files/download", get(download))
             .route("/files/upload-v2", post(upload))
             .route("/files", get(list_files))
@@ -179,7 +194,7 @@ impl FakeDaytona {
     }
 }
 
-type St = State<Arc<State_>>;
+pub type St = State<Arc<State_>>;
 
 fn err(status: u16, msg: &str) -> Response {
     let reason = StatusCode::from_u16(status)
@@ -214,7 +229,7 @@ fn command_body(
     Ok((req, command))
 }
 
-fn toolbox_err(status: u16, code: &str, msg: &str, path: &str) -> Response {
+pub fn toolbox_err(status: u16, code: &str, msg: &str, path: &str) -> Response {
     fake_sandbox::json_error(
         status,
         json!({"statusCode": status, "message": msg, "code": code, "path": path, "timestamp": chrono::Utc::now().to_rfc3339()}),
@@ -475,7 +490,7 @@ async fn proxy_url(State(s): St, h: HeaderMap, Path(id): Path<String>) -> Respon
 }
 
 /// The started sandbox a toolbox request is for.
-fn tb_box(
+pub fn tb_box(
     s: &State_,
     h: &HeaderMap,
     params: &HashMap<String, String>,

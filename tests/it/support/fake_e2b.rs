@@ -1,10 +1,11 @@
 //! A fake E2B on 127.0.0.1: the control plane (`e2b/openapi.yml`: create,
 //! list by metadata with paging, connect/resume, pause, kill) and envd
 //! (`/health`, `/files`, `process.Process/Start|SendSignal|SendInput|
-//! CloseStdin|List` over Connect with the JSON codec, and
+//! CloseStdin|List|Update` over Connect with the JSON codec, and
 //! `filesystem.Filesystem/ListDir|Stat`), one server for both: envd
 //! requests are routed by the `E2b-Sandbox-Id` header. Requests are checked
-//! against the spec's shapes; commands run for real in a bubblewrap box.
+//! against the spec's shapes; commands run for real in a bubblewrap box,
+//! on a real PTY when `Start` asks for one (`fake_e2b_pty.rs`).
 // Handlers answer errors as ready responses; boxing them buys nothing in a fake.
 #![allow(clippy::result_large_err)]
 
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
+use crate::support::fake_e2b_pty;
 use crate::support::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder, Sandboxes};
 
 /// API key the fake accepts.
@@ -100,6 +102,7 @@ impl FakeE2b {
             .route("/process.Process/SendInput", post(send_input))
             .route("/process.Process/CloseStdin", post(close_stdin))
             .route("/process.Process/List", post(list_procs))
+            .route("/process.Process/Update", post(fake_e2b_pty::update))
             .route("/filesystem.Filesystem/ListDir", post(list_dir))
             .route("/filesystem.Filesystem/Stat", post(stat));
         let addr = fake_sandbox::serve_faulty(router, state.clone(), layer).await;
@@ -172,13 +175,13 @@ impl FakeE2b {
     }
 }
 
-type St = State<Arc<State_>>;
+pub type St = State<Arc<State_>>;
 
 fn err(status: u16, msg: &str) -> Response {
     fake_sandbox::json_error(status, json!({"code": status, "message": msg}))
 }
 
-fn connect_err(status: u16, code: &str, msg: &str) -> Response {
+pub fn connect_err(status: u16, code: &str, msg: &str) -> Response {
     fake_sandbox::json_error(status, json!({"code": code, "message": msg}))
 }
 
@@ -396,7 +399,7 @@ async fn kill(State(s): St, h: HeaderMap, Path(id): Path<String>) -> Response {
 }
 
 /// The running sandbox an envd request is for, after the token check.
-fn envd_box(s: &State_, h: &HeaderMap) -> Result<Arc<FakeBox>, Response> {
+pub fn envd_box(s: &State_, h: &HeaderMap) -> Result<Arc<FakeBox>, Response> {
     let id = h
         .get("e2b-sandbox-id")
         .and_then(|v| v.to_str().ok())
@@ -521,7 +524,7 @@ async fn upload(
 }
 
 /// A Connect envelope.
-fn envelope(flag: u8, v: &Value) -> Bytes {
+pub fn envelope(flag: u8, v: &Value) -> Bytes {
     let p = serde_json::to_vec(v).unwrap();
     let mut out = Vec::with_capacity(p.len() + 5);
     out.push(flag);
@@ -590,6 +593,9 @@ async fn start(State(s): St, h: HeaderMap, body: Bytes) -> Response {
         .and_then(Value::as_str)
         .unwrap_or("/home/user")
         .to_string();
+    if let Some(pty) = msg.get("pty") {
+        return fake_e2b_pty::start(&s, &b, pty, &argv, &cwd, &env);
+    }
     let with_stdin = msg.get("stdin").and_then(Value::as_bool).unwrap_or(true);
     let deadline: Option<u64> = h
         .get("connect-timeout-ms")
@@ -678,7 +684,7 @@ async fn start(State(s): St, h: HeaderMap, body: Bytes) -> Response {
         .unwrap()
 }
 
-fn unary_json(h: &HeaderMap, body: &[u8]) -> Result<Value, Response> {
+pub fn unary_json(h: &HeaderMap, body: &[u8]) -> Result<Value, Response> {
     if h.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/json") {
         return Err(StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response());
     }
@@ -686,7 +692,7 @@ fn unary_json(h: &HeaderMap, body: &[u8]) -> Result<Value, Response> {
         .map_err(|_| connect_err(400, "invalid_argument", "body is not JSON"))
 }
 
-fn selector_pid(v: &Value) -> Result<u32, Response> {
+pub fn selector_pid(v: &Value) -> Result<u32, Response> {
     v.pointer("/process/pid")
         .and_then(Value::as_u64)
         .map(|p| p as u32)
@@ -744,8 +750,15 @@ async fn send_input(State(s): St, h: HeaderMap, body: Bytes) -> Response {
         Ok(p) => p,
         Err(r) => return r,
     };
+    if let Some(data) = v.pointer("/input/pty") {
+        return fake_e2b_pty::send_input(&b, pid, data).await;
+    }
     let Some(data) = v.pointer("/input/stdin").and_then(Value::as_str) else {
-        return connect_err(400, "invalid_argument", "input.stdin is required");
+        return connect_err(
+            400,
+            "invalid_argument",
+            "input.stdin or input.pty is required",
+        );
     };
     let Ok(data) = base64::engine::general_purpose::STANDARD.decode(data) else {
         return connect_err(400, "invalid_argument", "stdin is not base64");

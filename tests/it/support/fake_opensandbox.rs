@@ -26,6 +26,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::support::fake_opensandbox_session;
 use crate::support::fake_sandbox::{self, FakeBox, Faults, Layer, Out, Recorder, Sandboxes};
 
 /// API key the fake accepts.
@@ -59,6 +60,8 @@ pub struct State_ {
     pub uploads: Mutex<Vec<Value>>,
     /// Running commands: id → (sandbox, pid).
     pub running: Mutex<HashMap<String, (Arc<FakeBox>, u32)>>,
+    /// Bash sessions (`fake_opensandbox_session.rs`).
+    pub bash_sessions: fake_opensandbox_session::Sessions,
     /// Page size cap for listing.
     pub page_cap: AtomicU64,
     /// Delay of pause/resume transitions, ms.
@@ -86,6 +89,7 @@ impl FakeOpenSandbox {
             interrupts: Mutex::new(Vec::new()),
             uploads: Mutex::new(Vec::new()),
             running: Mutex::new(HashMap::new()),
+            bash_sessions: Default::default(),
             page_cap: AtomicU64::new(1000),
             transition_ms: AtomicU64::new(150),
             next: AtomicU64::new(1),
@@ -94,6 +98,12 @@ impl FakeOpenSandbox {
         let execd = Router::new()
             .route("/ping", get(ping))
             .route("/command", post(command).delete(interrupt))
+            .route("/session", post(fake_opensandbox_session::create))
+            .route("/session/{sid}/run", post(fake_opensandbox_session::run))
+            .route(
+                "/session/{sid}",
+                axum::routing::delete(fake_opensandbox_session::delete),
+            )
             .route("/files/download", get(download))
             .route("/files/upload", post(upload))
             .route("/files/info", get(info))
@@ -143,9 +153,9 @@ impl FakeOpenSandbox {
     }
 }
 
-type St = State<Arc<State_>>;
+pub type St = State<Arc<State_>>;
 
-fn err(status: u16, code: &str, msg: &str) -> Response {
+pub fn err(status: u16, code: &str, msg: &str) -> Response {
     fake_sandbox::json_error(status, json!({"code": code, "message": msg}))
 }
 
@@ -478,7 +488,11 @@ async fn endpoint(
 
 /// The sandbox an execd request is for: by the proxy path (API key
 /// required) or by the routing header of the direct endpoint.
-fn execd_box(s: &State_, h: &HeaderMap, params: &RawPathParams) -> Result<Arc<FakeBox>, Response> {
+pub fn execd_box(
+    s: &State_,
+    h: &HeaderMap,
+    params: &RawPathParams,
+) -> Result<Arc<FakeBox>, Response> {
     let id = match params.iter().find(|(k, _)| *k == "id") {
         Some((_, id)) => {
             if let Some(r) = check_key(h) {
@@ -509,13 +523,13 @@ async fn ping(State(s): St, h: HeaderMap, p: RawPathParams) -> Response {
 }
 
 /// An execd event frame: bare JSON and a blank line.
-fn frame(v: Value) -> Bytes {
+pub fn frame(v: Value) -> Bytes {
     let mut s = serde_json::to_string(&v).unwrap();
     s.push_str("\n\n");
     Bytes::from(s)
 }
 
-fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 

@@ -73,6 +73,9 @@ pub struct Proc {
     pub stdin: Option<ChildStdin>,
     /// The command line, for `List`.
     pub cmd: String,
+    /// The terminal, when the process was started on a PTY
+    /// ([`crate::support::fake_pty`]).
+    pub pty: Option<Arc<crate::support::fake_pty::PtyProc>>,
 }
 
 /// One fake sandbox: a temp dir standing in for its file system, and its
@@ -200,6 +203,21 @@ impl FakeBox {
         cwd: &str,
         env: &BTreeMap<String, String>,
     ) -> tokio::process::Command {
+        let mut c = self.bwrap_command(argv, cwd, env);
+        c.process_group(0);
+        c.kill_on_drop(true);
+        c
+    }
+
+    /// [`Self::command`] without its own process group, for a child that
+    /// becomes a session leader on a PTY (`setsid` fails in a group
+    /// leader).
+    pub fn bwrap_command(
+        &self,
+        argv: &[String],
+        cwd: &str,
+        env: &BTreeMap<String, String>,
+    ) -> tokio::process::Command {
         let mut c = tokio::process::Command::new("bwrap");
         c.args(["--die-with-parent", "--unshare-pid"]);
         c.args([
@@ -248,8 +266,6 @@ impl FakeBox {
         }
         c.arg("--chdir").arg(cwd).arg("--");
         c.args(argv);
-        c.process_group(0);
-        c.kill_on_drop(true);
         c
     }
 
@@ -278,6 +294,7 @@ impl FakeBox {
                 pgid: pid as i32,
                 stdin,
                 cmd: argv.join(" "),
+                pty: None,
             },
         );
         Ok((child, pid))
