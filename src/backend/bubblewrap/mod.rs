@@ -55,6 +55,7 @@ mod isolation;
 mod provision;
 mod pty;
 mod setup;
+mod tmpdir;
 mod wrapper;
 
 use isolation::isolation_args;
@@ -159,7 +160,8 @@ pub fn default_base_dir() -> PathBuf {
 pub struct BubblewrapSandbox {
     opts: Arc<BubblewrapOptions>,
     files: HostDir,
-    /// Backs `/tmp`; removed when the last clone is dropped.
+    /// Backs `/tmp`; removed when the last clone is dropped, or by the
+    /// next sandbox's sweep when wsbench was killed (see `tmpdir`).
     _tmp: Arc<tempfile::TempDir>,
     /// `bwrap` arguments up to (not including) the environment and command.
     fixed_args: Arc<Vec<String>>,
@@ -187,9 +189,7 @@ impl BubblewrapSandbox {
     ///
     /// Errors: the directory or the private temp dir cannot be created.
     pub fn open(root: impl AsRef<Path>, opts: BubblewrapOptions) -> BackendResult<Self> {
-        let tmp = tempfile::Builder::new()
-            .prefix("wsbench-bwrap-tmp-")
-            .tempdir()
+        let tmp = tmpdir::create()
             .map_err(|e| BackendError::from_io(e, "private /tmp of a bubblewrap sandbox"))?;
         let files = HostDir::new(vec![
             (SANDBOX_WORKDIR.into(), root.as_ref().to_path_buf()),
