@@ -46,6 +46,31 @@ fn bash_round_trip(c: &mut Criterion) {
             assert!(s.success());
         })
     });
+    // The cost of the local backend's subreaper hook (issue 14): the same
+    // spawn of `/bin/true` in its own process group, without a `pre_exec`
+    // hook (std's posix_spawn/vfork path) and with the one-`prctl` hook
+    // the local backend adds (std then forks).
+    g.bench_function("spawn_true_no_hook", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut cmd = tokio::process::Command::new("/bin/true");
+            cmd.process_group(0);
+            assert!(cmd.status().await.unwrap().success());
+        })
+    });
+    g.bench_function("spawn_true_subreaper_hook", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut cmd = tokio::process::Command::new("/bin/true");
+            cmd.process_group(0);
+            // SAFETY: only `prctl` runs between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+                    Ok(())
+                });
+            }
+            assert!(cmd.status().await.unwrap().success());
+        })
+    });
     g.bench_function("engine_bash_tool", |b| {
         b.to_async(&rt).iter(|| async {
             let r = ws

@@ -99,30 +99,64 @@ fn signal_all(pids: &[i32], sig: Signal) {
     }
 }
 
-/// Kills the tree rooted at `root`: SIGTERM, up to `grace` for it to exit,
-/// then SIGKILL until nothing is left (re-scanning, since processes may fork
-/// while we work). Blocking; call from `spawn_blocking`.
+fn alive(pid: i32) -> bool {
+    read_stat(pid).is_some_and(|st| !st.zombie)
+}
+
+/// Kills the tree rooted at `root`: freezes it (SIGSTOP) and collects it
+/// until it stops growing, then SIGTERM (and SIGCONT, so the stopped see
+/// it), up to `grace` for it to exit, then SIGKILL until nothing is left
+/// (re-scanning, since processes may fork while we work). Blocking; call
+/// from `spawn_blocking`.
+///
+/// Why freeze and collect first (issue 14): orphans of a double fork are
+/// adopted by the root (see the local backend's `subreaper`) and found
+/// only by their parent link; a SIGTERM that killed the root first would
+/// hand them to PID 1 before the walk looked. The collected set is kept
+/// across the phases, so a member whose parent died is still killed.
+/// Limit: a pid of the set that died and was reused within the kill (at
+/// most `grace` plus about a second) would be signalled too.
 pub fn kill_tree(root: i32, marker: &str, grace: Duration) {
-    let _ = kill(Pid::from_raw(-root), Signal::SIGTERM);
-    let first = members(root, marker);
+    let group = Pid::from_raw(-root);
+    let _ = kill(group, Signal::SIGSTOP);
+    let mut set: HashSet<i32> = HashSet::new();
+    for _ in 0..16 {
+        let new: Vec<i32> = members(root, marker)
+            .into_iter()
+            .filter(|p| set.insert(*p))
+            .collect();
+        if new.is_empty() {
+            break;
+        }
+        signal_all(&new, Signal::SIGSTOP);
+    }
+    let first: Vec<i32> = set.iter().copied().collect();
+    let _ = kill(group, Signal::SIGTERM);
     signal_all(&first, Signal::SIGTERM);
+    let _ = kill(group, Signal::SIGCONT);
+    signal_all(&first, Signal::SIGCONT);
+    let left = |set: &mut HashSet<i32>| -> Vec<i32> {
+        set.extend(members(root, marker));
+        set.retain(|p| alive(*p));
+        set.iter().copied().collect()
+    };
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
-        if members(root, marker).is_empty() {
+        if left(&mut set).is_empty() {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     for _ in 0..100 {
-        let _ = kill(Pid::from_raw(-root), Signal::SIGKILL);
-        let left = members(root, marker);
-        if left.is_empty() {
+        let _ = kill(group, Signal::SIGKILL);
+        let now = left(&mut set);
+        if now.is_empty() {
             return;
         }
         // Freeze first so nothing forks between the scan and the kill.
-        signal_all(&left, Signal::SIGSTOP);
-        let left = members(root, marker);
-        signal_all(&left, Signal::SIGKILL);
+        signal_all(&now, Signal::SIGSTOP);
+        let now = left(&mut set);
+        signal_all(&now, Signal::SIGKILL);
         std::thread::sleep(Duration::from_millis(10));
     }
     tracing::warn!(root, "process tree still has members after 100 kill rounds");

@@ -48,6 +48,49 @@ fn bubblewrap_does_not_leak_wsbench_environment() {
     assert!(hits.is_empty(), "probe written to {hits:?}");
 }
 
+#[test]
+fn bubblewrap_shows_no_host_path_in_any_cmdline_or_environ() {
+    // bwrap is PID 1 inside: its command line held the host paths of the
+    // workspace, the private /tmp and the binds (issue 14, newcomer trial).
+    if !support::have("bwrap") {
+        support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let base = home.path().join("bwrap");
+    // A read-only bind of a host directory at its own path: that path is
+    // visible by design; the workspace's host path must not be.
+    let extra = tempfile::tempdir().unwrap();
+    write_config(
+        home.path(),
+        &format!(
+            "[profiles.box]\nbackend = \"bubblewrap\"\n\n[profiles.box.options]\nbase_dir = \"{}\"\nro_binds = [\"{}\"]\n",
+            base.display(),
+            extra.path().display()
+        ),
+    );
+    let scan = "echo scan-start; for p in /proc/[0-9]*; do echo \"== $p\"; tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; tr '\\0' '\\n' < $p/environ 2>/dev/null; done; echo scan-end";
+    let o = run(home.path(), "box", &["exec", "--", scan]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("scan-start") && out.contains("scan-end") && out.contains("== /proc/1"),
+        "the scan did not run: {o:?}"
+    );
+    let home_s = home.path().display().to_string();
+    for (what, needle) in [
+        ("the workspace's host path", home_s.as_str()),
+        ("the private /tmp's host path", "wsbench-bwrap-tmp-"),
+        ("a bwrap option", "--bind"),
+        ("a bwrap option", "--setenv"),
+        ("wsbench's environment", leak::VALUE),
+    ] {
+        assert!(
+            !out.contains(needle),
+            "{what} ({needle}) is readable inside:\n{out}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_does_not_leak_wsbench_environment() {
     if let Err(why) = images::docker_ready(images::DEBIAN_IMAGE).await {

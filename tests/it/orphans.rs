@@ -77,8 +77,8 @@ fn a_local_exec_timeout_returns_although_a_double_forked_child_holds_stdout() {
         .output()
         .unwrap();
     let took = start.elapsed();
-    // Clean up the escapee whatever happened (issue 14 leaves a double
-    // fork on local as a known gap; this test pins only the return).
+    // Clean up the escapee whatever happened (the timeout kills it since
+    // the subreaper; this test pins only the return).
     let _ = std::process::Command::new("pkill")
         .args(["-f", &format!("{tag}-hold")])
         .status();
@@ -87,6 +87,107 @@ fn a_local_exec_timeout_returns_although_a_double_forked_child_holds_stdout() {
     // The escapee lives 60 s; anything well under that shows the call did
     // not wait for it (the bound is loose on purpose: no timing flake).
     assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+/// A double-forked escapee that also cleared its environment (`setsid -f
+/// env -i`, the newcomer trial of issue 14): `setsid -f` forks and its
+/// middle process exits at once, so the escapee loses its parent link
+/// *before* anything is killed, and `env -i` drops the marker. Only a
+/// child subreaper keeps it findable. `$x` keeps the tag out of every
+/// command line but the escapee's and the main shell's.
+fn double_fork_command(tag: &str) -> String {
+    format!(
+        "x=esc; setsid -f env -i sh -c \"sleep 301; : {tag}-$x\"; sh -c 'while :; do sleep 1; done' {tag}-main"
+    )
+}
+
+#[test]
+fn sigkill_of_wsbench_exec_on_local_kills_a_double_forked_env_i_child() {
+    sigkill_local_exec("local-dfork", double_fork_command);
+}
+
+#[test]
+fn a_local_exec_timeout_kills_a_double_forked_env_i_child() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let tag = format!("wsbench-timeout-dfork-{}", std::process::id());
+    let out = wsbench_cmd(home.path())
+        .args(["exec", "--timeout", "2", "--workdir"])
+        .arg(work.path())
+        .args(["--", &double_fork_command(&tag)])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // `assert_gone` kills what is left, so a failure leaks nothing.
+    procs::assert_gone(&tag, Duration::from_secs(10), "local exec after a timeout");
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+}
+
+#[tokio::test]
+async fn the_bash_tool_timeout_kills_a_double_forked_env_i_child() {
+    let (_d, ws) = crate::support::temp_workspace().await;
+    let tag = format!("wsbench-bash-dfork-{}", std::process::id());
+    let r = crate::support::call(
+        &ws,
+        "Bash",
+        serde_json::json!({"command": double_fork_command(&tag), "timeout": 1500}),
+    )
+    .await;
+    let gone = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(|| {
+            procs::assert_gone(&tag, Duration::from_secs(10), "Bash tool after a timeout")
+        })
+    })
+    .await
+    .unwrap();
+    assert!(r.timed_out, "{}", r.text());
+    if let Err(p) = gone {
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[test]
+fn output_and_exit_codes_stay_with_the_subreaper() {
+    // The command's main process adopts its orphans; what it prints and
+    // how it exits must not change, and an orphan of a command that ended
+    // on its own is left alone (background children are the user's).
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let out = wsbench_cmd(home.path())
+        .args(["exec", "--workdir"])
+        .arg(work.path())
+        .args(["--", "echo hi; exit 3"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(out.stdout, b"hi\n");
+    let tag = format!("wsbench-bg-kept-{}", std::process::id());
+    let out = wsbench_cmd(home.path())
+        .args(["exec", "--workdir"])
+        .arg(work.path())
+        .args([
+            "--",
+            &format!("x=bg; setsid -f sh -c \"sleep 303; : {tag}-$x\" >/dev/null 2>&1; echo ok"),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // Waits (bounded) for the background child: it must be running.
+    let left = procs::wait_for_tag(&format!("{tag}-bg"), Duration::from_secs(10), "bg child");
+    for p in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, b"ok\n");
+    assert_eq!(
+        left.len(),
+        1,
+        "the finished command's background child was killed"
+    );
 }
 
 /// Like [`long_command`], but the escapee also clears its environment

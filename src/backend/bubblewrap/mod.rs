@@ -19,7 +19,8 @@
 //!   the host.
 //!
 //! How a command runs: `bwrap <isolation args> -- /bin/sh -c 'printf X;
-//! exec "$@"' sh <argv>`. The one byte the wrapper prints first on stdout
+//! exec "$@"' sh <argv>`, the arguments read by bwrap from a memory file
+//! (`bwrap --args <fd>`, see `argfd`), so none is in its command line. The one byte the wrapper prints first on stdout
 //! (and which is stripped again) proves that the sandbox was set up; if
 //! `bwrap` exits without it, whatever it wrote on stderr is bwrap's own
 //! setup error, diagnosed by [`diagnose_setup_failure`].
@@ -49,10 +50,12 @@ use super::{
     Watch,
 };
 
+mod argfd;
 mod isolation;
 mod provision;
 mod pty;
 mod setup;
+mod tmpdir;
 mod wrapper;
 
 use isolation::isolation_args;
@@ -157,7 +160,8 @@ pub fn default_base_dir() -> PathBuf {
 pub struct BubblewrapSandbox {
     opts: Arc<BubblewrapOptions>,
     files: HostDir,
-    /// Backs `/tmp`; removed when the last clone is dropped.
+    /// Backs `/tmp`; removed when the last clone is dropped, or by the
+    /// next sandbox's sweep when wsbench was killed (see `tmpdir`).
     _tmp: Arc<tempfile::TempDir>,
     /// `bwrap` arguments up to (not including) the environment and command.
     fixed_args: Arc<Vec<String>>,
@@ -185,9 +189,7 @@ impl BubblewrapSandbox {
     ///
     /// Errors: the directory or the private temp dir cannot be created.
     pub fn open(root: impl AsRef<Path>, opts: BubblewrapOptions) -> BackendResult<Self> {
-        let tmp = tempfile::Builder::new()
-            .prefix("wsbench-bwrap-tmp-")
-            .tempdir()
+        let tmp = tmpdir::create()
             .map_err(|e| BackendError::from_io(e, "private /tmp of a bubblewrap sandbox"))?;
         let files = HostDir::new(vec![
             (SANDBOX_WORKDIR.into(), root.as_ref().to_path_buf()),
@@ -302,7 +304,8 @@ impl BubblewrapSandbox {
         }
         let mut env = env.clone();
         env.insert(MARKER_VAR.into(), marker.to_string());
-        let mut full = self.bwrap_argv(&wrap(argv), cwd, &env);
+        let wrapped = wrap(argv);
+        let mut full = self.bwrap_argv(&wrapped, cwd, &env);
         if on_pty {
             // Only among the fixed isolation arguments, never the command's.
             let fixed = &full[1..=self.fixed_args.len()];
@@ -310,8 +313,20 @@ impl BubblewrapSandbox {
                 full.remove(i + 1);
             }
         }
-        let mut cmd = Command::new(resolve_program(&full[0]));
-        cmd.args(&full[1..]);
+        // `bwrap --args <fd> -- <command>`: the options (host paths,
+        // `--setenv` pairs) are not in bwrap's `/proc/1/cmdline` inside
+        // (see `argfd`); the command stays on the command line, where
+        // bwrap requires it.
+        let split = full.len() - wrapped.len() - 1;
+        let mut cmd = argfd::command_with_args_fd(
+            &resolve_program(&full[0]),
+            &full[1..split],
+            &full[split..],
+        )
+        .map_err(|e| BackendError::Spawn {
+            program: full[0].clone(),
+            reason: format!("passing bwrap its arguments: {e}"),
+        })?;
         // bwrap's own environment is readable inside the sandbox (it is
         // pid 1 there: `/proc/1/environ`), so it gets the sandbox's
         // environment and nothing of wsbench's (API keys, tokens, XDG

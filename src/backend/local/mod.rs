@@ -32,6 +32,7 @@ use super::{
 mod provision;
 mod pty;
 mod reaper;
+mod subreaper;
 
 pub use provision::LocalProvisioner;
 
@@ -120,10 +121,11 @@ impl LocalSandbox {
         env: &BTreeMap<String, String>,
     ) -> BackendResult<Command> {
         let mut cmd = self.base_command(argv, cwd, env)?;
-        // Its own process group, so the group can be killed; setting it
-        // (unlike a pre_exec setsid) keeps std's fast posix_spawn path.
-        // Descendants that leave the group are found by their marker.
+        // Its own process group, so the group can be killed.
+        // Descendants that leave the group are found by their marker;
+        // orphans of a double fork are adopted by the main process.
         cmd.process_group(0);
+        subreaper::adopt_orphans(&mut cmd);
         Ok(cmd)
     }
 }

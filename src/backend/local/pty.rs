@@ -12,6 +12,7 @@ pub(super) fn start(sb: &LocalSandbox, req: PtyRequest) -> BackendResult<PtySess
     let marker = new_marker();
     let mut env = req.env_with_term();
     env.insert(MARKER_VAR.into(), marker.clone());
-    let cmd = sb.base_command(&req.argv, req.cwd.as_deref(), &env)?;
+    let mut cmd = sb.base_command(&req.argv, req.cwd.as_deref(), &env)?;
+    super::subreaper::adopt_orphans(&mut cmd);
     pty::start(cmd, req.size, marker, KILL_GRACE).map_err(|e| spawn_error(&req.argv[0], e))
 }

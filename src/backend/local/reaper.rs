@@ -27,10 +27,10 @@
 //! spawn and its announcement is not covered; a descendant that left the
 //! group, cleared its environment (`setsid env -i …`) *and* lost its
 //! parent link before wsbench died (a double fork whose middle process
-//! exited: it is a child of PID 1 then) is not found, there is nothing
-//! left to recognise it by (bubblewrap's PID namespace has no such gap; a
-//! per-command subreaper shim would close it at the cost of a process per
-//! command, which issue 18 ruled out); a main process that writes output
+//! exited) is found only because the command's main process is its
+//! subreaper (`subreaper`: it adopted the orphan, and the freeze keeps it
+//! alive while the sweep walks its children), so such a child whose main
+//! process had already exited is not found; a main process that writes output
 //! non-stop may die of SIGPIPE (its output pipe lost its reader with
 //! wsbench) in the instant before the freeze, orphaning such a child the
 //! same way; when the watcher is killed

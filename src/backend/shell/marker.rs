@@ -36,7 +36,9 @@ pub fn new_marker() -> String {
 ///
 /// Limits: a process that was reparented to PID 1 before the kill (a
 /// double-forked daemon whose middle process already exited) and that
-/// cleared its environment is not found; a pid of the set that died and
+/// cleared its environment is not found (on the host, local commands'
+/// main processes are subreapers so such an orphan is their child and is
+/// found while they are frozen); a pid of the set that died and
 /// was reused within that second would be signalled too. Zombies are
 /// skipped (they are dead, and would otherwise count as survivors until
 /// reaped), and so is the script's own shell. Needs only `sh`, `tr`,
