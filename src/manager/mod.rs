@@ -34,6 +34,7 @@ mod error;
 mod evict;
 mod flight;
 mod heal;
+mod hold;
 pub mod isolation;
 mod keepalive;
 pub mod layout;
@@ -440,7 +441,7 @@ impl WorkspaceManager {
         let removed = write(&inner.cache).remove(workspace_id);
         if let Some(e) = removed {
             e.mark_removed();
-            inner.close_entry(e, false).await?;
+            inner.close_entry(e, hold::CloseWhy::Explicit).await?;
             return Ok(true);
         }
         inner.wait_closing(workspace_id).await;
