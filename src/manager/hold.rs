@@ -2,9 +2,10 @@
 //! (suspends, pauses, stops) a workspace when it shuts down (the TUI at
 //! quit), when it evicts it idle, and when the workspace failed to start
 //! (a one-shot `wsbench exec` too; one-shots do not shut their manager
-//! down, so this is their only suspend). Without this it would do so while other wsbench processes
-//! (the TUI, `mcp serve`, one-shots) are still running commands in the
-//! same sandbox: their commands die (137, "502 paused").
+//! down, so this is their only suspend). Without this it would do so
+//! while other wsbench processes (the TUI, `mcp serve`, one-shots) are
+//! still running commands in the same sandbox: their commands die (137,
+//! "502 paused").
 //!
 //! Rule: a process suspends at exit or eviction only when no other
 //! process of this host holds the workspace. Every manager takes a shared
