@@ -190,6 +190,22 @@ impl Context {
         }
     }
 
+    /// Under per_session isolation on a cloud profile, says when this
+    /// run's session got a new workspace because the sandbox of the one
+    /// it had is gone from the service (see
+    /// [`sandbox_record::SandboxRecords::session_moved`]).
+    fn report_moved_session(&self, manager: &WorkspaceManager, id: &str) {
+        if manager.options().isolation != crate::manager::IsolationPolicy::PerSession {
+            return;
+        }
+        if let Some(r) = self.records.get()
+            && let Some(n) =
+                r.session_moved(&self.global.user, &self.global.agent, &self.session(), id)
+        {
+            eprintln!("{n}");
+        }
+    }
+
     /// What a run leaves on stderr when it ends: the lost-sandbox notices
     /// (see [`Context::report_lost_sandboxes`]), then each journal failure
     /// once (see [`Context::journal_warnings`]).
@@ -230,6 +246,7 @@ impl Context {
                 .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
+                self.report_moved_session(manager, ws.id());
                 self.journal.watch(ws);
                 self.sweep_temps(ws).await;
             }

@@ -495,3 +495,75 @@ async fn opensandbox_failures() {
         failures(&fake_opensandbox::FakeOpenSandbox::start().await).await;
     }
 }
+
+/// per_session (issue 15): a session whose sandbox the service lost gets
+/// a new workspace id (found by labels, nothing left to find), and the
+/// one-shot says so, once, as per_agent does for a re-made id; a session
+/// whose workspace wsbench destroyed starts afresh without a notice.
+async fn per_session_loss_is_said<S: Service>(s: &S) {
+    let home = Home::new(s);
+    let conf = home.dir.path().join("config/wsbench/config.toml");
+    let text = std::fs::read_to_string(&conf).unwrap().replacen(
+        "\n\n[profiles.",
+        "\nisolation = \"per_session\"\n\n[profiles.",
+        1,
+    );
+    std::fs::write(&conf, text).unwrap();
+    let key = S::KEY;
+    let exec = |line: &'static str| {
+        let home = &home;
+        async move {
+            home.run(key, &["--session", "s1", "exec", "--", line])
+                .await
+        }
+    };
+    ok(&exec("echo kept > note.txt").await);
+    let o = exec("cat note.txt").await;
+    assert_eq!(ok(&o), "kept\n");
+    assert!(!err(&o).contains("notice"), "{}", err(&o));
+    let (sid, _, old) = s.sandboxes()[0].clone();
+    s.vanish(&sid);
+
+    let o = exec("cat note.txt 2>/dev/null || echo fresh").await;
+    assert_eq!(ok(&o), "fresh\n");
+    let e = err(&o);
+    let new = s.sandboxes()[0].2.clone();
+    assert_ne!(new, old);
+    assert!(
+        e.contains("session `s1`")
+            && e.contains(&format!("workspace {old}"))
+            && e.contains(&format!("new, empty workspace {new}"))
+            && e.contains("files from the old one are lost"),
+        "{e}"
+    );
+    // Said once.
+    let o = exec("true").await;
+    ok(&o);
+    assert!(!err(&o).contains("notice"), "{}", err(&o));
+    // Destroyed by wsbench: a new workspace, no notice.
+    ok(&home
+        .run(key, &["workspaces", "destroy", "--yes", &new])
+        .await);
+    let o = exec("true").await;
+    ok(&o);
+    assert!(!err(&o).contains("notice"), "{}", err(&o));
+    for (_, _, id) in s.sandboxes() {
+        ok(&home
+            .run(key, &["workspaces", "destroy", "--yes", &id])
+            .await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2b_per_session_loss_is_said() {
+    if cloud::fakes_ready() {
+        per_session_loss_is_said(&fake_e2b::FakeE2b::start().await).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opensandbox_per_session_loss_is_said() {
+    if cloud::fakes_ready() {
+        per_session_loss_is_said(&fake_opensandbox::FakeOpenSandbox::start().await).await;
+    }
+}
