@@ -4,6 +4,7 @@
 
 mod agent;
 mod exec;
+mod gc;
 mod info;
 mod mcp;
 mod offload;

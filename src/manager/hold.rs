@@ -37,7 +37,7 @@ use crate::backend::host::lock::{HostHold, HostLock};
 use crate::engine::events::Event;
 
 /// The lock scope of workspace holds (`hold-<hash>.lock`).
-const SCOPE: &str = "hold";
+pub(super) const SCOPE: &str = "hold";
 
 /// How long a process waits for another one to finish suspending the
 /// sandbox it is about to use (a Docker stop takes up to its grace
@@ -72,7 +72,22 @@ impl Inner {
         if self.opts.close_action != CloseAction::Suspend {
             return Ok(None);
         }
-        HostHold::acquire(SCOPE, &self.hold_key(id), HOLD_WAIT).await
+        let hold = HostHold::acquire(SCOPE, &self.hold_key(id), HOLD_WAIT).await?;
+        if let Some(h) = &hold {
+            h.stamp();
+        }
+        Ok(hold)
+    }
+
+    /// When a process of this host last opened or closed workspace `id`
+    /// (its hold's stamp): the last activity of backends whose provider
+    /// reports none (Docker, Kubernetes, E2B, OpenSandbox), so TTL LEFT
+    /// and `workspaces gc` work for workspaces no live process holds.
+    /// Limit: use from other hosts is not seen.
+    pub(super) fn last_used_here(&self, id: &str) -> Option<std::time::SystemTime> {
+        (self.opts.close_action == CloseAction::Suspend)
+            .then(|| HostHold::last_used(SCOPE, &self.hold_key(id)))
+            .flatten()
     }
 
     /// The hold of a workspace id just minted (a claimed pre-warmed one):
@@ -96,6 +111,8 @@ impl Inner {
         let Some(hold) = hold else {
             return Some(None);
         };
+        // The close is the last use: idle time counts from here.
+        hold.stamp();
         match (hold.try_sole(), why) {
             (Some(sole), _) => Some(Some(sole)),
             (None, CloseWhy::Explicit) => Some(None),

@@ -148,6 +148,14 @@ impl Context {
         one_shot_manager(&self.config, &self.paths, name, self.global.read_only)
     }
 
+    /// The workspaces this machine recorded as having a sandbox on the
+    /// cloud profile `profile` (record names: workspace ids, sanitized
+    /// for file names), sorted, at most 10 000, and how many more were
+    /// not read. Empty for other backends (nothing is recorded).
+    pub fn recorded_sandboxes(&self, profile: &str) -> (Vec<String>, usize) {
+        sandbox_record::recorded(&self.paths.data_dir, profile)
+    }
+
     /// [`Context::manager_for`] as a value the TUI keeps (it outlives no
     /// borrow of the context).
     pub fn manager_factory(&self) -> ManagerFactory {

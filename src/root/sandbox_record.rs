@@ -29,6 +29,41 @@ pub(super) fn tracked(kind: BackendKind) -> bool {
     )
 }
 
+/// At most this many records are read by [`recorded`].
+pub(super) const MAX_RECORDS: usize = 10_000;
+
+/// The record file names (sanitized workspace ids) of `profile` under
+/// `data_dir`, sorted, and how many more there were past
+/// [`MAX_RECORDS`]. Nothing when the directory is missing.
+pub(super) fn recorded(data_dir: &std::path::Path, profile: &str) -> (Vec<String>, usize) {
+    let dir = data_dir
+        .join("cloud-sandboxes")
+        .join(sanitize_segment(profile));
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return (Vec::new(), 0);
+    };
+    let mut names = Vec::new();
+    let mut more = 0;
+    for e in rd.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue; // `sessions/`
+        }
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        if names.len() < MAX_RECORDS {
+            names.push(name);
+        } else {
+            more += 1;
+        }
+    }
+    names.sort();
+    (names, more)
+}
+
 /// Follows one manager's events and keeps its profile's records.
 pub(super) struct SandboxRecords {
     profile: String,

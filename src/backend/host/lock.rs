@@ -200,6 +200,23 @@ impl HostHold {
         Some(HostHold { file, path })
     }
 
+    /// Records a use of the workspace now: the lock file's mtime, which
+    /// [`HostHold::last_used`] reads (the last activity of backends whose
+    /// service reports none). Best effort: an error only loses the stamp.
+    pub fn stamp(&self) {
+        if let Err(e) = self.file.set_modified(std::time::SystemTime::now()) {
+            tracing::debug!("stamping {}: {e}", self.path.display());
+        }
+    }
+
+    /// When a process of this host last stamped (`scope`, `key`): the
+    /// mtime of its lock file in the default directory; `None` when there
+    /// is none (never used here, or the runtime directory was cleared).
+    pub fn last_used(scope: &str, key: &str) -> Option<std::time::SystemTime> {
+        let path = lock_dir()?.join(file_name(scope, key));
+        std::fs::metadata(path).and_then(|m| m.modified()).ok()
+    }
+
     /// Turns this hold into the exclusive lock without waiting
     /// (`LOCK_EX | LOCK_NB`): `Some` when no other process holds the same
     /// key (the caller is the last user; keep the lock while suspending
