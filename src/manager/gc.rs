@@ -127,7 +127,7 @@ impl Inner {
     /// Closes (suspends) `w` unless another process holds it; in a dry
     /// run only checks the holders.
     async fn gc_close(&self, w: &WorkspaceInfo, act: bool, mut f: GcFinding) -> GcFinding {
-        let key = format!("{}/{}", self.kind.as_str(), w.id);
+        let key = self.hold_key(&w.id);
         // No waiting: a process closing it right now holds it.
         let hold = match HostHold::acquire(super::hold::SCOPE, &key, Duration::ZERO).await {
             Ok(h) => h,

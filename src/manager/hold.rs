@@ -58,8 +58,11 @@ pub(super) enum CloseWhy {
 }
 
 impl Inner {
-    fn hold_key(&self, id: &str) -> String {
-        format!("{}/{id}", self.kind.as_str())
+    /// The backend kind, where its sandboxes live
+    /// ([`crate::backend::Provisioner::instance_key`]) and the id.
+    pub(super) fn hold_key(&self, id: &str) -> String {
+        let at = self.provisioner.instance_key().unwrap_or_default();
+        format!("{}\0{at}\0{id}", self.kind.as_str())
     }
 
     /// This process's shared hold on workspace `id`, taken before its

@@ -252,6 +252,10 @@ impl CloudService for DaytonaService {
         Ok(DaytonaService { opts, api })
     }
 
+    fn api_url(&self) -> String {
+        self.opts.api_url()
+    }
+
     fn record_id(record: &SandboxDto) -> &str {
         &record.id
     }

@@ -277,6 +277,10 @@ impl CloudService for OpenSandboxService {
         Ok(OpenSandboxService { opts, api, key })
     }
 
+    fn api_url(&self) -> String {
+        self.opts.api_url()
+    }
+
     fn record_id(record: &SandboxDto) -> &str {
         &record.id
     }
