@@ -277,6 +277,16 @@ pub trait Provisioner: Send + Sync {
     /// What this provisioner can do.
     fn capabilities(&self) -> ProvisionerCapabilities;
 
+    /// Where its sandboxes live, as text equal for two provisioners (in
+    /// any process of this host) that see the same sandboxes: a base
+    /// directory, a service URL, a profile. The manager keys its
+    /// cross-process workspace holds with it (with the kind and the
+    /// workspace id), so two unrelated backends of one kind never share
+    /// a hold. `None` (the default): the kind and id alone.
+    fn instance_key(&self) -> Option<String> {
+        None
+    }
+
     /// Creates a new sandbox for `spec`. Where the backend names its
     /// sandboxes after the id (Docker, Kubernetes), one that exists
     /// already — another process made it at the same time — is adopted

@@ -5,6 +5,7 @@
 mod agent;
 pub mod complete;
 mod exec;
+mod gc;
 mod info;
 pub mod logging;
 mod mcp;

@@ -39,6 +39,8 @@ pub(super) fn change(command: &Command) -> Option<&'static str> {
             WorkspacesCmd::Create(_) => Some("workspaces create provisions a workspace"),
             WorkspacesCmd::Close { .. } => Some("workspaces close suspends a workspace"),
             WorkspacesCmd::Destroy { .. } => Some("workspaces destroy deletes a workspace"),
+            WorkspacesCmd::Gc(a) if a.yes => Some("workspaces gc --yes closes workspaces"),
+            WorkspacesCmd::Gc(_) => None,
             WorkspacesCmd::List(_) | WorkspacesCmd::Open { .. } => None,
         },
         Command::Tool(_)

@@ -52,6 +52,23 @@ pub enum WorkspacesCmd {
         #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::workspace_ids))]
         id: String,
     },
+    /// Close what is idle past its TTL although no process holds it, and
+    /// report orphans (a dry run unless --yes).
+    ///
+    /// Closes (suspends) every workspace of the profile not open in this
+    /// process whose sandbox is running and idle, by the backend's last
+    /// activity, for at least the profile's `ttl`, unless another wsbench
+    /// process of this host holds it ("left running"). Reports failed
+    /// sandboxes, suspended ones idle past the TTL ("stopped": they keep
+    /// disk or quota until `workspaces destroy`), and on cloud profiles
+    /// the records of this machine whose sandbox the service no longer
+    /// has ("orphan record"). Text output stops at 200 lines and says how
+    /// many more; --json: `{"acted", "findings", "orphan_records",
+    /// "errors", "omitted"}`.
+    ///
+    /// Exit status: 1 when a profile could not be swept or a close
+    /// failed, else 0.
+    Gc(super::gc::GcArgs),
     /// Destroy a workspace and all its files (asks first unless --yes).
     Destroy {
         /// Workspace id.
@@ -87,6 +104,7 @@ pub(super) async fn run(ctx: &Ctx, cmd: WorkspacesCmd) -> anyhow::Result<i32> {
         WorkspacesCmd::Open { id } => open(ctx, &id).await,
         WorkspacesCmd::Close { id } => close(ctx, &id).await,
         WorkspacesCmd::Destroy { id, yes } => destroy(ctx, &id, yes).await,
+        WorkspacesCmd::Gc(a) => super::gc::run(ctx, a).await,
     }
 }
 

@@ -154,6 +154,7 @@ impl Inner {
             created_at,
             self.epoch,
         ));
+        entry.set_hold(self.hold_now(&id));
         let flights = lock(&self.flights);
         if self.shut.load(Ordering::Acquire) {
             drop(flights);

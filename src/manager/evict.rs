@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 
 use futures::FutureExt;
 
+use super::hold::CloseWhy;
 use super::lease::Entry;
 use super::{
     CloseAction, Closing, EvictionMode, Flight, Inner, ManagerError, backend_err, lock, write,
@@ -82,7 +83,7 @@ impl Inner {
         for e in self.take_idle(now) {
             let inner = self.clone();
             self.tracker.spawn(async move {
-                let _ = inner.close_entry(e, true).await;
+                let _ = inner.close_entry(e, CloseWhy::Evicted).await;
             });
         }
     }
@@ -106,30 +107,41 @@ impl Inner {
     pub(super) async fn sweep(self: &Arc<Self>) -> Vec<String> {
         let idle = self.take_idle(self.now_ms());
         let ids: Vec<String> = idle.iter().map(|e| e.ws.id().to_string()).collect();
-        futures::future::join_all(idle.into_iter().map(|e| self.close_entry(e, true))).await;
+        futures::future::join_all(
+            idle.into_iter()
+                .map(|e| self.close_entry(e, CloseWhy::Evicted)),
+        )
+        .await;
         ids
     }
 
     /// Closes one entry already out of the cache: event, workspace close,
-    /// then the backend's close action. Registered in `closing` so a
-    /// provisioning of the same id waits for it.
+    /// then the backend's close action — a suspend only when no other
+    /// process of this host holds the workspace, unless the close is
+    /// explicit (`hold.rs`). Registered in `closing` so a provisioning of
+    /// the same id waits for it.
     pub(super) async fn close_entry(
         &self,
         e: Arc<Entry>,
-        evicted: bool,
+        why: CloseWhy,
     ) -> Result<(), ManagerError> {
         let id = e.ws.id().to_string();
         let prov = self.provisioner.clone();
         let action = self.opts.close_action;
         let fid = id.clone();
+        // Decided before the workspace closes, and the exclusive lock
+        // kept through the suspend: a process arriving meanwhile waits.
+        let decision = (action == CloseAction::Suspend)
+            .then(|| self.may_suspend(&id, why, e.take_hold()))
+            .flatten();
         let fut: Closing = async move {
-            if evicted {
+            if why == CloseWhy::Evicted {
                 e.ws.publish(Event::Workspace {
                     state: WorkspaceState::Evicted,
                 });
             }
             e.ws.close().await;
-            if action == CloseAction::Suspend {
+            if let Some(_sole) = decision {
                 prov.suspend(&fid)
                     .await
                     .map_err(|err| backend_err("suspend", &fid, err))?;
@@ -170,9 +182,12 @@ impl Inner {
                 e
             })
             .collect();
-        let results =
-            futures::future::join_all(entries.into_iter().map(|e| self.close_entry(e, false)))
-                .await;
+        let results = futures::future::join_all(
+            entries
+                .into_iter()
+                .map(|e| self.close_entry(e, CloseWhy::Exit)),
+        )
+        .await;
         self.tracker.close();
         self.tracker.wait().await;
         self.tracker.reopen();

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use futures::FutureExt;
 
 use super::heal::HealingSandbox;
+use super::hold::CloseWhy;
 use super::lease::Entry;
 use super::{
     CloseAction, Flight, FlightOutput, Inner, ManagerError, Request, labels, lock, read, write,
@@ -110,7 +111,7 @@ impl Inner {
                 entry.mark_removed();
                 let inner = self.clone();
                 self.tracker.spawn(async move {
-                    let _ = inner.close_entry(entry, false).await;
+                    let _ = inner.close_entry(entry, CloseWhy::Exit).await;
                 });
                 Err(ManagerError::ShutDown(self.profile.clone()))
             }
@@ -133,7 +134,13 @@ impl Inner {
             },
         );
         self.wait_closing(&id).await;
-        let (sandbox, labels, created_at, reattached) = match self.attach_or_create(&req).await {
+        // Held before the sandbox is looked up, so a process suspending
+        // it now finishes first and we resume it (`hold.rs`).
+        let found = match self.hold(&id).await {
+            Ok(hold) => self.attach_or_create(&req).await.map(|x| (x, hold)),
+            Err(e) => Err(e),
+        };
+        let ((sandbox, labels, created_at, reattached), hold) = match found {
             Ok(x) => x,
             Err(e) => {
                 self.bus.publish(
@@ -178,15 +185,16 @@ impl Inner {
                 let user = pick(blabels::USER, req.user);
                 let agent = pick(blabels::AGENT, req.agent);
                 let session = pick(labels::SESSION, req.session);
-                Ok(Arc::new(Entry::new(
-                    ws, user, agent, session, labels, created_at, self.epoch,
-                )))
+                let entry = Entry::new(ws, user, agent, session, labels, created_at, self.epoch);
+                entry.set_hold(hold);
+                Ok(Arc::new(entry))
             }
             Err(e) => {
                 // Workspace::open_provisioned published the failure. Never destroy:
                 // the sandbox may hold the user's data; never leave it
                 // running either (docs/contract.md §11 point 16).
                 if self.opts.close_action == CloseAction::Suspend
+                    && let Some(_sole) = self.may_suspend(&id, CloseWhy::Exit, hold)
                     && let Err(se) = self.provisioner.suspend(&id).await
                 {
                     self.log_warn(&id, format!("suspending after a failed start: {se}"));

@@ -8,9 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::ops::Deref;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+use crate::backend::host::lock::HostHold;
 
 use crate::engine::Workspace;
 use crate::engine::events::{Event, WorkspaceState};
@@ -33,6 +35,9 @@ pub(crate) struct Entry {
     removed: AtomicBool,
     /// A keep-alive renewal task is running for this entry.
     pub(crate) renewing: AtomicBool,
+    /// This process's shared hold on the workspace (`hold.rs`), taken
+    /// out at close to decide whether to suspend.
+    hold: Mutex<Option<HostHold>>,
 }
 
 impl Entry {
@@ -57,6 +62,7 @@ impl Entry {
             last_used_ms: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             renewing: AtomicBool::new(false),
+            hold: Mutex::new(None),
         };
         e.touch();
         e
@@ -89,6 +95,16 @@ impl Entry {
     /// True when unleased and unused for at least `ttl`.
     pub(crate) fn is_idle(&self, now_ms: u64, ttl: Duration) -> bool {
         self.leases() == 0 && self.idle_for(now_ms) >= ttl
+    }
+
+    /// Keeps `hold` for the life of the entry.
+    pub(crate) fn set_hold(&self, hold: Option<HostHold>) {
+        *super::lock(&self.hold) = hold;
+    }
+
+    /// The hold, taken out (at close).
+    pub(crate) fn take_hold(&self) -> Option<HostHold> {
+        super::lock(&self.hold).take()
     }
 
     pub(crate) fn mark_removed(&self) {

@@ -102,8 +102,11 @@ impl Inner {
                 };
                 w.state = state.to_string();
                 w.reason = reason;
+                // The provider's last activity, else the last use by a
+                // process of this host (`hold.rs`).
                 let idle = info
                     .last_active
+                    .or_else(|| self.last_used_here(&info.workspace_id))
                     .map(|t| now.duration_since(t).unwrap_or_default());
                 w.idle_secs = idle.map(|d| d.as_secs_f64());
                 // Only a live sandbox has a TTL running; the one-shot CLI

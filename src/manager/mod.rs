@@ -33,7 +33,9 @@ pub mod display;
 mod error;
 mod evict;
 mod flight;
+mod gc;
 mod heal;
+mod hold;
 pub mod isolation;
 mod keepalive;
 pub mod layout;
@@ -55,6 +57,7 @@ use tokio_util::task::TaskTracker;
 use assign::explicit;
 pub use error::ManagerError;
 use error::backend_err;
+pub use gc::{GcFinding, GcKind};
 pub use isolation::{IsolationPolicy, assign_workspace_id};
 use lease::Entry;
 pub use lease::Lease;
@@ -440,7 +443,7 @@ impl WorkspaceManager {
         let removed = write(&inner.cache).remove(workspace_id);
         if let Some(e) = removed {
             e.mark_removed();
-            inner.close_entry(e, false).await?;
+            inner.close_entry(e, hold::CloseWhy::Explicit).await?;
             return Ok(true);
         }
         inner.wait_closing(workspace_id).await;
@@ -520,6 +523,19 @@ impl WorkspaceManager {
     /// directly.
     pub async fn sweep(&self) -> Vec<String> {
         self.inner.sweep().await
+    }
+
+    /// `wsbench workspaces gc`: closes every workspace not open here whose
+    /// sandbox is running and idle (by the provider's last activity) for
+    /// at least the TTL, unless another wsbench process of this host
+    /// holds it, and reports failed sandboxes and suspended ones idle
+    /// past the TTL. `act = false` is the dry run: nothing is changed.
+    /// Findings in the listing's order (by id).
+    ///
+    /// Errors: the provider cannot be listed; a failed close is in its
+    /// finding.
+    pub async fn gc(&self, act: bool) -> Result<Vec<GcFinding>, ManagerError> {
+        self.inner.gc(act).await
     }
 
     /// Everything the provider can see (workspaces made by earlier

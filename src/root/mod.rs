@@ -149,6 +149,14 @@ impl Context {
         one_shot_manager(&self.config, &self.paths, name, self.global.read_only)
     }
 
+    /// The workspaces this machine recorded as having a sandbox on the
+    /// cloud profile `profile` (record names: workspace ids, sanitized
+    /// for file names), sorted, at most 10 000, and how many more were
+    /// not read. Empty for other backends (nothing is recorded).
+    pub fn recorded_sandboxes(&self, profile: &str) -> (Vec<String>, usize) {
+        sandbox_record::recorded(&self.paths.data_dir, profile)
+    }
+
     /// [`Context::manager_for`] as a value the TUI keeps (it outlives no
     /// borrow of the context).
     pub fn manager_factory(&self) -> ManagerFactory {
@@ -188,6 +196,22 @@ impl Context {
             for n in r.drain() {
                 eprintln!("{n}");
             }
+        }
+    }
+
+    /// Under per_session isolation on a cloud profile, says when this
+    /// run's session got a new workspace because the sandbox of the one
+    /// it had is gone from the service (see
+    /// [`sandbox_record::SandboxRecords::session_moved`]).
+    fn report_moved_session(&self, manager: &WorkspaceManager, id: &str) {
+        if manager.options().isolation != crate::manager::IsolationPolicy::PerSession {
+            return;
+        }
+        if let Some(r) = self.records.get()
+            && let Some(n) =
+                r.session_moved(&self.global.user, &self.global.agent, &self.session(), id)
+        {
+            eprintln!("{n}");
         }
     }
 
@@ -231,6 +255,7 @@ impl Context {
                 .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
+                self.report_moved_session(manager, ws.id());
                 self.journal.watch(ws);
                 self.sweep_temps(ws).await;
             }

@@ -55,6 +55,10 @@ impl Provisioner for ReadOnlyProvisioner {
         self.inner.capabilities()
     }
 
+    fn instance_key(&self) -> Option<String> {
+        self.inner.instance_key()
+    }
+
     async fn create(&self, spec: &ProvisionSpec) -> BackendResult<Arc<dyn Sandbox>> {
         Err(not_created(&spec.workspace_id))
     }

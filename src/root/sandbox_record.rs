@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use blake2::digest::consts::U8;
+use blake2::{Blake2b, Digest};
+
 use crate::backend::BackendKind;
 use crate::backend::host::sanitize_segment;
 use crate::engine::events::{Event, Received, Subscriber, WorkspaceState};
@@ -24,6 +27,41 @@ pub(super) fn tracked(kind: BackendKind) -> bool {
         kind,
         BackendKind::E2b | BackendKind::Daytona | BackendKind::Opensandbox
     )
+}
+
+/// At most this many records are read by [`recorded`].
+pub(super) const MAX_RECORDS: usize = 10_000;
+
+/// The record file names (sanitized workspace ids) of `profile` under
+/// `data_dir`, sorted, and how many more there were past
+/// [`MAX_RECORDS`]. Nothing when the directory is missing.
+pub(super) fn recorded(data_dir: &std::path::Path, profile: &str) -> (Vec<String>, usize) {
+    let dir = data_dir
+        .join("cloud-sandboxes")
+        .join(sanitize_segment(profile));
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return (Vec::new(), 0);
+    };
+    let mut names = Vec::new();
+    let mut more = 0;
+    for e in rd.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue; // `sessions/`
+        }
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        if names.len() < MAX_RECORDS {
+            names.push(name);
+        } else {
+            more += 1;
+        }
+    }
+    names.sort();
+    (names, more)
 }
 
 /// Follows one manager's events and keeps its profile's records.
@@ -102,6 +140,60 @@ impl SandboxRecords {
         }
         notices
     }
+
+    /// Under per_session isolation: records that (`user`, `agent`,
+    /// `session`) now uses workspace `id`, and returns a notice when the
+    /// session used another workspace before whose sandbox this machine
+    /// recorded and wsbench did not destroy. per_session finds a
+    /// session's workspace by its labels on the service, so a session
+    /// whose sandbox vanished silently gets a new id (and an empty
+    /// sandbox); this says so, like [`SandboxRecords::drain`] does for a
+    /// recorded id made afresh.
+    ///
+    /// The binding is one file per session under `sessions/`, named by
+    /// BLAKE2b-64 of the three names and holding the id, written through
+    /// a temp file and a rename (a reader never sees half an id). Failures
+    /// to read or write it only lose the notice (logged at debug level).
+    pub(super) fn session_moved(
+        &self,
+        user: &str,
+        agent: &str,
+        session: &str,
+        id: &str,
+    ) -> Option<String> {
+        let dir = self.dir.join("sessions");
+        let key = format!("{user}\0{agent}\0{session}");
+        let name = hex::encode(Blake2b::<U8>::digest(key.as_bytes()));
+        let file = dir.join(&name);
+        // Bounded: an id is at most 128 bytes; a bigger file is not ours.
+        let before = std::fs::read(&file)
+            .ok()
+            .filter(|b| b.len() <= 128)
+            .and_then(|b| String::from_utf8(b).ok());
+        if before.as_deref() == Some(id) {
+            return None;
+        }
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(&tmp, id.as_bytes()))
+            .and_then(|_| std::fs::rename(&tmp, &file));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::debug!("recording the workspace of session {session}: {e}");
+        }
+        let old = before?;
+        // No record of the old sandbox: wsbench destroyed it (or never
+        // saw it made): nothing was lost behind the user's back.
+        let record = self.file(&old);
+        if !record.exists() {
+            return None;
+        }
+        let _ = std::fs::remove_file(record);
+        Some(format!(
+            "notice: the {} sandbox of session `{session}` (workspace {old}, profile `{}`) is gone from the service (expired, or deleted outside wsbench): the session now uses a new, empty workspace {id}; files from the old one are lost",
+            self.kind, self.profile
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -146,5 +238,39 @@ mod tests {
         state(&bus, "w1", WorkspaceState::Provisioning);
         state(&bus, "w1", WorkspaceState::Ready);
         assert_eq!(again.drain().len(), 1);
+    }
+
+    #[test]
+    fn a_session_moved_to_a_new_workspace_is_reported_once() {
+        let d = tempfile::tempdir().unwrap();
+        let bus = EventBus::default();
+        let rec = SandboxRecords::new(d.path(), "e2b", BackendKind::E2b, bus.subscribe());
+        let made = |id: &str| {
+            state(&bus, id, WorkspaceState::Provisioning);
+            state(&bus, id, WorkspaceState::Ready);
+            rec.drain()
+        };
+        // First use of the session.
+        assert!(made("w1").is_empty());
+        assert_eq!(rec.session_moved("u", "a", "s1", "w1"), None);
+        assert_eq!(rec.session_moved("u", "a", "s1", "w1"), None);
+        // Another session is another binding.
+        assert!(made("w9").is_empty());
+        assert_eq!(rec.session_moved("u", "a", "s2", "w9"), None);
+        // The service lost w1: the session got w2, once said.
+        assert!(made("w2").is_empty());
+        let n = rec.session_moved("u", "a", "s1", "w2").unwrap();
+        assert!(
+            n.contains("session `s1`")
+                && n.contains("workspace w1")
+                && n.contains("new, empty workspace w2"),
+            "{n}"
+        );
+        assert_eq!(rec.session_moved("u", "a", "s1", "w2"), None);
+        // Destroyed by wsbench: the next workspace is no loss.
+        state(&bus, "w2", WorkspaceState::Destroyed);
+        assert!(rec.drain().is_empty());
+        assert!(made("w3").is_empty());
+        assert_eq!(rec.session_moved("u", "a", "s1", "w3"), None);
     }
 }

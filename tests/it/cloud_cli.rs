@@ -564,4 +564,142 @@ async fn opensandbox_shell_is_a_labelled_line_mode_session() {
     let text = out(&o);
     assert!(text.contains("[line mode] $ "), "{text}");
     assert!(text.contains("/tmp\na=1\n"), "{text}");
+
+/// per_session (issue 15): a session whose sandbox the service lost gets
+/// a new workspace id (found by labels, nothing left to find), and the
+/// one-shot says so, once, as per_agent does for a re-made id; a session
+/// whose workspace wsbench destroyed starts afresh without a notice.
+async fn per_session_loss_is_said<S: Service>(s: &S) {
+    let home = Home::new(s);
+    let conf = home.dir.path().join("config/wsbench/config.toml");
+    let text = std::fs::read_to_string(&conf).unwrap().replacen(
+        "\n\n[profiles.",
+        "\nisolation = \"per_session\"\n\n[profiles.",
+        1,
+    );
+    std::fs::write(&conf, text).unwrap();
+    let key = S::KEY;
+    let exec = |line: &'static str| {
+        let home = &home;
+        async move {
+            home.run(key, &["--session", "s1", "exec", "--", line])
+                .await
+        }
+    };
+    ok(&exec("echo kept > note.txt").await);
+    let o = exec("cat note.txt").await;
+    assert_eq!(ok(&o), "kept\n");
+    assert!(!err(&o).contains("notice"), "{}", err(&o));
+    let (sid, _, old) = s.sandboxes()[0].clone();
+    s.vanish(&sid);
+
+    let o = exec("cat note.txt 2>/dev/null || echo fresh").await;
+    assert_eq!(ok(&o), "fresh\n");
+    let e = err(&o);
+    let new = s.sandboxes()[0].2.clone();
+    assert_ne!(new, old);
+    assert!(
+        e.contains("session `s1`")
+            && e.contains(&format!("workspace {old}"))
+            && e.contains(&format!("new, empty workspace {new}"))
+            && e.contains("files from the old one are lost"),
+        "{e}"
+    );
+    // Said once.
+    let o = exec("true").await;
+    ok(&o);
+    assert!(!err(&o).contains("notice"), "{}", err(&o));
+    // Destroyed by wsbench: a new workspace, no notice.
+    ok(&home
+        .run(key, &["workspaces", "destroy", "--yes", &new])
+        .await);
+    let o = exec("true").await;
+    ok(&o);
+    assert!(!err(&o).contains("notice"), "{}", err(&o));
+    for (_, _, id) in s.sandboxes() {
+        ok(&home
+            .run(key, &["workspaces", "destroy", "--yes", &id])
+            .await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2b_per_session_loss_is_said() {
+    if cloud::fakes_ready() {
+        per_session_loss_is_said(&fake_e2b::FakeE2b::start().await).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opensandbox_per_session_loss_is_said() {
+    if cloud::fakes_ready() {
+        per_session_loss_is_said(&fake_opensandbox::FakeOpenSandbox::start().await).await;
+    }
+}
+
+/// `workspaces gc` (issue 15 point 4) on a cloud profile with a 1 s TTL:
+/// a sandbox a one-shot left running is idle past the TTL by this host's
+/// last use (E2B reports no activity of its own); the dry run says it
+/// would close it and changes nothing; `--yes` pauses it; a record whose
+/// sandbox the service lost is reported as an orphan, never removed.
+async fn gc_closes_the_idle_and_reports_orphans<S: Service>(s: &S) {
+    let home = Home::new(s);
+    let conf = home.dir.path().join("config/wsbench/config.toml");
+    let text = std::fs::read_to_string(&conf).unwrap().replacen(
+        "\n\n[profiles.",
+        "\nttl = \"1s\"\n\n[profiles.",
+        1,
+    );
+    std::fs::write(&conf, text).unwrap();
+    let key = S::KEY;
+    ok(&home.run(key, &["exec", "--", "true"]).await);
+    let (sid, _, id) = s.sandboxes()[0].clone();
+    // Another workspace, whose sandbox the service then loses.
+    ok(&home.run(key, &["workspaces", "create", "--new"]).await);
+    let lost = s.sandboxes().into_iter().find(|x| x.0 != sid).unwrap();
+    s.vanish(&lost.0);
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+
+    let o = home.run(key, &["workspaces", "gc"]).await;
+    let text = ok(&o);
+    assert!(text.contains(&format!("would close  {id} ")), "{text}");
+    assert!(text.contains("past the TTL of 1 s"), "{text}");
+    assert!(
+        text.contains(&format!("orphan record  {} ", lost.2)),
+        "{text}"
+    );
+    assert!(text.contains("dry run: 1 to close"), "{text}");
+    assert_eq!(s.sandboxes()[0].1, S::RUNNING, "a dry run changes nothing");
+
+    let o = home.run(key, &["workspaces", "gc", "--yes"]).await;
+    let text = ok(&o);
+    assert!(text.contains(&format!("closed  {id} ")), "{text}");
+    assert_eq!(s.sandboxes()[0].1, S::SUSPENDED);
+
+    let o = home
+        .run(key, &["--json", "workspaces", "gc", "--yes"])
+        .await;
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["acted"], true, "{v}");
+    assert!(v["findings"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(v["orphan_records"][0]["workspace"], lost.2.as_str(), "{v}");
+    assert_eq!(v["omitted"], 0, "{v}");
+    ok(&home
+        .run(key, &["workspaces", "destroy", "--yes", &id])
+        .await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2b_gc_closes_the_idle_and_reports_orphans() {
+    if cloud::fakes_ready() {
+        gc_closes_the_idle_and_reports_orphans(&fake_e2b::FakeE2b::start().await).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opensandbox_gc_closes_the_idle_and_reports_orphans() {
+    if cloud::fakes_ready() {
+        gc_closes_the_idle_and_reports_orphans(&fake_opensandbox::FakeOpenSandbox::start().await)
+            .await;
+    }
 }

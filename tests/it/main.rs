@@ -33,6 +33,7 @@ mod k8s_backend;
 mod k8s_cluster;
 mod k8s_kubectl;
 mod k8s_profile;
+mod keepalive;
 mod layers;
 mod manager;
 mod mcp_call_timeout;

@@ -106,6 +106,10 @@ impl Provisioner for TestProvisioner {
         BackendKind::Local
     }
 
+    fn instance_key(&self) -> Option<String> {
+        self.inner.instance_key()
+    }
+
     fn capabilities(&self) -> ProvisionerCapabilities {
         self.caps
     }

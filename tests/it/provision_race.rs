@@ -130,7 +130,10 @@ async fn fifty_processes_first_using_one_docker_workspace_make_one_container() {
 /// Twenty processes first-using one workspace of a cloud profile (the
 /// fakes): one sandbox on the service, every command ran. The services
 /// have no unique names to conflict on, so the processes of one host
-/// serialise the find-or-create on a host lock (`backend::host::lock`).
+/// serialise the find-or-create on a host lock (`backend::host::lock`),
+/// and an exiting process pauses the sandbox only when no other one
+/// still holds it (`manager::hold`): otherwise the E2B fake kills the
+/// others' commands (137, 502 paused).
 async fn cloud_race(
     backend: &str,
     options: String,
@@ -158,9 +161,6 @@ async fn cloud_race(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "flaky until a one-shot process stops pausing a sandbox other processes still use: \
-            each exiting `wsbench exec` pauses the shared E2B sandbox and the fake kills the \
-            others' commands (137, 502 paused); seen once in three full runs (issue 15)"]
 async fn twenty_processes_first_using_one_e2b_workspace_make_one_sandbox() {
     if !cloud::fakes_ready() {
         return;

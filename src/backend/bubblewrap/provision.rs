@@ -75,6 +75,11 @@ impl Provisioner for BubblewrapProvisioner {
         BackendKind::Bubblewrap
     }
 
+    /// The base directory.
+    fn instance_key(&self) -> Option<String> {
+        self.dirs.instance_key()
+    }
+
     /// `suspend`: closing is recorded (the workspace lists as closed until
     /// the next attach), like local; nothing is stopped (issue 15 point 4).
     fn capabilities(&self) -> ProvisionerCapabilities {

@@ -109,6 +109,10 @@ pub trait CloudService: Send + Sync + 'static {
     /// The sandbox id of `record`.
     fn record_id(record: &Self::Record) -> &str;
 
+    /// The API base URL (what tells two deployments of the service
+    /// apart; [`Provisioner::instance_key`]).
+    fn api_url(&self) -> String;
+
     /// Whether `find` may pick a listed sandbox (by default any); a
     /// service leaves out those it knows cannot be used.
     fn findable(_info: &SandboxInfo) -> bool {
@@ -244,6 +248,11 @@ impl<S: CloudService> Provisioner for CloudProvisioner<S> {
 
     fn capabilities(&self) -> ProvisionerCapabilities {
         S::CAPABILITIES
+    }
+
+    /// The service's API URL.
+    fn instance_key(&self) -> Option<String> {
+        Some(self.service.api_url())
     }
 
     /// Creates the workspace's sandbox, unless another process of this

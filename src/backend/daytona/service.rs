@@ -212,9 +212,11 @@ impl CloudService for DaytonaService {
     const NAME: &'static str = "Daytona";
     const CAPABILITIES: ProvisionerCapabilities = ProvisionerCapabilities {
         suspend: true,
-        // Daytona stops idle sandboxes by inactivity, which every
-        // toolbox call resets; there is no expiry to push back.
-        keep_alive: false,
+        // Daytona stops a sandbox after `autoStopInterval` minutes of
+        // inactivity. A long command makes no toolbox calls while it
+        // runs, so the keep-alive reports activity
+        // (`POST /sandbox/{id}/last-activity`, docs/specs/keep-alive.md).
+        keep_alive: true,
         persistent: true,
     };
 
@@ -248,6 +250,10 @@ impl CloudService for DaytonaService {
             },
         )?;
         Ok(DaytonaService { opts, api })
+    }
+
+    fn api_url(&self) -> String {
+        self.opts.api_url()
     }
 
     fn record_id(record: &SandboxDto) -> &str {
@@ -385,6 +391,25 @@ impl CloudService for DaytonaService {
         let sb = Arc::new(sb);
         cloud::shell_mkdir(sb.as_ref(), &sb.workdir, true).await?;
         Ok(sb)
+    }
+
+    /// Resets the inactivity timer (`POST /sandbox/{id}/last-activity`
+    /// with `{"activityType": "toolbox"}`, answered 201;
+    /// docs/specs/keep-alive.md): Daytona has no expiry to set, so `ttl`
+    /// is not sent; renewing at a third of the manager's keep-alive
+    /// keeps any `autoStopInterval` of a minute or more from firing
+    /// while work is in progress.
+    ///
+    /// Errors: as for [`CloudService::wake`]; a 404 means the sandbox is
+    /// gone.
+    async fn renew(&self, id: &str, _ttl: Duration) -> BackendResult<()> {
+        let url = self.url(&format!("/sandbox/{id}/last-activity"));
+        self.api
+            .send_ok(Retry::Idempotent, On404::SandboxGone, |c| {
+                c.post(&url).json(&json!({ "activityType": "toolbox" }))
+            })
+            .await
+            .map(|_| ())
     }
 
     async fn pause(&self, id: &str) -> BackendResult<()> {

@@ -689,6 +689,20 @@ impl DockerProvisioner {
 
 #[async_trait]
 impl Provisioner for DockerProvisioner {
+    /// The profile (containers are labelled with it) and the base
+    /// directory of bind mounts.
+    fn instance_key(&self) -> Option<String> {
+        Some(format!(
+            "{}|{}",
+            self.profile.as_deref().unwrap_or(""),
+            self.opts
+                .base_dir
+                .as_ref()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
+        ))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Docker
     }

@@ -136,6 +136,10 @@ impl CloudService for E2bService {
         Ok(E2bService { opts, api })
     }
 
+    fn api_url(&self) -> String {
+        self.opts.api_url()
+    }
+
     fn record_id(record: &SandboxDto) -> &str {
         &record.sandbox_id
     }

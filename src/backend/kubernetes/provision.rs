@@ -622,6 +622,16 @@ impl KubernetesProvisioner {
 
 #[async_trait]
 impl Provisioner for KubernetesProvisioner {
+    /// The kubeconfig context, the namespace and the profile.
+    fn instance_key(&self) -> Option<String> {
+        Some(format!(
+            "{}|{}|{}",
+            self.opts.context.as_deref().unwrap_or(""),
+            self.opts.namespace,
+            self.profile.as_deref().unwrap_or("")
+        ))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Kubernetes
     }

@@ -144,6 +144,11 @@ impl Provisioner for LocalProvisioner {
         BackendKind::Local
     }
 
+    /// The base directory.
+    fn instance_key(&self) -> Option<String> {
+        Some(self.base.display().to_string())
+    }
+
     fn capabilities(&self) -> ProvisionerCapabilities {
         // "Suspending" a directory frees nothing; it records the close so
         // every process lists the workspace as closed until it is used.

@@ -277,6 +277,10 @@ impl CloudService for OpenSandboxService {
         Ok(OpenSandboxService { opts, api, key })
     }
 
+    fn api_url(&self) -> String {
+        self.opts.api_url()
+    }
+
     fn record_id(record: &SandboxDto) -> &str {
         &record.id
     }
@@ -385,7 +389,11 @@ impl CloudService for OpenSandboxService {
     }
 
     async fn renew(&self, id: &str, ttl: Duration) -> BackendResult<()> {
+        // Whole seconds, rounded up: truncating could put a short
+        // renewal in the past (the service answers 400).
         let until = chrono::DateTime::<chrono::Utc>::from(SystemTime::now() + ttl)
+            .checked_add_signed(chrono::TimeDelta::milliseconds(999))
+            .unwrap_or_default()
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let url = self.url(&format!("/sandboxes/{id}/renew-expiration"));
         self.api

@@ -148,6 +148,7 @@ impl FakeDaytona {
             .route("/api/sandbox/{id}/start", post(start))
             .route("/api/sandbox/{id}/stop", post(stop))
             .route("/api/sandbox/{id}/recover", post(recover))
+            .route("/api/sandbox/{id}/last-activity", post(last_activity))
             .route("/api/sandbox/{id}/toolbox-proxy-url", get(proxy_url))
             .nest("/toolbox/{id}", toolbox);
         let addr = fake_sandbox::serve_faulty(router, state.clone(), layer).await;
@@ -463,6 +464,21 @@ async fn stop(State(s): St, h: HeaderMap, Path(id): Path<String>) -> Response {
         return r;
     }
     move_state(&s, &id, &["started"], "stopping", "stopped")
+}
+
+/// `POST /sandbox/{id}/last-activity`: 201, the activity time moved.
+async fn last_activity(State(s): St, h: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Some(r) = check_key(&h) {
+        return r;
+    }
+    let mut all = s.sandboxes.lock().unwrap();
+    match all.get_mut(&id) {
+        Some(sb) => {
+            sb.updated_at = now();
+            StatusCode::CREATED.into_response()
+        }
+        None => err(404, "not found"),
+    }
 }
 
 async fn recover(State(s): St, h: HeaderMap, Path(id): Path<String>) -> Response {
