@@ -482,12 +482,18 @@ mod tests {
 
     #[test]
     fn the_vendored_table_is_whole_and_well_formed() {
-        let rows: Vec<&str> = MIME_EXTENSIONS.lines().filter(|l| !l.starts_with('#')).collect();
+        let rows: Vec<&str> = MIME_EXTENSIONS
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect();
         assert!(rows.len() > 1000, "{} rows", rows.len());
         for row in rows {
             let (mt, ext) = row.split_once('\t').unwrap();
             assert!(mt.contains('/') && mt == mt.to_lowercase(), "{row:?}");
-            assert!(ext.starts_with('.') && !ext.contains(char::is_whitespace), "{row:?}");
+            assert!(
+                ext.starts_with('.') && !ext.contains(char::is_whitespace),
+                "{row:?}"
+            );
             assert_eq!(extension_for(mt), ext);
         }
     }

@@ -349,14 +349,20 @@ mod mtime_tests {
             // Python writes `1e-09` where ryu writes `1e-9` (both read back
             // the same): only the exponent form, never a real mtime, differs.
             assert!(
-                text.contains('e')
-                    || written.contains(&format!("\"skills_dir_mtime\": {text},")),
+                text.contains('e') || written.contains(&format!("\"skills_dir_mtime\": {text},")),
                 "{written} does not record {text} as the reference"
             );
             let theirs = format!("{{\"skills_dir_mtime\": {text}, \"skills\": {{}}}}");
-            for (who, bytes) in [("reference", theirs.as_bytes()), ("wsbench", written.as_bytes())] {
+            for (who, bytes) in [
+                ("reference", theirs.as_bytes()),
+                ("wsbench", written.as_bytes()),
+            ] {
                 let got = SkillIndex::parse(bytes).unwrap().skills_dir_mtime;
-                assert_eq!(got.to_bits(), want.to_bits(), "{who}'s {text} read as {got}");
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{who}'s {text} read as {got}"
+                );
             }
         }
     }
