@@ -495,6 +495,7 @@ mod tests {
             name: "Read".into(),
             input: Value::String("{}".into()),
             state: Value::String("finished".into()),
+            suggested_rules: Vec::new(),
             extra: Map::new(),
         })
     }

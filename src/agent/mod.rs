@@ -658,6 +658,7 @@ impl Agent {
                     name: c.name.clone(),
                     input: Value::String(c.arguments.clone()),
                     state: Value::String("pending".into()),
+                    suggested_rules: Vec::new(),
                     extra,
                 }));
             }

@@ -110,6 +110,19 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "ID", env = "WSBENCH_SESSION",
         add = clap_complete::ArgValueCandidates::new(complete::sessions))]
     pub session: Option<String>,
+    /// Work in the workspace with this id (made when missing) instead of
+    /// the one the profile's isolation policy assigns to --user/--agent/
+    /// --session; an explicit id always wins, as in the reference (team
+    /// tools share one id). Any text up to 128 bytes without control
+    /// characters or surrounding blanks; empty = the policy's id.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        env = "WSBENCH_WORKSPACE_ID",
+        conflicts_with = "workdir"
+    )]
+    pub workspace_id: Option<String>,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]
     pub json: bool,
@@ -134,6 +147,7 @@ impl GlobalArgs {
             user: self.user.clone(),
             agent: self.agent.clone(),
             session: self.session.clone(),
+            workspace_id: self.workspace_id.clone(),
             config: self.config.clone(),
             read_only: self.read_only,
         }

@@ -38,7 +38,8 @@ pub enum WorkspacesCmd {
     /// could be (with --all-profiles: every profile failed).
     List(ListArgs),
     /// Provision the workspace the profile assigns to --user/--agent/
-    /// --session (reattaching it if it exists), or a fresh one with --new.
+    /// --session (reattaching it if it exists), a fresh one with --new, or
+    /// the one named by --id (or the global --workspace-id).
     Create(CreateArgs),
     /// Reattach an existing workspace by id (resuming its sandbox).
     Open {
@@ -93,8 +94,17 @@ pub struct ListArgs {
 pub struct CreateArgs {
     /// A new workspace with a fresh id instead of the one the isolation
     /// policy assigns.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "id")]
     pub new: bool,
+    /// The workspace with this explicit id, made when missing and
+    /// reattached when it exists (`"created"` says which). As in the
+    /// reference an explicit id wins over the isolation policy (team tools
+    /// share the leader's id, docs/contract.md §8.1): `team-1` is accepted
+    /// as is, and `workspaces open team-1` finds it afterwards. Up to 128
+    /// bytes, no control characters, no surrounding blanks. The same as
+    /// the global `--workspace-id`; given both, they must agree.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
 }
 
 pub(super) async fn run(ctx: &Ctx, cmd: WorkspacesCmd) -> anyhow::Result<i32> {
@@ -248,10 +258,23 @@ async fn create(ctx: &Ctx, a: CreateArgs) -> anyhow::Result<i32> {
         &ctx.root.global.agent,
         ctx.root.session(),
     );
+    let explicit = match (a.id.as_deref(), ctx.root.global.workspace_id.as_deref()) {
+        (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() && a != b => {
+            bail!("--id {a:?} and --workspace-id {b:?} name different workspaces; give one")
+        }
+        (Some(id), _) | (None, Some(id)) if !id.is_empty() => Some(id.to_string()),
+        _ => None,
+    };
+    if a.new && explicit.is_some() {
+        bail!("--new makes a workspace with a fresh id; it cannot be combined with --workspace-id");
+    }
     let (ws, created) = if a.new {
         (m.create(user, agent, &session).await?, true)
     } else {
-        let id = m.assign_workspace_id(user, agent, &session).await?;
+        let id = match explicit {
+            Some(id) => id,
+            None => m.assign_workspace_id(user, agent, &session).await?,
+        };
         let existed = m
             .provisioner()
             .find(&id)

@@ -166,6 +166,13 @@ pub struct ToolCallBlock {
     /// State.
     #[serde(default)]
     pub state: Value,
+    /// Permission rules suggested when the call asked the user (the
+    /// reference's `PermissionRule` objects, kept as-is). Always written,
+    /// `[]` when none, as the reference's `ToolCallBlock` writes it
+    /// (agentscope 2.0.11 message/_block.py, issue 23 point 8); a line
+    /// without it reads as `[]`.
+    #[serde(default)]
+    pub suggested_rules: Vec<Value>,
     /// Unknown fields (including timestamps).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -281,6 +288,47 @@ mod tests {
             let msg: Msg = serde_json::from_str(line).unwrap();
             assert_eq!(serde_json::to_string(&msg).unwrap(), line);
         }
+    }
+
+    /// Lines the reference wrote with tool calls and results
+    /// (`tests/fixtures/reference-lines/tool-call.jsonl`, made by `make.py`
+    /// beside it) round-trip byte for byte, suggested rules included.
+    #[test]
+    fn reference_tool_call_lines_round_trip_byte_for_byte() {
+        let text = include_str!("../../tests/fixtures/reference-lines/tool-call.jsonl");
+        assert_eq!(text.lines().count(), 2);
+        for line in text.lines() {
+            let msg: Msg = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&msg).unwrap(), line);
+        }
+    }
+
+    /// A tool call wsbench makes is written as the reference writes one:
+    /// `"suggested_rules":[]` after `state`, before the timestamps (issue
+    /// 23 point 8); a line without the key reads as no rules and is
+    /// written with `[]`.
+    #[test]
+    fn a_wsbench_tool_call_writes_suggested_rules_as_the_reference() {
+        let text = include_str!("../../tests/fixtures/reference-lines/tool-call.jsonl");
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let theirs = serde_json::to_string(&first["content"][1]).unwrap();
+        let mut extra = Map::new();
+        extra.insert("created_at".into(), "2026-12-06T04:00:00.000001".into());
+        extra.insert("finished_at".into(), "2026-12-06T04:00:01.000002".into());
+        let ours = Block::ToolCall(ToolCallBlock {
+            id: "call-1".into(),
+            name: "Glob".into(),
+            input: Value::String(r#"{"pattern": "*.rs"}"#.into()),
+            state: Value::String("finished".into()),
+            suggested_rules: Vec::new(),
+            extra,
+        });
+        assert_eq!(serde_json::to_string(&ours).unwrap(), theirs);
+
+        let without = theirs.replace(r#""suggested_rules":[],"#, "");
+        assert_ne!(without, theirs);
+        let read: Block = serde_json::from_str(&without).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), theirs);
     }
 
     #[test]

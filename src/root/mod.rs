@@ -66,6 +66,12 @@ pub struct Selection {
     pub agent: String,
     /// Session id (default from config, else `default`).
     pub session: Option<String>,
+    /// An explicit workspace id (`--workspace-id`): opened, or made when
+    /// missing, instead of the one the isolation policy assigns. As in the
+    /// reference an explicit id always wins over the policy
+    /// (docs/contract.md §8.1; team tools share the leader's id); `None`
+    /// or `""` lets the policy assign. Ignored with `workdir`.
+    pub workspace_id: Option<String>,
     /// Config file given explicitly (must exist); `None` = the XDG default.
     pub config: Option<PathBuf>,
     /// `--read-only`: open the workspace without writing anything to it
@@ -243,14 +249,19 @@ impl Context {
     }
 
     /// Opens the workspace: `--workdir` as an exact local directory, else
-    /// the one the selected profile's manager assigns to
-    /// `(--user, --agent, session)` (created, or reattached when an earlier
-    /// run made it).
+    /// `--workspace-id` when given, else the one the selected profile's
+    /// manager assigns to `(--user, --agent, session)` (created, or
+    /// reattached when an earlier run made it).
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
         if self.global.workdir.is_none() {
             let manager = self.manager().await?;
             let ws = manager
-                .get_workspace(&self.global.user, &self.global.agent, &self.session(), None)
+                .get_workspace(
+                    &self.global.user,
+                    &self.global.agent,
+                    &self.session(),
+                    self.global.workspace_id.as_deref(),
+                )
                 .await
                 .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
             self.report_lost_sandboxes();

@@ -269,6 +269,9 @@ async fn the_long_run_offloads_a_tool_result_and_compresses_in_the_reference_sha
             "name",
             "input",
             "state",
+            // As the reference's ToolCallBlock writes it (issue 23 point 8,
+            // tests/fixtures/reference-lines/tool-call.jsonl).
+            "suggested_rules",
             "created_at",
             "finished_at"
         ]

@@ -23,6 +23,7 @@ mod command_input;
 mod concurrent_edits;
 mod config_gaps;
 mod disk_full;
+mod explicit_ids;
 mod file_modes;
 mod floods;
 mod heal;

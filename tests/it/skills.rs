@@ -184,10 +184,12 @@ async fn partition_without_index_still_lists_and_gets_the_reference_index() {
 /// (workspace/_local_workspace.py `_list_partition_skills`). So the mtime
 /// wsbench records must be the folder's mtime after its own write, as
 /// CPython's float (`sec + nsec * 1e-9`; the formula is checked against
-/// CPython in `tests/fixtures/skill-index/mtimes.json`).
+/// CPython in `tests/fixtures/skill-index/mtimes.json`). The recorded text
+/// is read as Python's `json.loads` reads it (correctly rounded: Rust's
+/// `str::parse`), not only through serde_json: its default float parser was
+/// one ulp off for about one mtime in eight, which made this test flaky
+/// until `float_roundtrip` was enabled.
 #[tokio::test]
-#[ignore = "flaky: once in six full runs the folder's mtime was 1 ulp (< 240 ns) above the \
-            recorded one after the reset (issue 23 point 2); cause not found yet"]
 async fn a_wsbench_written_index_records_the_folders_mtime_after_the_write() {
     use std::os::unix::fs::MetadataExt;
     let tmp = fixture_copy();
@@ -202,6 +204,16 @@ async fn a_wsbench_written_index_records_the_folders_mtime_after_the_write() {
         let recorded = index_json(&part.join(".index"))["skills_dir_mtime"]
             .as_f64()
             .unwrap();
+        let text = std::fs::read_to_string(part.join(".index")).unwrap();
+        let as_python: f64 = text
+            .split("\"skills_dir_mtime\": ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(recorded.to_bits(), as_python.to_bits(), "{text}");
         assert_eq!(
             recorded.to_bits(),
             st_mtime.to_bits(),

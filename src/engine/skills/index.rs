@@ -324,4 +324,46 @@ mod mtime_tests {
             );
         }
     }
+
+    /// The recorded float survives `.index` both ways, bit for bit: wsbench
+    /// writes the reference's text for it, and reads the reference's text
+    /// (and its own) back to the same float. serde_json's default float
+    /// parser is off by one ulp for about one 17-digit mtime in eight; the
+    /// `float_roundtrip` feature (Cargo.toml) makes it correctly rounded,
+    /// as Python's `json.loads`. Without it wsbench saw its own index as
+    /// stale (and the `.index` test in `tests/it/skills.rs` was flaky).
+    #[test]
+    fn recorded_mtime_round_trips_through_index_text_as_the_references() {
+        use super::SkillIndex;
+        let raw = include_str!("../../../tests/fixtures/skill-index/mtimes.json");
+        let doc: serde_json::Value = serde_json::from_str(raw).unwrap();
+        for r in doc["mtimes"].as_array().unwrap() {
+            let want: f64 = r["st_mtime"].as_str().unwrap().parse().unwrap();
+            let text = r["json"].as_str().unwrap();
+            let written = SkillIndex {
+                skills_dir_mtime: want,
+                ..SkillIndex::default()
+            }
+            .to_json();
+            let written = String::from_utf8(written).unwrap();
+            // Python writes `1e-09` where ryu writes `1e-9` (both read back
+            // the same): only the exponent form, never a real mtime, differs.
+            assert!(
+                text.contains('e') || written.contains(&format!("\"skills_dir_mtime\": {text},")),
+                "{written} does not record {text} as the reference"
+            );
+            let theirs = format!("{{\"skills_dir_mtime\": {text}, \"skills\": {{}}}}");
+            for (who, bytes) in [
+                ("reference", theirs.as_bytes()),
+                ("wsbench", written.as_bytes()),
+            ] {
+                let got = SkillIndex::parse(bytes).unwrap().skills_dir_mtime;
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{who}'s {text} read as {got}"
+                );
+            }
+        }
+    }
 }
