@@ -12,6 +12,9 @@ pub const ACTIONS: &[ActionSpec] = &[
     // Before the focus and zoom hints: the full-screen Agent pane has no
     // place in the layout, so the footer is where users find it.
     spec("app.agent", "Agent pane", &["A"], false, true),
+    // One key from anywhere to the prompt (vim's insert): the TUI starts
+    // on the Files list (issue 22). Panes with their own `i` keep it.
+    spec("app.prompt", "type a command", &["i"], false, true),
     spec(
         "app.grep",
         "grep: search file contents",

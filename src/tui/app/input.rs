@@ -167,6 +167,12 @@ impl App {
             "app.focus_skills" => self.set_focus(panes::skills::ID),
             "app.focus_offload" => self.set_focus(panes::offload::ID),
             "app.focus_command" => self.set_focus(panes::command::ID),
+            "app.prompt" => {
+                self.set_focus(panes::command::ID);
+                self.pane_call::<panes::command::CommandPane, _>(panes::command::ID, |p, cx| {
+                    p.start_typing(cx)
+                });
+            }
             "app.focus_logs" => self.set_focus(panes::logs::ID),
             "app.agent" => self.set_focus(panes::agent::ID),
             "app.grep" => {
@@ -278,6 +284,40 @@ impl App {
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {}
                 _ => self.overlay = Some(Overlay::Confirm { pane, message, tag }),
             },
+            Overlay::Choose {
+                pane,
+                message,
+                choices,
+                on_cancel,
+            } => {
+                let picked = match key.code {
+                    KeyCode::Char(c) if chord.mods.is_empty() => choices
+                        .iter()
+                        .find(|ch| ch.key.eq_ignore_ascii_case(&c))
+                        .map(|ch| ch.tag.clone()),
+                    _ => None,
+                };
+                match (picked, key.code) {
+                    (Some(tag), _) => {
+                        self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Confirmed(tag), cx));
+                    }
+                    (None, KeyCode::Esc) => {
+                        if let Some(m) = on_cancel {
+                            self.apply(Effect::Toast(Level::Info, m));
+                        }
+                    }
+                    // Any other key leaves the question up (a stray Enter
+                    // must not pick for the user).
+                    (None, _) => {
+                        self.overlay = Some(Overlay::Choose {
+                            pane,
+                            message,
+                            choices,
+                            on_cancel,
+                        })
+                    }
+                }
+            }
             Overlay::Prompt {
                 pane,
                 title,

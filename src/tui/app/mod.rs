@@ -251,11 +251,18 @@ impl App {
         };
         let panes = panes::registry(&cx);
         let layout = default_layout(&opts.config);
+        // Start on a list, so keys meant to move never become a command
+        // (issue 22); `[tui] start_in_prompt = true` keeps the prompt.
+        let focus = if opts.config.start_in_prompt {
+            panes::command::ID
+        } else {
+            panes::files::ID
+        };
         let mut app = App {
             cx,
             panes,
             layout,
-            focus: panes::command::ID,
+            focus,
             modal: None,
             zoom: false,
             overlay: None,
@@ -314,6 +321,7 @@ impl App {
             Overlay::Palette(_) => "palette",
             Overlay::Confirm { .. } => "confirm",
             Overlay::Prompt { .. } => "prompt",
+            Overlay::Choose { .. } => "choose",
         })
     }
 

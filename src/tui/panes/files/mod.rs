@@ -54,7 +54,7 @@ const SNIFF_BATCH: usize = 64;
 crate::pane_action_enum! {
     /// An action of the pane (an entry of [`ACTIONS`]).
     pub(crate) enum FilesAction in "files";
-    Open => act("files.open", ID, "open / expand", &["enter", "l", "right"], false, true),
+    Open => act("files.open", ID, "view / expand", &["enter", "l", "right"], false, true),
     Collapse => act("files.collapse", ID, "collapse / parent", &["h", "left"], false, false),
     Edit => act("files.edit", ID, "edit", &["e"], false, true),
     View => act("files.view", ID, "view full screen", &["v"], false, false),

@@ -50,18 +50,11 @@ impl FilesPane {
                     } else {
                         self.expand(i, cx);
                     }
-                } else if self.nodes[i].binary == Some(true)
-                    || matches!(
-                        self.preview.as_ref().map(|p| &p.body),
-                        Some(PreviewBody::Binary { .. })
-                    ) && self
-                        .preview
-                        .as_ref()
-                        .is_some_and(|p| p.path == self.nodes[i].path)
-                {
-                    cx.effect(Effect::OpenLink(self.nodes[i].path.clone()));
                 } else {
-                    cx.effect(Effect::OpenEditor(self.nodes[i].path.clone()));
+                    // Enter views, as less, k9s and lazydocker do; `e`
+                    // edits (issue 22). The viewer shows binary files as
+                    // such, so there is no special case here.
+                    cx.effect(Effect::OpenLink(self.nodes[i].path.clone()));
                 }
             }
             FilesAction::Collapse => {

@@ -1,0 +1,117 @@
+//! Keys a k9s, vim or `less` user already knows (issue 22): the TUI
+//! starts on a list with the prompt one key away, Enter views a file and
+//! `e` edits it, the editor undoes with ctrl-z / ctrl-y, one key answers
+//! a dialog.
+
+use crate::support::tui;
+
+use tui::*;
+use wsbench::tui::panes::command::CommandPane;
+use wsbench::tui::panes::editor::EditorPane;
+
+fn command(hs: &mut Harness) -> &mut CommandPane {
+    hs.app
+        .pane_mut("command")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<CommandPane>()
+        .unwrap()
+}
+
+fn editor(hs: &mut Harness) -> &mut EditorPane {
+    hs.app
+        .pane_mut("editor")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<EditorPane>()
+        .unwrap()
+}
+
+/// Whether the focused pane has the keyboard.
+fn typing(hs: &Harness) -> bool {
+    let focus = hs.app.focus();
+    hs.app.pane(focus).is_some_and(|p| p.text_input_active())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tui_starts_on_files_and_i_reaches_the_prompt() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws.clone(), options(), 120, 40).await;
+    assert_eq!(hs.app.focus(), "files");
+    assert!(!typing(&hs));
+    // Keys meant to move move; nothing reaches the prompt.
+    hs.keys("j j k g").await;
+    assert_eq!(command(&mut hs).prompt_lines(), [""]);
+    assert!(command(&mut hs).sent().is_empty());
+    assert_eq!(hs.app.overlay_kind(), None);
+    // `i` from any pane: focus and keyboard in the prompt.
+    hs.keys("1 i").await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(typing(&hs));
+    hs.type_text("jk").await;
+    assert_eq!(command(&mut hs).prompt_lines(), ["jk"]);
+    // `:` is the palette, one key away too.
+    hs.keys("esc :").await;
+    assert_eq!(hs.app.overlay_kind(), Some("palette"));
+
+    // The setting keeps the old start.
+    let mut hs = Harness::new(ws, prompt_options(), 120, 40).await;
+    assert_eq!(hs.app.focus(), "command");
+    assert!(typing(&hs));
+    hs.type_text("j").await;
+    assert_eq!(command(&mut hs).prompt_lines(), ["j"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enter_views_a_file_and_e_edits_it() {
+    let (_dir, ws) = fixture(|p| {
+        std::fs::write(p.join("notes.md"), "# Notes\n").unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // notes.md is the last root entry.
+    hs.keys("G enter").await;
+    assert_eq!(hs.app.modal(), Some("viewer"));
+    hs.keys("q").await;
+    assert_eq!(hs.app.modal(), None);
+    assert_eq!(hs.app.focus(), "files");
+    hs.keys("e").await;
+    assert_eq!(hs.app.modal(), Some("editor"));
+    assert_eq!(
+        editor(&mut hs).lines().map(|l| l.to_vec()),
+        Some(vec!["# Notes".to_string()])
+    );
+    // A directory still expands on Enter.
+    hs.keys("esc g enter").await;
+    assert_eq!(hs.app.modal(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_undoes_with_ctrl_z_and_redoes_with_ctrl_y() {
+    let (_dir, ws) = fixture(|p| {
+        std::fs::write(p.join("notes.md"), "abc\n").unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("G e").await;
+    assert_eq!(hs.app.modal(), Some("editor"));
+    let lines = |hs: &mut Harness| editor(hs).lines().unwrap().to_vec();
+    hs.type_text("X").await;
+    assert_eq!(lines(&mut hs), ["Xabc"]);
+    hs.keys("ctrl-z").await;
+    assert_eq!(lines(&mut hs), ["abc"]);
+    assert!(!hs.app.quit);
+    assert!(hs.app.take_requests().is_empty(), "ctrl-z suspended");
+    hs.keys("ctrl-y").await;
+    assert_eq!(lines(&mut hs), ["Xabc"]);
+    // The old keys still work.
+    hs.keys("ctrl-u").await;
+    assert_eq!(lines(&mut hs), ["abc"]);
+    hs.keys("ctrl-r").await;
+    assert_eq!(lines(&mut hs), ["Xabc"]);
+    // Help lists them.
+    hs.keys("f1").await;
+    let screen = hs.draw().await;
+    assert!(screen.contains("ctrl-z/ctrl-u"), "{screen}");
+    assert!(screen.contains("ctrl-y/ctrl-r"), "{screen}");
+}
