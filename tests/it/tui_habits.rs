@@ -115,3 +115,31 @@ async fn the_editor_undoes_with_ctrl_z_and_redoes_with_ctrl_y() {
     assert!(screen.contains("ctrl-z/ctrl-u"), "{screen}");
     assert!(screen.contains("ctrl-y/ctrl-r"), "{screen}");
 }
+
+/// A terminal without the kitty protocol sends Esc then `2` as the bytes
+/// of Alt-2: nothing is bound to Alt-2, so it is Esc (leave the prompt)
+/// then `2` (focus Files). A bound Alt key (grep's alt-c) stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unbound_alt_key_is_esc_then_the_key() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws.clone(), options(), 120, 40).await;
+    hs.keys("i").await;
+    hs.type_text("echo x").await;
+    hs.keys("alt-2").await;
+    assert_eq!(hs.app.focus(), "files");
+    assert!(!typing(&hs));
+    assert_eq!(command(&mut hs).prompt_lines(), ["echo x"]);
+    // Over a text dialog: Esc cancels it, then the key acts.
+    hs.keys("u").await;
+    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    hs.keys("alt-1").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert_eq!(hs.app.focus(), "sessions");
+    // With the kitty protocol an Alt key is one key.
+    let mut o = options();
+    o.keyboard_enhanced = true;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    hs.keys("i").await;
+    hs.keys("alt-2").await;
+    assert_eq!(hs.app.focus(), "command");
+}

@@ -103,6 +103,10 @@ pub struct AppOptions {
     /// Built-in profiles left out of [`AppOptions::profiles`] because
     /// they cannot work here, with the reason (`needs E2B_API_KEY`).
     pub unavailable_profiles: Vec<(String, String)>,
+    /// The terminal reports keys with the kitty keyboard protocol (Esc
+    /// is its own key): an unbound Alt+key is then not taken for "Esc,
+    /// then the key" (issue 22).
+    pub keyboard_enhanced: bool,
 }
 
 impl AppOptions {
@@ -125,6 +129,7 @@ impl AppOptions {
             manager_factory: None,
             profiles: Vec::new(),
             unavailable_profiles: Vec::new(),
+            keyboard_enhanced: false,
         }
     }
 }
@@ -183,6 +188,8 @@ pub struct App {
     /// The current manager was built by the app (`:profile`), not given
     /// in [`AppOptions`]: the app shuts it down on quit.
     own_manager: bool,
+    /// See [`AppOptions::keyboard_enhanced`].
+    keyboard_enhanced: bool,
 }
 
 /// The pseudo pane id of dialogs the app itself answers.
@@ -283,6 +290,7 @@ impl App {
             lease: None,
             retiring: None,
             own_manager: false,
+            keyboard_enhanced: opts.keyboard_enhanced,
         };
         app.lease = app.lease_open_workspace();
         for i in 0..app.panes.len() {
