@@ -403,12 +403,43 @@ async fn sandbox_shell(
     })
 }
 
+/// The problems of the config's `[tui.keys]` table, each placed at its
+/// entry (`/home/u/.config/wsbench/config.toml:12:1: [tui.keys]: unknown
+/// action `app.qiut``): unknown actions, unreadable keys, two actions on
+/// one key in one context, a global key a pane hides. Checked as if not
+/// read-only, so a bad entry is reported whatever the mode.
+pub fn keymap_errors(config: &crate::config::Config) -> Vec<String> {
+    let (_, problems) =
+        keymap::KeyMap::build(&app::all_actions(), &config.tui.key_overrides(), false);
+    problems
+        .iter()
+        .map(|p| {
+            config
+                .located(&["tui", "keys", p.action()], p.to_string())
+                .to_string()
+        })
+        .collect()
+}
+
+/// Exit code of `wsbench` when the TUI refuses to start on a bad
+/// `[tui.keys]` table (a usage error, as clap's).
+pub const EXIT_BAD_KEYMAP: i32 = 2;
+
 /// Opens the TUI on the workspace `ctx` selects. Returns the exit code.
 ///
 /// Errors: the workspace cannot be opened; the terminal cannot be set up;
 /// drawing fails. The terminal is restored before any error returns.
 pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result<i32> {
     let t0 = Instant::now();
+    // Before anything opens: a key map that would surprise is refused
+    // with file and line, not toasted inside the TUI (issue 22).
+    let key_errors = keymap_errors(&ctx.config);
+    if !key_errors.is_empty() {
+        for e in &key_errors {
+            eprintln!("error: {e}");
+        }
+        return Ok(EXIT_BAD_KEYMAP);
+    }
     let mut cfg = ctx.config.tui.clone();
     if args.no_mouse {
         cfg.mouse = false;

@@ -143,3 +143,38 @@ async fn an_unbound_alt_key_is_esc_then_the_key() {
     hs.keys("alt-2").await;
     assert_eq!(hs.app.focus(), "command");
 }
+
+/// `[tui.keys]` mistakes are errors placed at their entry: an unknown
+/// action, an unreadable key, two actions on one key in one context, a
+/// global key a pane hides (`app.quit = "j"`).
+#[test]
+fn keymap_mistakes_are_errors_with_file_and_line() {
+    use std::path::Path;
+    use wsbench::config::Config;
+    let text = "[tui]\nmouse = false\n\n[tui.keys]\n\"app.qiut\" = \"x\"\n\"files.edit\" = \"hyper-e\"\n\"files.view\" = \"D\"\n\"app.quit\" = \"j\"\n";
+    let c = Config::parse(text, Path::new("/cfg/config.toml")).unwrap();
+    let errors = wsbench::tui::keymap_errors(&c);
+    let find = |needle: &str| {
+        errors
+            .iter()
+            .find(|e| e.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {errors:#?}"))
+            .clone()
+    };
+    assert!(find("unknown action `app.qiut`").starts_with("/cfg/config.toml:5:"));
+    assert!(find("hyper-e").starts_with("/cfg/config.toml:6:"));
+    let e = find("`D` is bound to both");
+    assert!(e.starts_with("/cfg/config.toml:7:"), "{e}");
+    assert!(
+        e.contains("files.view") && e.contains("files.delete"),
+        "{e}"
+    );
+    let e = find("`j` is bound to both");
+    assert!(e.starts_with("/cfg/config.toml:8:"), "{e}");
+    assert!(e.contains("app.quit"), "{e}");
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    // A good table, and restating a default, is no error.
+    let ok = "[tui.keys]\n\"app.quit\" = [\"q\", \"ctrl-q\"]\n\"files.delete\" = \"delete\"\n";
+    let c = Config::parse(ok, Path::new("/cfg/config.toml")).unwrap();
+    assert_eq!(wsbench::tui::keymap_errors(&c), Vec::<String>::new());
+}

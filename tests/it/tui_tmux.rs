@@ -760,3 +760,31 @@ fn starts_on_files_and_esc_then_a_digit_is_two_keys() {
     t.wait_for("EXIT=0", Duration::from_secs(10));
     t.assert_sane();
 }
+
+/// Issue 22: a `[tui.keys]` mistake stops `wsbench` before the TUI opens,
+/// with file and line, exit 2, the terminal untouched.
+#[test]
+fn a_bad_keymap_exits_2_before_the_tui_opens() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("badkeys");
+    let ws = t.workspace();
+    let file = t.dir.path().join("wsbench.toml");
+    std::fs::write(&file, "[tui.keys]\n\"app.quit\" = \"j\"\n").unwrap();
+    t.literal(&format!(
+        "clear; {BIN} --config {} --workdir {}; echo EXIT=$?",
+        file.display(),
+        ws.display()
+    ));
+    t.key("Enter");
+    let s = t.wait_for("EXIT=", Duration::from_secs(20));
+    assert!(s.contains("EXIT=2"), "{s}");
+    let want = format!(
+        "error: {}:2:1: [tui.keys]: `j` is bound to both",
+        file.display()
+    );
+    assert!(s.replace('\n', "").contains(&want), "no {want:?} in:\n{s}");
+    assert!(!s.contains("wsbench │"), "the TUI opened:\n{s}");
+    t.assert_sane();
+}

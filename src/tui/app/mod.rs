@@ -219,8 +219,9 @@ impl App {
         rx: mpsc::Receiver<AppMsg>,
     ) -> App {
         let specs = all_actions();
-        let (keymap, mut problems) =
+        let (keymap, problems) =
             KeyMap::build(&specs, &opts.config.key_overrides(), opts.read_only);
+        let mut problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         problems.extend(opts.config_problems.iter().cloned());
         let cx = Ctx {
             ws: ws.clone(),
