@@ -178,3 +178,36 @@ fn keymap_mistakes_are_errors_with_file_and_line() {
     let c = Config::parse(ok, Path::new("/cfg/config.toml")).unwrap();
     assert_eq!(wsbench::tui::keymap_errors(&c), Vec::<String>::new());
 }
+
+/// A filter applied with Enter is named in the pane title until Esc on
+/// the pane clears it; Esc while typing it clears it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applied_filter_is_in_the_title_until_esc() {
+    let (_dir, ws) = fixture(|_| {}).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("1 /").await;
+    hs.type_text("002").await;
+    hs.keys("enter").await;
+    let screen = hs.draw().await;
+    let title = screen
+        .lines()
+        .find(|l| l.contains("Sessions"))
+        .unwrap()
+        .to_string();
+    assert!(title.contains("/002"), "{title}");
+    let row = |screen: &str| screen.contains("┃● s-001") || screen.contains("┃  s-001");
+    assert!(!row(&screen), "{screen}");
+    hs.keys("esc").await;
+    let screen = hs.draw().await;
+    assert!(!screen.contains("/002"), "{screen}");
+    assert!(row(&screen), "{screen}");
+    // The same in Files.
+    hs.keys("2 /").await;
+    hs.type_text("notes").await;
+    hs.keys("enter").await;
+    let screen = hs.draw().await;
+    let title = screen.lines().find(|l| l.contains("Files")).unwrap();
+    assert!(title.contains("/notes"), "{title}");
+    hs.keys("esc").await;
+    assert!(!hs.draw().await.contains("/notes"));
+}

@@ -88,6 +88,10 @@ impl App {
         }
         if let Some(spec) = self.cx.keymap.lookup(GLOBAL, chord).copied() {
             self.run_action(spec.name);
+        } else if chord == KeyChord::parse("esc").expect("a valid chord")
+            && self.panes[i].clear_filter()
+        {
+            self.apply_effects();
         } else if chord == KeyChord::parse("ctrl-c").expect("a valid chord") {
             // Users press Ctrl-C to get out: say what quits instead of
             // doing nothing.
