@@ -14,6 +14,7 @@
 //! output_buffer_bytes = 8388608  # … and its budget in bytes (8 MiB)
 //! output_frame_bytes = 262144  # newest output taken per frame (256 KiB)
 //! clipboard = "auto"        # auto | native | osc52 | off
+//! start_in_prompt = false   # true: the keyboard starts in the Command prompt
 //!
 //! [tui.keys]                # action name = key or list of keys ([] unbinds)
 //! "files.delete" = ["D", "delete"]
@@ -91,6 +92,11 @@ pub struct TuiConfig {
     /// so `cd` and `export` carry over (on by default); off gives every
     /// command a fresh shell, as the Bash tool's default.
     pub command_session_shell: bool,
+    /// Start with the keyboard in the Command prompt (as before issue
+    /// 22) instead of on the Files list. Off by default: keys pressed to
+    /// move (`j`, `k`, `g`) must not become shell commands; `i` reaches the
+    /// prompt from anywhere.
+    pub start_in_prompt: bool,
     /// Where copies go.
     pub clipboard: ClipboardMode,
     /// Largest text sent through OSC 52, in bytes (terminals cap it).
@@ -139,6 +145,7 @@ impl Default for TuiConfig {
             output_frame_bytes: 256 << 10,
             prompt_history: 500,
             command_session_shell: true,
+            start_in_prompt: false,
             clipboard: ClipboardMode::Auto,
             osc52_max_bytes: 100_000,
             max_fps: 60,

@@ -182,7 +182,7 @@ pub enum PaneEvent<'a> {
 }
 
 /// What a dialog was opened for: given with [`Effect::Confirm`] or
-/// [`Effect::Prompt`] and handed back with the answer
+/// [`Effect::Prompt`] or [`Effect::Choose`] and handed back with the answer
 /// ([`PaneEvent::Confirmed`], [`PaneEvent::Input`]) to the pane that
 /// asked. One variant per question, carrying what the answer acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,8 +197,12 @@ pub enum DialogTag {
     KillCommand,
     /// Editor: close without saving.
     DiscardEdits,
-    /// Editor: the file changed on disk; what to do (`o`/`r`/…).
-    SaveConflict,
+    /// Editor: the file changed on disk; overwrite it with the edits
+    /// (one-key answer `o` of an [`Effect::Choose`]).
+    SaveOverwrite,
+    /// Editor: the file changed on disk; reload it, dropping the edits
+    /// (one-key answer `r`).
+    SaveReload,
     /// Files: upload a host file into this backend directory.
     Upload {
         /// Backend directory to upload into.
@@ -309,6 +313,19 @@ pub enum Effect {
         /// Returned with the text.
         tag: DialogTag,
     },
+    /// Ask a question one key answers (no Enter, issue 22): the pane gets
+    /// [`PaneEvent::Confirmed`] with the tag of the choice whose key was
+    /// pressed; Esc cancels (and toasts `on_cancel` when given).
+    Choose {
+        /// Pane to answer.
+        pane: &'static str,
+        /// The question.
+        message: String,
+        /// The answers, each a key and what it does.
+        choices: Vec<Choice>,
+        /// Said when the user cancels with Esc.
+        on_cancel: Option<String>,
+    },
     /// Copy text to the clipboard.
     Copy(String),
     /// Move focus to a pane.
@@ -318,4 +335,16 @@ pub enum Effect {
     /// Leave the TUI for an interactive shell in the workspace; come back
     /// when it exits.
     Shell,
+}
+
+/// One answer of an [`Effect::Choose`] dialog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The key that answers (a lower-case letter; its upper case counts
+    /// too).
+    pub key: char,
+    /// What it does, shown after the key (`overwrite`).
+    pub label: &'static str,
+    /// Handed back in [`PaneEvent::Confirmed`].
+    pub tag: DialogTag,
 }

@@ -181,6 +181,84 @@ impl fmt::Display for KeyChord {
     }
 }
 
+/// What is wrong with a `[tui.keys]` table (see [`KeyMap::build`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyProblem {
+    /// No action has this name.
+    UnknownAction {
+        /// The name as written.
+        action: String,
+    },
+    /// A key of this action cannot be read.
+    BadKey {
+        /// The action.
+        action: &'static str,
+        /// Why (`unknown key `hyper-x``).
+        message: String,
+    },
+    /// Two actions on one key where both apply.
+    Conflict {
+        /// The key.
+        key: KeyChord,
+        /// The action the user bound (its entry is where the error is
+        /// placed).
+        action: &'static str,
+        /// The action that has the key too.
+        other: &'static str,
+        /// Where they collide: a pane or overlay id, or [`GLOBAL`].
+        context: &'static str,
+    },
+}
+
+impl KeyProblem {
+    /// The `[tui.keys]` entry the problem is at, for file and line.
+    pub fn action(&self) -> &str {
+        match self {
+            KeyProblem::UnknownAction { action } => action,
+            KeyProblem::BadKey { action, .. } | KeyProblem::Conflict { action, .. } => action,
+        }
+    }
+}
+
+impl fmt::Display for KeyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyProblem::UnknownAction { action } => {
+                write!(f, "[tui.keys]: unknown action `{action}`")
+            }
+            KeyProblem::BadKey { action, message } => {
+                write!(f, "[tui.keys] {action}: {message}")
+            }
+            KeyProblem::Conflict {
+                key,
+                action,
+                other,
+                context,
+            } => write!(
+                f,
+                "[tui.keys]: `{key}` is bound to both `{action}` and `{other}` in {context}"
+            ),
+        }
+    }
+}
+
+/// The verbs that keep one meaning in every pane (issue 22), shown in
+/// help as `(key, meaning)`: a pane binds the key to that verb or not at
+/// all (`every_pane_keeps_the_verb_letters` in `app::actions` checks it). `d` is
+/// kept free for describe, as k9s users read it.
+pub const VERBS: &[(&str, &str)] = &[
+    ("enter", "view / open the selection (a folder expands)"),
+    ("e", "edit"),
+    ("D", "delete / remove / destroy (asks first)"),
+    ("y", "copy"),
+    ("/", "filter or search (esc clears)"),
+    ("S", "save to a host file"),
+    ("r", "refresh (re-run in Command, run in Agent)"),
+    ("!", "shell in the workspace"),
+    ("6", "logs"),
+    ("d", "reserved for describe: never bound to anything else"),
+];
+
 /// One resolved binding.
 #[derive(Debug, Clone)]
 pub struct Binding {
@@ -199,18 +277,22 @@ pub struct KeyMap {
 
 impl KeyMap {
     /// Builds the map. `overrides` maps action names to key lists (empty =
-    /// unbound). Returns the map and one message per problem (unknown
-    /// action, bad key, two actions on one key in one context): problems
-    /// are reported and the default kept, never silently dropped.
+    /// unbound). Returns the map and one [`KeyProblem`] per problem
+    /// (unknown action, bad key, two actions on one key in one context, a
+    /// global key a pane's key hides): the default is kept for a bad entry
+    /// and the user's binding wins a conflict, never silently dropped.
+    /// `wsbench` refuses to start on any of them (`tui::run`, exit 2).
     pub fn build(
         specs: &[ActionSpec],
         overrides: &BTreeMap<String, Vec<String>>,
         read_only: bool,
-    ) -> (KeyMap, Vec<String>) {
+    ) -> (KeyMap, Vec<KeyProblem>) {
         let mut problems = Vec::new();
         for name in overrides.keys() {
             if !specs.iter().any(|s| s.name == name) {
-                problems.push(format!("[tui.keys]: unknown action `{name}`"));
+                problems.push(KeyProblem::UnknownAction {
+                    action: name.clone(),
+                });
             }
         }
         let mut map = KeyMap::default();
@@ -226,7 +308,10 @@ impl KeyMap {
                         match KeyChord::parse(k) {
                             Ok(c) => parsed.push(c),
                             Err(e) => {
-                                problems.push(format!("[tui.keys] {}: {e}", spec.name));
+                                problems.push(KeyProblem::BadKey {
+                                    action: spec.name,
+                                    message: e,
+                                });
                                 ok = false;
                             }
                         }
@@ -240,16 +325,48 @@ impl KeyMap {
                 if let Some(prev) = map.index.insert((spec.context, *k), i) {
                     let other = map.bindings[prev].spec.name;
                     // A user override wins over a default on the same key.
-                    if overrides.contains_key(other) && !overrides.contains_key(spec.name) {
-                        map.index.insert((spec.context, *k), prev);
-                    }
-                    problems.push(format!(
-                        "[tui.keys]: `{k}` is bound to both `{other}` and `{}` in {}",
-                        spec.name, spec.context
-                    ));
+                    let (mine, theirs) =
+                        if overrides.contains_key(other) && !overrides.contains_key(spec.name) {
+                            map.index.insert((spec.context, *k), prev);
+                            (other, spec.name)
+                        } else {
+                            (spec.name, other)
+                        };
+                    problems.push(KeyProblem::Conflict {
+                        key: *k,
+                        action: mine,
+                        other: theirs,
+                        context: spec.context,
+                    });
                 }
             }
             map.bindings.push(Binding { spec: *spec, keys });
+        }
+        // A global key the user chose that a pane binds too never reaches
+        // the global action there (`app.quit = "j"` would quit from the
+        // Sessions list but move down in Files): refused as well.
+        for b in map.bindings.iter().filter(|b| b.spec.context == GLOBAL) {
+            if !overrides.contains_key(b.spec.name) {
+                continue;
+            }
+            let defaults = default_keys(&b.spec);
+            // The built-in keys already yield to panes by design (`q`
+            // closes the viewer): only a key the user added is checked.
+            for k in b.keys.iter().filter(|k| !defaults.contains(k)) {
+                if let Some((&(ctx, _), &j)) = map
+                    .index
+                    .iter()
+                    .filter(|((ctx, key), _)| *ctx != GLOBAL && key == k)
+                    .min_by_key(|(_, j)| **j)
+                {
+                    problems.push(KeyProblem::Conflict {
+                        key: *k,
+                        action: b.spec.name,
+                        other: map.bindings[j].spec.name,
+                        context: ctx,
+                    });
+                }
+            }
         }
         (map, problems)
     }
@@ -418,8 +535,8 @@ mod tests {
             "files.open"
         );
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems.iter().any(|p| p.contains("nope")));
-        assert!(problems.iter().any(|p| p.contains("bogus-key")));
+        assert!(problems.iter().any(|p| p.to_string().contains("nope")));
+        assert!(problems.iter().any(|p| p.to_string().contains("bogus-key")));
     }
 
     #[test]
@@ -433,12 +550,44 @@ mod tests {
     }
 
     #[test]
+    fn a_global_key_a_pane_hides_is_a_conflict_but_restated_defaults_are_not() {
+        let mut specs = SPECS.to_vec();
+        specs.push(ActionSpec {
+            name: "files.down",
+            context: "files",
+            desc: "down",
+            keys: &["j", "q"],
+            dangerous: false,
+            hint: false,
+        });
+        let mut o = BTreeMap::new();
+        o.insert("app.quit".to_string(), vec!["j".to_string()]);
+        let (_, problems) = KeyMap::build(&specs, &o, false);
+        assert_eq!(
+            problems,
+            [KeyProblem::Conflict {
+                key: KeyChord::parse("j").unwrap(),
+                action: "app.quit",
+                other: "files.down",
+                context: "files",
+            }]
+        );
+        assert_eq!(problems[0].action(), "app.quit");
+        // `q` is shadowed in files by default: restating it is no error.
+        o.insert("app.quit".to_string(), vec!["q".to_string()]);
+        let (_, problems) = KeyMap::build(&specs, &o, false);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
     fn conflicts_are_reported() {
         let mut o = BTreeMap::new();
         o.insert("files.open".to_string(), vec!["D".to_string()]);
         let (m, problems) = KeyMap::build(SPECS, &o, false);
         assert!(
-            problems.iter().any(|p| p.contains("bound to both")),
+            problems
+                .iter()
+                .any(|p| p.to_string().contains("bound to both")),
             "{problems:?}"
         );
         // The user's own binding wins.

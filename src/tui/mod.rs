@@ -40,6 +40,7 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -99,6 +100,12 @@ pub fn resolve_theme(
 // ----- terminal state, restorable from a panic hook -----
 
 static TERMINAL_ON: AtomicBool = AtomicBool::new(false);
+/// The kitty keyboard flags were pushed (popped on restore).
+static KEYS_PUSHED: AtomicBool = AtomicBool::new(false);
+/// Whether the terminal answered the keyboard enhancement query; asked
+/// once (the answer is read from stdin, which the input thread owns
+/// afterwards).
+static KEYS_ENHANCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
 static HOOK: std::sync::Once = std::sync::Once::new();
 static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
@@ -116,7 +123,28 @@ fn enter_terminal(mouse: bool) -> std::io::Result<()> {
     if mouse {
         execute!(out, EnableMouseCapture)?;
     }
+    // Esc then a key stays two keys where the terminal speaks the kitty
+    // protocol (issue 22); elsewhere the app splits an unbound Alt+key
+    // (`App::esc_then_key`).
+    let enhanced = *KEYS_ENHANCED.get_or_init(|| {
+        ratatui::crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false)
+    });
+    if enhanced
+        && execute!(
+            out,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )
+        .is_ok()
+    {
+        KEYS_PUSHED.store(true, Ordering::SeqCst);
+    }
     Ok(())
+}
+
+/// Whether the keyboard enhancement flags are on (known once the terminal
+/// was entered).
+fn keyboard_enhanced() -> bool {
+    KEYS_PUSHED.load(Ordering::SeqCst)
 }
 
 /// Puts the terminal back: mouse capture and bracketed paste off, main
@@ -125,6 +153,9 @@ pub fn restore_terminal() {
     restore_stderr();
     if TERMINAL_ON.swap(false, Ordering::SeqCst) {
         let mut out = std::io::stdout();
+        if KEYS_PUSHED.swap(false, Ordering::SeqCst) {
+            let _ = execute!(out, PopKeyboardEnhancementFlags);
+        }
         let _ = execute!(
             out,
             DisableMouseCapture,
@@ -372,12 +403,43 @@ async fn sandbox_shell(
     })
 }
 
+/// The problems of the config's `[tui.keys]` table, each placed at its
+/// entry (`/home/u/.config/wsbench/config.toml:12:1: [tui.keys]: unknown
+/// action `app.qiut``): unknown actions, unreadable keys, two actions on
+/// one key in one context, a global key a pane hides. Checked as if not
+/// read-only, so a bad entry is reported whatever the mode.
+pub fn keymap_errors(config: &crate::config::Config) -> Vec<String> {
+    let (_, problems) =
+        keymap::KeyMap::build(&app::all_actions(), &config.tui.key_overrides(), false);
+    problems
+        .iter()
+        .map(|p| {
+            config
+                .located(&["tui", "keys", p.action()], p.to_string())
+                .to_string()
+        })
+        .collect()
+}
+
+/// Exit code of `wsbench` when the TUI refuses to start on a bad
+/// `[tui.keys]` table (a usage error, as clap's).
+pub const EXIT_BAD_KEYMAP: i32 = 2;
+
 /// Opens the TUI on the workspace `ctx` selects. Returns the exit code.
 ///
 /// Errors: the workspace cannot be opened; the terminal cannot be set up;
 /// drawing fails. The terminal is restored before any error returns.
 pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result<i32> {
     let t0 = Instant::now();
+    // Before anything opens: a key map that would surprise is refused
+    // with file and line, not toasted inside the TUI (issue 22).
+    let key_errors = keymap_errors(&ctx.config);
+    if !key_errors.is_empty() {
+        for e in &key_errors {
+            eprintln!("error: {e}");
+        }
+        return Ok(EXIT_BAD_KEYMAP);
+    }
     let mut cfg = ctx.config.tui.clone();
     if args.no_mouse {
         cfg.mouse = false;
@@ -428,6 +490,7 @@ pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result
     let mut term = Terminal::new(backend)?;
     term.clear()?;
     let input = InputThread::start(input_tx);
+    opts.keyboard_enhanced = keyboard_enhanced();
     let mut app = App::with_channel(ws.clone(), opts, tx.clone(), rx);
     tracing::debug!("tui: app built after {:?}", t0.elapsed());
     let chans = Channels {

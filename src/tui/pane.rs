@@ -323,6 +323,12 @@ pub trait Pane: Send {
     /// a pane never keeps the keyboard from an earlier visit.
     fn blur(&mut self) {}
 
+    /// Esc on the pane outside any text field: drop an applied `/` filter
+    /// (issue 22). True when there was one to clear.
+    fn clear_filter(&mut self) -> bool {
+        false
+    }
+
     /// A raw key while [`Pane::text_input_active`]; true if consumed.
     fn on_key(&mut self, _key: &KeyEvent, _cx: &mut Ctx) -> bool {
         false
@@ -513,6 +519,23 @@ pub fn list_frame(
     f.render_widget(block, area);
     filter_bar(f, inner, filter, cx)
 }
+
+/// What a pane adds to its title for an applied (not being typed)
+/// filter: ` /text`, cut at [`FILTER_TITLE_CHARS`], until Esc clears it
+/// (issue 22); empty otherwise. Part of the title, so the border's note
+/// gives way first (see [`Ctx::block_for`]) and the bar under the list,
+/// hidden in short panes, is not the only place it shows.
+pub fn filter_suffix(filter: &Filter) -> String {
+    if filter.active() && !filter.editing {
+        format!(" {}", text::truncate(&filter.label(), FILTER_TITLE_CHARS))
+    } else {
+        String::new()
+    }
+}
+
+/// Widest filter shown in a pane title, in columns (longer ones end with
+/// `…`; the bar under the list shows the whole text).
+const FILTER_TITLE_CHARS: usize = 24;
 
 /// What a list pane draws instead of rows: `error: …` when its last load
 /// failed, else `empty` (the caller's "loading…" or "no …") when no row

@@ -69,6 +69,9 @@ async fn start(cmd: &str) -> (tempfile::TempDir, Harness) {
     let ws = open(dir.path()).await;
     let mut hs = Harness::new(ws, options(), 120, 40).await;
     hs.draw().await;
+    // The TUI starts on Files (issue 22): `i` takes the keyboard to the
+    // prompt, where these tests type.
+    hs.keys("i").await;
     assert_eq!(hs.app.focus(), "command");
     let cmd = cmd.to_string();
     hs.app

@@ -58,6 +58,7 @@ mod tools_rwe;
 mod tools_search;
 mod tui_agent;
 mod tui_cases;
+mod tui_habits;
 mod tui_keys;
 mod tui_panes_extra;
 mod tui_recovery;

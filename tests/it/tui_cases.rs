@@ -171,6 +171,9 @@ async fn c21_nfd_names_render_whole_and_open_by_their_bytes() {
 async fn c23_multi_line_paste_never_submits() {
     let (_dir, ws) = fixture(|_| {}).await;
     let mut hs = Harness::new(ws, options(), 80, 24).await;
+    // The keyboard starts on Files (issue 22): `i` reaches the prompt.
+    assert_eq!(hs.app.focus(), "files");
+    hs.keys("i").await;
     assert_eq!(hs.app.focus(), "command");
     hs.paste("first line\nq\n:quit\nlast line").await;
     {
@@ -294,6 +297,7 @@ async fn read_only_offers_no_destructive_action() {
     let mut o = options();
     o.read_only = true;
     let mut hs = Harness::new(ws, o, 120, 40).await;
+    hs.keys("i").await;
     hs.type_text("touch made-by-tui").await;
     hs.keys("enter").await;
     assert!(command(&mut hs).sent().is_empty());
@@ -560,15 +564,19 @@ async fn editor_save_does_not_clobber_changes_on_disk() {
     hs.type_text("X").await;
     hs.keys("ctrl-s").await;
     assert_eq!(read(&hs).await, "theirs\n", "the save clobbered the disk");
-    assert_eq!(hs.app.overlay_kind(), Some("prompt"));
+    // One key answers (issue 22); Enter alone picks nothing.
+    assert_eq!(hs.app.overlay_kind(), Some("choose"));
+    hs.keys("enter").await;
+    assert_eq!(hs.app.overlay_kind(), Some("choose"));
+    assert_eq!(read(&hs).await, "theirs\n");
     // Esc cancels: still nothing written, the edits are kept.
     hs.keys("esc").await;
     assert_eq!(read(&hs).await, "theirs\n");
     assert!(editor(&mut hs).modified());
     // Overwrite on purpose.
     hs.keys("ctrl-s").await;
-    hs.type_text("o").await;
-    hs.keys("enter").await;
+    hs.keys("o").await;
+    assert_eq!(hs.app.overlay_kind(), None);
     assert_eq!(read(&hs).await, "Xone\n");
     // After our own save, another save goes through without asking.
     hs.type_text("Y").await;
@@ -579,8 +587,7 @@ async fn editor_save_does_not_clobber_changes_on_disk() {
     bash(&hs, "printf 'new\\n' > f.txt").await;
     hs.type_text("Z").await;
     hs.keys("ctrl-s").await;
-    hs.type_text("r").await;
-    hs.keys("enter").await;
+    hs.keys("r").await;
     assert_eq!(read(&hs).await, "new\n");
     assert_eq!(
         editor(&mut hs).lines().map(|l| l.to_vec()),

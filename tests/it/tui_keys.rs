@@ -97,7 +97,7 @@ async fn unknown_session_is_refused_with_close_matches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn esc_leaves_the_prompt_and_the_footer_says_so() {
     let (_dir, ws) = fixture(|_| {}).await;
-    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    let mut hs = Harness::new(ws, prompt_options(), 120, 40).await;
     // The prompt has the keyboard at start: `?` and `q` are text there.
     let f = footer(&hs.draw().await);
     assert!(f.contains("esc leave prompt"), "{f}");
@@ -169,6 +169,7 @@ async fn ctrl_c_offers_to_kill_the_command_or_clears_the_line_and_never_quits() 
     let ws = open(dir.path()).await;
     let mut hs = Harness::new(ws, options(), 120, 40).await;
     // Nothing running: Ctrl-C clears the line, like a shell.
+    hs.keys("i").await;
     hs.type_text("echo half-typed").await;
     hs.keys("ctrl-c").await;
     assert_eq!(command(&mut hs).prompt_lines(), [""]);
@@ -287,7 +288,7 @@ fn typing(hs: &Harness) -> bool {
 async fn focus_keys_never_hand_the_keyboard_to_a_pane() {
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path()).await;
-    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    let mut hs = Harness::new(ws, prompt_options(), 120, 40).await;
     // At start the prompt has the keyboard; leaving the pane with a focus
     // key takes it away, so `5` comes back without typing and `i` types.
     assert!(typing(&hs));
@@ -484,6 +485,7 @@ async fn a_timeout_kill_says_wsbench_killed_it() {
         .await
         .unwrap();
     let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("i").await;
     hs.type_text("sleep 5").await;
     press(&mut hs, "enter");
     let t0 = Instant::now();
@@ -550,6 +552,7 @@ fn out_text(hs: &mut Harness) -> Vec<String> {
 async fn command_output_belongs_to_the_session_in_the_title() {
     let (_dir, ws) = fixture(|_| {}).await;
     let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("i").await;
     hs.type_text("echo from-s1").await;
     hs.keys("enter").await;
     assert!(

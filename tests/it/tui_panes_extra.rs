@@ -108,10 +108,33 @@ async fn palette_ws_switches_the_workspace() {
     let (_base, m, ws) = manager().await;
     let mut hs = Harness::new(ws, with_manager(&m), 120, 40).await;
     assert_eq!(hs.app.cx.ws.id(), "ws-alpha");
+    hs.app.cx.effect(wsbench::tui::action::Effect::Log(
+        wsbench::tui::action::LogLine::now(
+            wsbench::tui::action::Level::Info,
+            "test",
+            "logged on alpha",
+        ),
+    ));
     hs.keys("esc :").await;
     hs.type_text("ws ws-beta").await;
     hs.keys("enter").await;
     assert_eq!(hs.app.cx.ws.id(), "ws-beta");
+    // Logs survive the switch, a separator after them (issue 22).
+    let logs: Vec<String> = hs
+        .app
+        .pane_mut("logs")
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<wsbench::tui::panes::logs::LogsPane>()
+        .unwrap()
+        .lines()
+        .map(|l| l.message.clone())
+        .collect();
+    let old = logs.iter().position(|l| l == "logged on alpha");
+    let sep = logs
+        .iter()
+        .position(|l| l.contains("── switched to workspace ws-beta ──"));
+    assert!(old.is_some() && sep.is_some() && old < sep, "{logs:#?}");
     let text = hs.draw().await;
     assert!(
         text.contains("ws ws-beta"),

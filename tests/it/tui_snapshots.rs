@@ -55,6 +55,7 @@ async fn logs_pane() {
     let (dir, ws) = fixture(|_| {}).await;
     for (w, h) in SIZES {
         let mut hs = Harness::new(ws.clone(), options(), w, h).await;
+        hs.keys("i").await;
         hs.type_text("echo hi").await;
         hs.keys("enter esc 6 z").await;
         let text = hs.draw().await;
@@ -95,6 +96,7 @@ async fn command_pane() {
     let (dir, ws) = fixture(|_| {}).await;
     for (w, h) in SIZES {
         let mut hs = Harness::new(ws.clone(), options(), w, h).await;
+        hs.keys("i").await;
         hs.type_text("printf 'one\\ntwo\\n'").await;
         hs.keys("enter").await;
         hs.type_text("echo oops >&2; exit 3").await;

@@ -129,7 +129,16 @@ impl Tmux {
         }
     }
 
+    /// Starts the TUI on `ws` and puts the keyboard in the Command prompt
+    /// with `i` (it starts on the Files list, issue 22): the tests here
+    /// type a command first.
     fn launch(&self, ws: &Path, env: &str) {
+        self.launch_on_files(ws, env);
+        self.key("i");
+    }
+
+    /// Starts the TUI on `ws`, the focus where it starts (Files).
+    fn launch_on_files(&self, ws: &Path, env: &str) {
         self.literal(&format!(
             "clear; {env} {BIN} --workdir {}; echo EXIT=$?",
             ws.display()
@@ -544,6 +553,7 @@ fn k8s_profile_opens_the_tui_on_a_pod_and_runs_a_command_there() {
         "the header does not name the profile:\n{s}"
     );
     std::thread::sleep(Duration::from_millis(500));
+    t.key("i");
     t.literal("echo hello");
     t.key("Enter");
     let s = t.wait_for("✓ exit 0", Duration::from_secs(30));
@@ -718,5 +728,63 @@ fn a_flood_never_freezes_the_keys() {
     t.wait_for("✗ killed", Duration::from_secs(20));
     t.key("C-q");
     t.wait_for("EXIT=", Duration::from_secs(20));
+    t.assert_sane();
+}
+
+/// Issue 22: the TUI starts on the Files list (keys meant to move never
+/// run as commands), `i` reaches the prompt, and Esc followed at once by
+/// `2` (one write: crossterm reads it as Alt-2 on a terminal without the
+/// kitty protocol, as tmux is) leaves the prompt and focuses Files.
+#[test]
+fn starts_on_files_and_esc_then_a_digit_is_two_keys() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("escdigit");
+    let ws = t.workspace();
+    t.launch_on_files(&ws, "");
+    t.wait_for("┏ Files", Duration::from_secs(10));
+    t.literal("jjkg");
+    std::thread::sleep(Duration::from_millis(300));
+    let s = t.screen();
+    assert!(!s.contains("not found"), "a key ran as a command:\n{s}");
+    t.key("i");
+    t.wait_for("┏ Command", Duration::from_secs(10));
+    t.literal("echo typed");
+    // Both keys in one send-keys: the bytes ESC 2 arrive together.
+    t.tmux(&["send-keys", "-t", "t", "Escape", "2"]);
+    let s = t.wait_for("┏ Files", Duration::from_secs(10));
+    assert!(s.contains("echo typed"), "the prompt lost its text:\n{s}");
+    assert!(!s.contains("echo typed2"), "the 2 was typed:\n{s}");
+    t.key("q");
+    t.wait_for("EXIT=0", Duration::from_secs(10));
+    t.assert_sane();
+}
+
+/// Issue 22: a `[tui.keys]` mistake stops `wsbench` before the TUI opens,
+/// with file and line, exit 2, the terminal untouched.
+#[test]
+fn a_bad_keymap_exits_2_before_the_tui_opens() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Tmux::start("badkeys");
+    let ws = t.workspace();
+    let file = t.dir.path().join("wsbench.toml");
+    std::fs::write(&file, "[tui.keys]\n\"app.quit\" = \"j\"\n").unwrap();
+    t.literal(&format!(
+        "clear; {BIN} --config {} --workdir {}; echo EXIT=$?",
+        file.display(),
+        ws.display()
+    ));
+    t.key("Enter");
+    let s = t.wait_for("EXIT=", Duration::from_secs(20));
+    assert!(s.contains("EXIT=2"), "{s}");
+    let want = format!(
+        "error: {}:2:1: [tui.keys]: `j` is bound to both",
+        file.display()
+    );
+    assert!(s.replace('\n', "").contains(&want), "no {want:?} in:\n{s}");
+    assert!(!s.contains("wsbench │"), "the TUI opened:\n{s}");
     t.assert_sane();
 }

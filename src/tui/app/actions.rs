@@ -12,6 +12,9 @@ pub const ACTIONS: &[ActionSpec] = &[
     // Before the focus and zoom hints: the full-screen Agent pane has no
     // place in the layout, so the footer is where users find it.
     spec("app.agent", "Agent pane", &["A"], false, true),
+    // One key from anywhere to the prompt (vim's insert): the TUI starts
+    // on the Files list (issue 22). Panes with their own `i` keep it.
+    spec("app.prompt", "type a command", &["i"], false, true),
     spec(
         "app.grep",
         "grep: search file contents",
@@ -92,6 +95,47 @@ mod tests {
     use crate::tui::config::TuiConfig;
     use crate::tui::keymap::GLOBAL;
     use crate::tui::panes;
+
+    #[test]
+    fn the_built_in_table_has_no_conflict() {
+        let (_, problems) = crate::tui::keymap::KeyMap::build(
+            &super::all_actions(),
+            &std::collections::BTreeMap::new(),
+            false,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    /// The letters of `keymap::VERBS` mean the same in every pane.
+    #[test]
+    fn every_pane_keeps_the_verb_letters() {
+        let specs = super::all_actions();
+        let (m, _) =
+            crate::tui::keymap::KeyMap::build(&specs, &std::collections::BTreeMap::new(), false);
+        let verb_of = |key: &str| -> &[&str] {
+            match key {
+                "e" => &["edit"],
+                "D" => &["delete", "remove", "destroy"],
+                "y" => &["copy", "copy_path"],
+                "/" => &["filter", "search", "query"],
+                "S" => &["save", "download"],
+                _ => &[],
+            }
+        };
+        for key in ["e", "D", "y", "/", "S", "d"] {
+            let chord = crate::tui::keymap::KeyChord::parse(key).unwrap();
+            for b in m.all().iter().filter(|b| b.keys.contains(&chord)) {
+                let verb = b.spec.name.rsplit('.').next().unwrap();
+                assert!(
+                    verb_of(key).contains(&verb),
+                    "`{key}` is `{}` in {}: not the verb of the table",
+                    b.spec.name,
+                    b.spec.context
+                );
+            }
+        }
+        assert!(crate::tui::keymap::VERBS.iter().any(|(k, _)| *k == "d"));
+    }
 
     /// Every action of every table reaches a handler: the app's own run
     /// in `run_global`, a pane's in the `on_action` of the pane whose id

@@ -201,6 +201,16 @@ impl App {
                 ("esc".into(), "cancel"),
                 ("ctrl-u".into(), "clear"),
             ],
+            (
+                Some(Overlay::Choose {
+                    choices: options, ..
+                }),
+                _,
+            ) => options
+                .iter()
+                .map(|c| (c.key.to_string(), c.label))
+                .chain([("esc".to_string(), "cancel")])
+                .collect(),
             (_, "dialog") => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
             _ => {
                 let pane = self.pane(self.focus());
@@ -216,7 +226,12 @@ impl App {
         // Help over a palette or dialog: the keys that reach it there.
         if matches!(
             self.overlay,
-            Some(Overlay::Palette(_) | Overlay::Prompt { .. } | Overlay::Confirm { .. })
+            Some(
+                Overlay::Palette(_)
+                    | Overlay::Prompt { .. }
+                    | Overlay::Confirm { .. }
+                    | Overlay::Choose { .. }
+            )
         ) && let Some(b) = self
             .cx
             .keymap

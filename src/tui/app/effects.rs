@@ -84,6 +84,19 @@ impl App {
                     tag,
                 })
             }
+            Effect::Choose {
+                pane,
+                message,
+                choices,
+                on_cancel,
+            } => {
+                self.overlay = Some(Overlay::Choose {
+                    pane,
+                    message,
+                    choices,
+                    on_cancel,
+                })
+            }
             Effect::Copy(text) => self.copy(text),
             Effect::Focus(id) => self.set_focus(id),
             // A shell inside the workspace's sandbox, never on the host

@@ -47,6 +47,16 @@ impl App {
     }
 
     pub(super) fn on_key(&mut self, key: KeyEvent) {
+        if let Some(plain) = self.esc_then_key(&key) {
+            let esc = KeyEvent::new(
+                ratatui::crossterm::event::KeyCode::Esc,
+                ratatui::crossterm::event::KeyModifiers::NONE,
+            );
+            self.on_key(esc);
+            self.blur_unfocused();
+            self.on_key(plain);
+            return;
+        }
         if self.overlay.is_some() {
             self.overlay_key(key);
             return;
@@ -78,6 +88,10 @@ impl App {
         }
         if let Some(spec) = self.cx.keymap.lookup(GLOBAL, chord).copied() {
             self.run_action(spec.name);
+        } else if chord == KeyChord::parse("esc").expect("a valid chord")
+            && self.panes[i].clear_filter()
+        {
+            self.apply_effects();
         } else if chord == KeyChord::parse("ctrl-c").expect("a valid chord") {
             // Users press Ctrl-C to get out: say what quits instead of
             // doing nothing.
@@ -167,6 +181,12 @@ impl App {
             "app.focus_skills" => self.set_focus(panes::skills::ID),
             "app.focus_offload" => self.set_focus(panes::offload::ID),
             "app.focus_command" => self.set_focus(panes::command::ID),
+            "app.prompt" => {
+                self.set_focus(panes::command::ID);
+                self.pane_call::<panes::command::CommandPane, _>(panes::command::ID, |p, cx| {
+                    p.start_typing(cx)
+                });
+            }
             "app.focus_logs" => self.set_focus(panes::logs::ID),
             "app.agent" => self.set_focus(panes::agent::ID),
             "app.grep" => {
@@ -278,6 +298,40 @@ impl App {
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {}
                 _ => self.overlay = Some(Overlay::Confirm { pane, message, tag }),
             },
+            Overlay::Choose {
+                pane,
+                message,
+                choices,
+                on_cancel,
+            } => {
+                let picked = match key.code {
+                    KeyCode::Char(c) if chord.mods.is_empty() => choices
+                        .iter()
+                        .find(|ch| ch.key.eq_ignore_ascii_case(&c))
+                        .map(|ch| ch.tag.clone()),
+                    _ => None,
+                };
+                match (picked, key.code) {
+                    (Some(tag), _) => {
+                        self.with_pane(pane, |p, cx| p.on_event(&PaneEvent::Confirmed(tag), cx));
+                    }
+                    (None, KeyCode::Esc) => {
+                        if let Some(m) = on_cancel {
+                            self.apply(Effect::Toast(Level::Info, m));
+                        }
+                    }
+                    // Any other key leaves the question up (a stray Enter
+                    // must not pick for the user).
+                    (None, _) => {
+                        self.overlay = Some(Overlay::Choose {
+                            pane,
+                            message,
+                            choices,
+                            on_cancel,
+                        })
+                    }
+                }
+            }
             Overlay::Prompt {
                 pane,
                 title,
@@ -302,6 +356,53 @@ impl App {
                 }
             },
         }
+    }
+}
+
+/// Alt+key chords ratatui-textarea gives a meaning to (word and
+/// paragraph moves, word deletes, scroll): the editor keeps them whole.
+const EDITOR_ALT_CHARS: &str = "hdbf<>pn[]v";
+
+impl App {
+    /// The key a terminal without the keyboard enhancement protocol meant
+    /// when it sent Alt+`c`: Esc pressed then `c` quickly arrive as the
+    /// bytes of Alt+`c` (crossterm reads `ESC 2` in one read as Alt-2).
+    /// Taken as Esc then `c` when nothing is bound to Alt+`c` where the
+    /// key lands (the overlay, or the focused pane's contexts and the
+    /// global one) and the editor does not use it; `None` otherwise, and
+    /// always when the terminal speaks the kitty protocol (an Alt+key is
+    /// then really one).
+    pub(super) fn esc_then_key(&self, key: &KeyEvent) -> Option<KeyEvent> {
+        use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+        if self.keyboard_enhanced || key.modifiers != KeyModifiers::ALT {
+            return None;
+        }
+        let KeyCode::Char(c) = key.code else {
+            return None;
+        };
+        let chord = KeyChord::from_event(key);
+        let contexts: Vec<&str> = match &self.overlay {
+            Some(Overlay::Help(_)) => vec![panes::help::ID],
+            Some(Overlay::Palette(_)) => vec![panes::palette::ID],
+            Some(_) => vec![],
+            None => {
+                let p = self.pane(self.focus())?;
+                if p.id() == panes::editor::ID
+                    && p.text_input_active()
+                    && EDITOR_ALT_CHARS.contains(c)
+                {
+                    return None;
+                }
+                vec![p.context(), p.id(), GLOBAL]
+            }
+        };
+        if contexts
+            .iter()
+            .any(|ctx| self.cx.keymap.lookup(ctx, chord).is_some())
+        {
+            return None;
+        }
+        Some(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
     }
 }
 

@@ -115,7 +115,18 @@ impl App {
             .filter(|p| p.text_input_active())
             .map(|p| p.id())
             .collect();
+        // The Logs pane outlives the switch (issue 22): what happened on
+        // the previous workspace is what one looks for after leaving it.
+        // A separator line marks where the new workspace starts.
+        let old_logs = self
+            .pane_index(panes::logs::ID)
+            .map(|i| self.panes.remove(i));
         self.panes = panes::registry(&self.cx);
+        if let Some(old) = old_logs
+            && let Some(i) = self.pane_index(panes::logs::ID)
+        {
+            self.panes[i] = old;
+        }
         for p in &mut self.panes {
             if !typing.contains(&p.id()) {
                 p.blur();
@@ -129,7 +140,7 @@ impl App {
         self.cx.effect(Effect::Log(LogLine::now(
             Level::Info,
             "tui",
-            format!("switched to workspace {id}"),
+            format!("──────── switched to workspace {id} ────────"),
         )));
         // Effects of the new panes' init (errors, toasts) apply here.
         let effects = std::mem::take(&mut self.cx.effects);

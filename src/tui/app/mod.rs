@@ -103,6 +103,10 @@ pub struct AppOptions {
     /// Built-in profiles left out of [`AppOptions::profiles`] because
     /// they cannot work here, with the reason (`needs E2B_API_KEY`).
     pub unavailable_profiles: Vec<(String, String)>,
+    /// The terminal reports keys with the kitty keyboard protocol (Esc
+    /// is its own key): an unbound Alt+key is then not taken for "Esc,
+    /// then the key" (issue 22).
+    pub keyboard_enhanced: bool,
 }
 
 impl AppOptions {
@@ -125,6 +129,7 @@ impl AppOptions {
             manager_factory: None,
             profiles: Vec::new(),
             unavailable_profiles: Vec::new(),
+            keyboard_enhanced: false,
         }
     }
 }
@@ -183,6 +188,8 @@ pub struct App {
     /// The current manager was built by the app (`:profile`), not given
     /// in [`AppOptions`]: the app shuts it down on quit.
     own_manager: bool,
+    /// See [`AppOptions::keyboard_enhanced`].
+    keyboard_enhanced: bool,
 }
 
 /// The pseudo pane id of dialogs the app itself answers.
@@ -212,8 +219,9 @@ impl App {
         rx: mpsc::Receiver<AppMsg>,
     ) -> App {
         let specs = all_actions();
-        let (keymap, mut problems) =
+        let (keymap, problems) =
             KeyMap::build(&specs, &opts.config.key_overrides(), opts.read_only);
+        let mut problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         problems.extend(opts.config_problems.iter().cloned());
         let cx = Ctx {
             ws: ws.clone(),
@@ -251,11 +259,18 @@ impl App {
         };
         let panes = panes::registry(&cx);
         let layout = default_layout(&opts.config);
+        // Start on a list, so keys meant to move never become a command
+        // (issue 22); `[tui] start_in_prompt = true` keeps the prompt.
+        let focus = if opts.config.start_in_prompt {
+            panes::command::ID
+        } else {
+            panes::files::ID
+        };
         let mut app = App {
             cx,
             panes,
             layout,
-            focus: panes::command::ID,
+            focus,
             modal: None,
             zoom: false,
             overlay: None,
@@ -276,6 +291,7 @@ impl App {
             lease: None,
             retiring: None,
             own_manager: false,
+            keyboard_enhanced: opts.keyboard_enhanced,
         };
         app.lease = app.lease_open_workspace();
         for i in 0..app.panes.len() {
@@ -314,6 +330,7 @@ impl App {
             Overlay::Palette(_) => "palette",
             Overlay::Confirm { .. } => "confirm",
             Overlay::Prompt { .. } => "prompt",
+            Overlay::Choose { .. } => "choose",
         })
     }
 

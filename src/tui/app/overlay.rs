@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use crate::tui::action::DialogTag;
+use crate::tui::action::{Choice, DialogTag};
 use crate::tui::pane::Ctx;
 use crate::tui::panes::help::HelpOverlay;
 use crate::tui::panes::palette::PaletteOverlay;
@@ -28,6 +28,13 @@ pub(super) enum Overlay {
         title: String,
         input: LineEdit,
         tag: DialogTag,
+    },
+    /// A question one key answers.
+    Choose {
+        pane: &'static str,
+        message: String,
+        choices: Vec<Choice>,
+        on_cancel: Option<String>,
     },
 }
 
@@ -56,6 +63,33 @@ pub(super) fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx
                     Span::styled("n", t.key),
                     Span::styled(" no", t.base),
                 ]),
+            ];
+            f.render_widget(Paragraph::new(lines), inner);
+        }
+        Overlay::Choose {
+            message, choices, ..
+        } => {
+            let msg = text::display(message);
+            let mut keys = vec![];
+            for c in choices.iter() {
+                keys.push(Span::styled(c.key.to_string(), t.key));
+                keys.push(Span::styled(format!(" {}   ", c.label), t.base));
+            }
+            keys.push(Span::styled("esc", t.key));
+            keys.push(Span::styled(" cancel", t.base));
+            let keys_w: usize = keys.iter().map(|s| text::width(&s.content)).sum();
+            let w = (text::width(&msg).max(keys_w) as u16 + 4).clamp(20, body.width.max(1));
+            let r = centered(body, w, 4);
+            f.render_widget(Clear, r);
+            let block = cx.block("Choose", "", true);
+            let inner = block.inner(r);
+            f.render_widget(block, r);
+            let lines = vec![
+                Line::from(Span::styled(
+                    text::truncate(&msg, inner.width as usize).into_owned(),
+                    t.warn,
+                )),
+                Line::from(keys),
             ];
             f.render_widget(Paragraph::new(lines), inner);
         }

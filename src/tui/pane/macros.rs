@@ -169,6 +169,15 @@ macro_rules! filtered_list_input {
             self.$list.blur();
         }
 
+        fn clear_filter(&mut self) -> bool {
+            if self.$list.editing() || !self.$list.filter.active() {
+                return false;
+            }
+            self.$list.filter.set("");
+            self.$refilter();
+            true
+        }
+
         fn on_key(
             &mut self,
             key: &::ratatui::crossterm::event::KeyEvent,

@@ -15,8 +15,8 @@ use ratatui_textarea::TextArea;
 use serde_json::json;
 
 use crate::engine::workspace::ToolCall;
-use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
-use crate::tui::keymap::ActionSpec;
+use crate::tui::action::{Choice, DialogTag, Effect, Level, PaneEvent};
+use crate::tui::keymap::{ActionSpec, KeyChord};
 use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder};
 use crate::tui::widgets::paste::clean_paste;
 use crate::tui::widgets::text;
@@ -32,6 +32,10 @@ crate::pane_action_enum! {
     pub(crate) enum EditorAction in "editor", no nav;
     Save => act("editor.save", ID, "save", &["ctrl-s"], true, true),
     Close => act("editor.close", ID, "close", &["esc"], false, true),
+    // ctrl-z/ctrl-y as most editors; ctrl-u/ctrl-r (ratatui-textarea's
+    // own, vim's redo) kept for those who learnt them (issue 22).
+    Undo => act("editor.undo", ID, "undo", &["ctrl-z", "ctrl-u"], false, true),
+    Redo => act("editor.redo", ID, "redo", &["ctrl-y", "ctrl-r"], false, true),
 }
 
 /// Keys of the pane.
@@ -232,10 +236,15 @@ impl Pane for EditorPane {
             return false;
         };
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        // Keys the key map owns: save, close, quit, help.
+        // Keys the key map owns: the editor's own (save, close, undo,
+        // redo, as rebound), quit, help.
+        let chord = KeyChord::from_event(key);
+        if cx.keymap.lookup(ID, chord).is_some() {
+            return false;
+        }
         match key.code {
             KeyCode::Esc | KeyCode::F(_) => return false,
-            KeyCode::Char('s' | 'q') if ctrl => return false,
+            KeyCode::Char('q') if ctrl => return false,
             _ => {}
         }
         if !cx.can("editor.save") {
@@ -273,6 +282,22 @@ impl Pane for EditorPane {
     fn on_action(&mut self, action: &'static str, cx: &mut Ctx) -> bool {
         match EditorAction::parse(action) {
             Some(EditorAction::Save) => self.save(false, cx),
+            Some(EditorAction::Undo) => {
+                if let Some(a) = &mut self.area
+                    && cx.can("editor.save")
+                    && !a.undo()
+                {
+                    cx.toast(Level::Info, "nothing to undo");
+                }
+            }
+            Some(EditorAction::Redo) => {
+                if let Some(a) = &mut self.area
+                    && cx.can("editor.save")
+                    && !a.redo()
+                {
+                    cx.toast(Level::Info, "nothing to redo");
+                }
+            }
             Some(EditorAction::Close) => {
                 if self.modified() {
                     cx.effect(Effect::Confirm {
@@ -293,18 +318,12 @@ impl Pane for EditorPane {
         match ev {
             PaneEvent::Open(path) => self.open(path, cx),
             PaneEvent::Confirmed(DialogTag::DiscardEdits) => self.close(cx),
-            PaneEvent::Input {
-                tag: DialogTag::SaveConflict,
-                text,
-            } => match text.trim().to_ascii_lowercase().as_str() {
-                "r" | "reload" => {
-                    if let Some(p) = self.path.clone() {
-                        self.open(&p, cx);
-                    }
+            PaneEvent::Confirmed(DialogTag::SaveReload) => {
+                if let Some(p) = self.path.clone() {
+                    self.open(&p, cx);
                 }
-                "o" | "overwrite" => self.save(true, cx),
-                _ => cx.toast(Level::Info, "save cancelled: your edits are kept"),
-            },
+            }
+            PaneEvent::Confirmed(DialogTag::SaveOverwrite) => self.save(true, cx),
             _ => {}
         }
     }
@@ -380,14 +399,26 @@ impl TaskPane for EditorPane {
             }
             Msg::Conflict(p) => {
                 self.saving = false;
-                cx.effect(Effect::Prompt {
+                // One key answers (issue 22): no "type o, then Enter".
+                cx.effect(Effect::Choose {
                     pane: ID,
-                    title: format!(
-                        "{} changed on disk — reload / overwrite? (r/o, esc cancels)",
+                    message: format!(
+                        "{} changed on disk since it was opened",
                         text::display(&self.shown)
                     ),
-                    initial: String::new(),
-                    tag: DialogTag::SaveConflict,
+                    choices: vec![
+                        Choice {
+                            key: 'r',
+                            label: "reload (drop my edits)",
+                            tag: DialogTag::SaveReload,
+                        },
+                        Choice {
+                            key: 'o',
+                            label: "overwrite",
+                            tag: DialogTag::SaveOverwrite,
+                        },
+                    ],
+                    on_cancel: Some("save cancelled: your edits are kept".into()),
                 });
                 cx.toast(Level::Warn, format!("not saved: {p} changed on disk"));
             }

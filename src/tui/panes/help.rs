@@ -91,6 +91,10 @@ impl HelpOverlay {
                 });
             }
         }
+        rows.push(Row::Section("One meaning per letter, in every pane".into()));
+        for (key, meaning) in crate::tui::keymap::VERBS {
+            rows.push(Row::Note(format!("  {key:<6} {meaning}")));
+        }
         rows.push(Row::Section("Keys and config".into()));
         rows.push(Row::Note(
             "Rebind any action in the [tui.keys] table of config.toml:".into(),

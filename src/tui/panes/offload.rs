@@ -12,6 +12,7 @@ use crate::engine::events::{Event, OffloadKind};
 use crate::engine::offload::OffloadItem;
 use crate::tui::action::{Effect, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::filter_suffix;
 use crate::tui::pane::{
     Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
@@ -209,7 +210,12 @@ impl Pane for OffloadPane {
         } else {
             cx.session.clone()
         };
-        let block = cx.block_for(area, &title, &note, focused);
+        let block = cx.block_for(
+            area,
+            &format!("{title}{}", filter_suffix(&self.list.filter)),
+            &note,
+            focused,
+        );
         let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
         let empty = self.list.shown.is_empty().then_some(if self.job.running() {

@@ -11,6 +11,7 @@ use crate::engine::events::Event;
 use crate::engine::sessions::SessionSummary;
 use crate::tui::action::{Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::filter_suffix;
 use crate::tui::pane::{
     Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
@@ -155,7 +156,12 @@ impl Pane for SessionsPane {
         } else {
             "calls/offloads"
         };
-        let block = cx.block_for(area, &self.title(), note, focused);
+        let block = cx.block_for(
+            area,
+            &format!("{}{}", self.title(), filter_suffix(&self.list.filter)),
+            note,
+            focused,
+        );
         let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
         let empty = self.list.shown.is_empty().then_some(if self.job.running() {

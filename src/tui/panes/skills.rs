@@ -13,6 +13,7 @@ use crate::engine::events::Event;
 use crate::engine::skills::{ArchiveFormat, InvalidSkill, Skill, SkillListing};
 use crate::tui::action::{DialogTag, Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::filter_suffix;
 use crate::tui::pane::{
     Ctx, ListMouse, Pane, TaskPane, list_frame, list_mouse, list_placeholder, nav,
 };
@@ -329,7 +330,12 @@ impl Pane for SkillsPane {
         } else {
             cx.agent.as_str()
         };
-        let block = cx.block_for(area, &self.title(), &format!("agent {agent}"), focused);
+        let block = cx.block_for(
+            area,
+            &format!("{}{}", self.title(), filter_suffix(&self.list.filter)),
+            &format!("agent {agent}"),
+            focused,
+        );
         let list = list_frame(f, area, block, &self.list.filter, cx);
         self.inner = list;
         let empty = self.list.shown.is_empty().then_some(if self.job.running() {

@@ -23,6 +23,7 @@ use crate::manager::{WorkspaceInfo, WorkspaceManager, display};
 
 use crate::tui::action::{DialogTag, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
+use crate::tui::pane::filter_suffix;
 use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
 use crate::tui::widgets::filtered::FilteredList;
 use crate::tui::widgets::list::render_rows;
@@ -441,7 +442,12 @@ impl Pane for WorkspacesPane {
             (None, Some(m)) => format!("profile {}", m.profile()),
             (None, None) => String::new(),
         };
-        let block = cx.block_for(area, &self.title(), &note, focused);
+        let block = cx.block_for(
+            area,
+            &format!("{}{}", self.title(), filter_suffix(&self.list.filter)),
+            &note,
+            focused,
+        );
         let inner = block.inner(area);
         f.render_widget(block, area);
         let mut list = filter_bar(f, inner, &self.list.filter, cx);

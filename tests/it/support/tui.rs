@@ -97,6 +97,15 @@ pub fn options() -> AppOptions {
     o
 }
 
+/// [`options`] with `[tui] start_in_prompt = true`: the keyboard starts
+/// in the Command prompt (the behaviour before issue 22, kept as a
+/// setting).
+pub fn prompt_options() -> AppOptions {
+    let mut o = options();
+    o.config.start_in_prompt = true;
+    o
+}
+
 /// The app plus a subscription to its workspace's bus.
 pub struct Harness {
     pub app: App,

@@ -68,15 +68,17 @@ impl AgentPane {
         if self.run.is_some() || self.last.is_some() {
             rows.push((
                 format!(
-                    "{} tool calls · {} offloads",
-                    self.tool_calls, self.offloads
+                    "{} · {}",
+                    text::count(self.tool_calls, "tool call", "tool calls"),
+                    text::count(self.offloads, "offload", "offloads")
                 ),
                 t.base,
             ));
             rows.push((
                 format!(
-                    "{} compressions · {} errors",
-                    self.compressions, self.errors
+                    "{} · {}",
+                    text::count(self.compressions, "compression", "compressions"),
+                    text::count(self.errors, "error", "errors")
                 ),
                 if self.errors > 0 { t.error } else { t.base },
             ));

@@ -187,7 +187,9 @@ impl CommandPane {
     pub fn new(cfg: &TuiConfig) -> Self {
         CommandPane {
             prompt: new_prompt(),
-            typing: true,
+            // The keyboard starts on the Files list unless the config asks
+            // for the prompt (issue 22: stray `j`/`k` ran as commands).
+            typing: cfg.start_in_prompt,
             output: Ring::with_budget(cfg.output_buffer_lines, cfg.output_buffer_bytes),
             output_session: String::new(),
             parked: std::collections::HashMap::new(),

@@ -14,6 +14,13 @@ use super::{CommandAction, CommandPane, ID, PROMPT};
 use crate::engine::shell_session::InputMsg;
 
 impl CommandPane {
+    /// Puts the keyboard in the prompt, as `i` in the pane does (the
+    /// app's global `i` and `[tui] start_in_prompt` use it); in read-only
+    /// mode it says why not instead.
+    pub(crate) fn start_typing(&mut self, cx: &mut Ctx) {
+        self.act(CommandAction::Prompt, cx);
+    }
+
     /// Runs one of the pane's actions: keys, the palette and the mouse
     /// all end here. True when it was handled.
     pub(super) fn act(&mut self, action: CommandAction, cx: &mut Ctx) -> bool {

@@ -54,14 +54,16 @@ const SNIFF_BATCH: usize = 64;
 crate::pane_action_enum! {
     /// An action of the pane (an entry of [`ACTIONS`]).
     pub(crate) enum FilesAction in "files";
-    Open => act("files.open", ID, "open / expand", &["enter", "l", "right"], false, true),
+    Open => act("files.open", ID, "view / expand", &["enter", "l", "right"], false, true),
     Collapse => act("files.collapse", ID, "collapse / parent", &["h", "left"], false, false),
     Edit => act("files.edit", ID, "edit", &["e"], false, true),
     View => act("files.view", ID, "view full screen", &["v"], false, false),
     Filter => act("files.filter", ID, "filter", &["/"], false, true),
     Refresh => act("files.refresh", ID, "refresh", &["r"], false, false),
     Upload => act("files.upload", ID, "upload host file", &["u"], true, true),
-    Download => act("files.download", ID, "download to host", &["d"], false, true),
+    // `S` saves to a host file in every pane (Logs too); `d` is kept
+    // for describe, as k9s users read it (issue 22, see keymap::VERBS).
+    Download => act("files.download", ID, "download to host", &["S"], false, true),
     Rename => act("files.rename", ID, "rename", &["R"], true, true),
     Delete => act("files.delete", ID, "delete", &["D", "delete"], true, true),
     CopyPath => act("files.copy_path", ID, "copy path", &["y"], false, false),

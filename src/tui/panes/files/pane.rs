@@ -8,7 +8,9 @@ use ratatui::text::{Line, Span};
 
 use crate::backend::{FileKind, path as bpath};
 use crate::tui::action::{DialogTag, Effect, Level, PaneEvent};
-use crate::tui::pane::{Ctx, ListMouse, Pane, TaskPane, filter_bar, list_mouse, nav, placeholder};
+use crate::tui::pane::{
+    Ctx, ListMouse, Pane, TaskPane, filter_bar, filter_suffix, list_mouse, nav, placeholder,
+};
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::text;
 
@@ -50,18 +52,11 @@ impl FilesPane {
                     } else {
                         self.expand(i, cx);
                     }
-                } else if self.nodes[i].binary == Some(true)
-                    || matches!(
-                        self.preview.as_ref().map(|p| &p.body),
-                        Some(PreviewBody::Binary { .. })
-                    ) && self
-                        .preview
-                        .as_ref()
-                        .is_some_and(|p| p.path == self.nodes[i].path)
-                {
-                    cx.effect(Effect::OpenLink(self.nodes[i].path.clone()));
                 } else {
-                    cx.effect(Effect::OpenEditor(self.nodes[i].path.clone()));
+                    // Enter views, as less, k9s and lazydocker do; `e`
+                    // edits (issue 22). The viewer shows binary files as
+                    // such, so there is no special case here.
+                    cx.effect(Effect::OpenLink(self.nodes[i].path.clone()));
                 }
             }
             FilesAction::Collapse => {
@@ -321,7 +316,12 @@ impl Pane for FilesPane {
             if self.watching { "live" } else { "" },
             if loading { " · listing…" } else { "" }
         );
-        let block = cx.block_for(area, &self.title(), note.trim_start_matches(' '), focused);
+        let block = cx.block_for(
+            area,
+            &format!("{}{}", self.title(), filter_suffix(&self.list.filter)),
+            note.trim_start_matches(' '),
+            focused,
+        );
         let inner = block.inner(area);
         f.render_widget(block, area);
         // Beside the tree when wide enough, else under it when tall

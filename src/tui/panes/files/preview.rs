@@ -208,8 +208,7 @@ impl FilesPane {
                     .get(&p.path)
                     .and_then(|&i| self.nodes[i].children.as_ref().map(|c| c.len()));
                 let msg = match listed {
-                    Some(1) => "directory · 1 entry".to_string(),
-                    Some(n) => format!("directory · {n} entries"),
+                    Some(n) => format!("directory · {}", text::count(n, "entry", "entries")),
                     None => "directory · enter expands it".to_string(),
                 };
                 buf.set_stringn(area.x, area.y, msg, area.width as usize, t.muted);

@@ -145,7 +145,8 @@ pub(super) fn draw(p: &mut GrepPane, f: &mut Frame<'_>, area: Rect, focused: boo
             }
             if *dropped > 0 {
                 parts.push(format!(
-                    "{dropped} hits dropped past {}",
+                    "{} dropped past {}",
+                    text::count(*dropped, "hit", "hits"),
                     text::human_size(super::query::MAX_HIT_BYTES as u64)
                 ));
             }

@@ -634,7 +634,13 @@ impl Pane for LogsPane {
                         Ok(_) => Err(format!("{} exists: give a new path", path.display())),
                         Err(_) => tokio::fs::write(&path, body)
                             .await
-                            .map(|_| format!("saved {n} lines to {}", path.display()))
+                            .map(|_| {
+                                format!(
+                                    "saved {} to {}",
+                                    text::count(n, "line", "lines"),
+                                    path.display()
+                                )
+                            })
                             .map_err(|e| format!("{}: {e}", path.display())),
                     };
                     SaveDone(r)

@@ -141,6 +141,15 @@ impl Pane for McpPane {
         self.filter.editing
     }
 
+    fn clear_filter(&mut self) -> bool {
+        if self.filter.editing || !self.filter.active() {
+            return false;
+        }
+        self.filter.set("");
+        self.refilter();
+        true
+    }
+
     fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
         match self.filter.key(key) {
             FilterOutcome::Ignored => false,

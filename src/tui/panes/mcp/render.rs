@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::engine::mcp::McpState;
-use crate::tui::pane::{Ctx, Pane, filter_bar, placeholder};
+use crate::tui::pane::{Ctx, Pane, filter_bar, filter_suffix, placeholder};
 use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::text;
 
@@ -39,7 +39,11 @@ impl McpPane {
         } else {
             String::new()
         };
-        let block = cx.block(&self.title(), &note, focused);
+        let block = cx.block(
+            &format!("{}{}", self.title(), filter_suffix(&self.filter)),
+            &note,
+            focused,
+        );
         let inner = block.inner(area);
         f.render_widget(block, area);
         let body = filter_bar(f, inner, &self.filter, cx);
