@@ -74,6 +74,7 @@ fn selection() -> Selection {
         agent: typed("agent", "WSBENCH_AGENT").unwrap_or_default(),
         session: typed("session", "WSBENCH_SESSION"),
         config: typed("config", "WSBENCH_CONFIG").map(PathBuf::from),
+        workspace_id: typed("workspace-id", "WSBENCH_WORKSPACE_ID"),
         read_only: true,
     }
 }

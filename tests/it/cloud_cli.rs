@@ -564,6 +564,7 @@ async fn opensandbox_shell_is_a_labelled_line_mode_session() {
     let text = out(&o);
     assert!(text.contains("[line mode] $ "), "{text}");
     assert!(text.contains("/tmp\na=1\n"), "{text}");
+}
 
 /// per_session (issue 15): a session whose sandbox the service lost gets
 /// a new workspace id (found by labels, nothing left to find), and the
