@@ -62,6 +62,7 @@ fn main() {
     // its Logs pane (no sub-command): the pane shows text, not escapes.
     let log_guard = wsbench::cli::logging::init(
         std::io::IsTerminal::is_terminal(&std::io::stderr()) && cli.command.is_some(),
+        cli.global.read_only,
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -41,6 +41,7 @@ mod api;
 mod events;
 mod exec;
 mod files;
+mod join;
 mod options;
 mod provision;
 mod pty;

@@ -81,10 +81,11 @@ fn user_filter() -> Option<(&'static str, String)> {
 }
 
 /// Installs the global subscriber: stderr (with colour when `ansi`) and
-/// the log file. An invalid filter is named on stderr and the default
-/// used; a log file that cannot be opened is named on stderr and left
-/// out (the command still runs).
-pub fn init(ansi: bool) -> LogGuard {
+/// the log file, unless `read_only` (`--read-only` writes nothing on
+/// this machine, the log included). An invalid filter is named on stderr
+/// and the default used; a log file that cannot be opened is named on
+/// stderr and left out (the command still runs).
+pub fn init(ansi: bool, read_only: bool) -> LogGuard {
     let user = user_filter();
     let parsed = user
         .as_ref()
@@ -100,7 +101,8 @@ pub fn init(ansi: bool) -> LogGuard {
         .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .with_filter(stderr_filter);
-    let (file, guard) = match log_file_path().map(|p| open(&p).map_err(|e| (p, e))) {
+    let path = if read_only { None } else { log_file_path() };
+    let (file, guard) = match path.map(|p| open(&p).map_err(|e| (p, e))) {
         Some(Ok(writer)) => {
             let (w, guard) = tracing_appender::non_blocking(writer);
             let filter = EnvFilter::new(parsed.as_deref().unwrap_or(FILE_LOG_FILTER));

@@ -38,10 +38,6 @@ pub(super) fn host_ids() -> Option<(u32, u32)> {
     Some((m.uid(), m.gid()))
 }
 
-/// How long a create that lost the name to another process waits for
-/// that process's container to appear.
-const JOIN_WAIT: Duration = Duration::from_secs(60);
-
 /// How long `attach` waits for a listed container to answer an inspect;
 /// short: a removed one answers 404 for good and recovery should not wait.
 const ATTACH_WAIT: Duration = Duration::from_secs(5);
@@ -554,57 +550,6 @@ impl DockerProvisioner {
         Ok(Arc::new(self.sandbox_from(&docker, &created.id).await?))
     }
 
-    /// The container `name` that another process created for `spec`'s
-    /// workspace while this one tried to: started if it is not yet (a
-    /// second start is a no-op for the daemon) and attached. While the
-    /// other create is still running the daemon holds the name but
-    /// answers 404 to an inspect, so this waits for it, up to
-    /// [`JOIN_WAIT`] (polling every 100 ms).
-    ///
-    /// Errors: [`BackendError::AlreadyExists`] when the container never
-    /// appears (its maker failed and removed it), else the daemon's error.
-    async fn join_by_name(
-        &self,
-        docker: &Docker,
-        name: &str,
-        spec: &ProvisionSpec,
-        sink: &Option<EventSink>,
-    ) -> BackendResult<Arc<dyn Sandbox>> {
-        if !Self::wait_visible(docker, name, JOIN_WAIT).await? {
-            return Err(BackendError::AlreadyExists(format!(
-                "container {name} (workspace {}) was being made by another process \
-                 and did not appear within {}s",
-                spec.workspace_id,
-                JOIN_WAIT.as_secs()
-            )));
-        }
-        self.start_or_unpause(docker, name, sink).await?;
-        Ok(Arc::new(self.sandbox_from(docker, name).await?))
-    }
-
-    /// True once the daemon answers an inspect of `id_or_name`, false after
-    /// `wait` of 404s: during another process's create the daemon lists the
-    /// container but answers 404 (polled every 100 ms). Errors: others.
-    async fn wait_visible(
-        docker: &Docker,
-        id_or_name: &str,
-        wait: Duration,
-    ) -> BackendResult<bool> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            match docker.inspect_container(id_or_name, None).await {
-                Ok(_) => return Ok(true),
-                Err(e) if is_status(&e, 404) && tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) if is_status(&e, 404) => return Ok(false),
-                Err(e) => {
-                    return Err(api_error(&format!("inspecting container {id_or_name}"), e));
-                }
-            }
-        }
-    }
-
     /// [`Provisioner::suspend`], its events to `sink`.
     pub(super) async fn suspend_to(
         &self,
@@ -739,7 +684,7 @@ impl Provisioner for DockerProvisioner {
             let docker = self.client().await?.clone();
             // A listed container may still be in another process's create
             // (404 to an inspect; seen with 50 processes): wait briefly.
-            Self::wait_visible(&docker, &info.backend_id, ATTACH_WAIT).await?;
+            super::join::wait_visible(&docker, &info.backend_id, ATTACH_WAIT).await?;
             if info.state != SandboxState::Running {
                 self.start_or_unpause(&docker, &info.backend_id, &sink)
                     .await?;
