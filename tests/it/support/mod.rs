@@ -19,6 +19,7 @@ pub mod images;
 pub mod k8s_stub;
 pub mod leak;
 pub mod mcp_http;
+pub mod mcp_serve;
 pub mod mcp_servers;
 pub mod procs;
 pub mod tui;
