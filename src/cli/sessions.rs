@@ -111,9 +111,11 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                 .iter()
                 .filter(|o| o.kind != crate::engine::events::OffloadKind::Data)
                 .count();
+            let blobs = d.offloads.len() - files;
             say!(
-                "\noffloads ({files} files in the session, {} data blobs it refers to):",
-                d.offloads.len() - files
+                "\noffloads ({} in the session, {} it refers to):",
+                crate::root::words::count(files, "file", "files"),
+                crate::root::words::count(blobs, "data blob", "data blobs")
             );
             for o in &d.offloads {
                 say!(

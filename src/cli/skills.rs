@@ -50,8 +50,12 @@ pub(super) async fn run(ctx: &Ctx, cmd: SkillsCmd) -> anyhow::Result<i32> {
                 return Ok(code);
             }
             say!(
-                "{} skills in {} ({} valid, {} invalid)",
-                listing.skills.len() + listing.invalid.len(),
+                "{} in {} ({} valid, {} invalid)",
+                crate::root::words::count(
+                    listing.skills.len() + listing.invalid.len(),
+                    "skill",
+                    "skills"
+                ),
                 listing.partition,
                 listing.skills.len(),
                 listing.invalid.len()

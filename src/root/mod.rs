@@ -28,6 +28,7 @@ pub mod profile;
 mod read_only;
 pub mod safe_text;
 pub(crate) mod sandbox_record;
+pub mod words;
 mod workdir;
 
 use std::path::PathBuf;
