@@ -15,12 +15,7 @@ use wsbench::tui::panes::agent::AgentPane;
 const EXPLORE_SESSION: &str = "demo-explore-20210101-000000";
 
 fn agent(hs: &mut Harness) -> &mut AgentPane {
-    hs.app
-        .pane_mut("agent")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<AgentPane>()
-        .unwrap()
+    hs.pane::<AgentPane>("agent")
 }
 
 /// Settles and draws until `cond` holds or 60 s pass.

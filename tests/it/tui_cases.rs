@@ -14,21 +14,11 @@ use wsbench::tui::panes::files::FilesPane;
 use wsbench::tui::widgets::text;
 
 fn files(hs: &mut Harness) -> &mut FilesPane {
-    hs.app
-        .pane_mut("files")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<FilesPane>()
-        .unwrap()
+    hs.pane::<FilesPane>("files")
 }
 
 fn command(hs: &mut Harness) -> &mut CommandPane {
-    hs.app
-        .pane_mut("command")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<CommandPane>()
-        .unwrap()
+    hs.pane::<CommandPane>("command")
 }
 
 async fn bash(hs: &Harness, cmd: &str) {
@@ -527,12 +517,7 @@ async fn quit_when_idle_does_not_ask() {
 }
 
 fn editor(hs: &mut Harness) -> &mut EditorPane {
-    hs.app
-        .pane_mut("editor")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<EditorPane>()
-        .unwrap()
+    hs.pane::<EditorPane>("editor")
 }
 
 /// A save never overwrites changes made on disk since the file was

@@ -10,21 +10,11 @@ use wsbench::tui::panes::command::CommandPane;
 use wsbench::tui::panes::editor::EditorPane;
 
 fn command(hs: &mut Harness) -> &mut CommandPane {
-    hs.app
-        .pane_mut("command")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<CommandPane>()
-        .unwrap()
+    hs.pane::<CommandPane>("command")
 }
 
 fn editor(hs: &mut Harness) -> &mut EditorPane {
-    hs.app
-        .pane_mut("editor")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<EditorPane>()
-        .unwrap()
+    hs.pane::<EditorPane>("editor")
 }
 
 /// Whether the focused pane has the keyboard.

@@ -13,22 +13,12 @@ use wsbench::tui::panes::command::CommandPane;
 use wsbench::tui::panes::logs::LogsPane;
 
 fn command(hs: &mut Harness) -> &mut CommandPane {
-    hs.app
-        .pane_mut("command")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<CommandPane>()
-        .unwrap()
+    hs.pane::<CommandPane>("command")
 }
 
 /// Every message the Logs pane got (toasts are logged in full there).
 fn logged(hs: &mut Harness) -> Vec<String> {
-    hs.app
-        .pane_mut("logs")
-        .unwrap()
-        .as_any_mut()
-        .downcast_mut::<LogsPane>()
-        .unwrap()
+    hs.pane::<LogsPane>("logs")
         .lines()
         .map(|l| l.message.clone())
         .collect()

@@ -146,6 +146,17 @@ impl Harness {
         screen(self.term.backend())
     }
 
+    /// The pane `id`, as its own type `P` (panics when it is missing or
+    /// of another type: a test's mistake).
+    pub fn pane<P: 'static>(&mut self, id: &str) -> &mut P {
+        self.app
+            .pane_mut(id)
+            .unwrap_or_else(|| panic!("no pane {id}"))
+            .as_any_mut()
+            .downcast_mut::<P>()
+            .unwrap_or_else(|| panic!("pane {id} is of another type"))
+    }
+
     pub fn resize(&mut self, w: u16, h: u16) {
         self.term.backend_mut().resize(w, h);
         self.term
