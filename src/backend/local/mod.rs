@@ -32,6 +32,7 @@ use super::{
 mod provision;
 mod pty;
 mod reaper;
+mod session;
 mod subreaper;
 
 pub use provision::LocalProvisioner;
@@ -90,8 +91,8 @@ impl LocalSandbox {
         PathBuf::from(bpath::join(&self.workdir, path))
     }
 
-    /// The command with its directory and environment, in wsbench's own
-    /// process group (the PTY path makes it a session leader instead).
+    /// The command with its directory and environment, before it gets a
+    /// session ([`command`](Self::command), or the PTY path's own).
     fn base_command(
         &self,
         argv: &[String],
@@ -121,10 +122,11 @@ impl LocalSandbox {
         env: &BTreeMap<String, String>,
     ) -> BackendResult<Command> {
         let mut cmd = self.base_command(argv, cwd, env)?;
-        // Its own process group, so the group can be killed.
+        // Its own session (and so its own process group, which can be
+        // killed; see `session` for why a group is not enough).
         // Descendants that leave the group are found by their marker;
         // orphans of a double fork are adopted by the main process.
-        cmd.process_group(0);
+        session::own_session(&mut cmd);
         subreaper::adopt_orphans(&mut cmd);
         Ok(cmd)
     }

@@ -23,6 +23,12 @@
 //! would kill long commands at random; it also signals only the leader,
 //! not its children. The pipe ties the watch to the process, not a thread.
 //!
+//! The group is stopped as soon as the pipe closes, possibly before the
+//! kernel has re-parented the command: that is safe only because the
+//! command leads its own session (`session`: otherwise the kernel's
+//! orphaned-group rule answers the stop with SIGHUP and kills the main
+//! process before the sweep walks its children).
+//!
 //! Limits: a command started and killed within the instant between its
 //! spawn and its announcement is not covered; a descendant that left the
 //! group, cleared its environment (`setsid env -i …`) *and* lost its
