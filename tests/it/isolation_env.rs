@@ -125,3 +125,68 @@ async fn docker_does_not_leak_wsbench_environment() {
     .unwrap();
     leak::assert_clean("docker", &o);
 }
+
+/// `wsbench exec` of a probe printing the command's ignored-signal mask,
+/// with wsbench itself started as `nohup` or a script's `&` start it:
+/// HUP, INT and QUIT ignored.
+fn ignored_signals_inside(home: &Path, profile: &[&str]) -> String {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = cli::wsbench_cmd(home);
+    cmd.args(profile)
+        .args(["exec", "--", "grep SigIgn /proc/self/status"])
+        .stdin(Stdio::null());
+    // SAFETY: `signal` is async-signal-safe; nothing else runs here.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let hex = text.trim().strip_prefix("SigIgn:").unwrap_or_else(|| panic!("{o:?}"));
+    // Signals 32 and 33 (bits 31 and 32) are the C library's own and
+    // refuse a change from user code; only the others count.
+    let mask = u64::from_str_radix(hex.trim(), 16).unwrap() & !(0b11 << 31);
+    format!("{mask:#x}")
+}
+
+#[test]
+fn signals_ignored_by_wsbench_s_parent_are_not_ignored_inside() {
+    // A wsbench under `nohup` or started with `&` by a script gave every
+    // command SIGINT ignored, so Ctrl-C in the Command pane did nothing
+    // (the CI failures of the ctrl-c tests).
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let local = [
+        "--workdir".to_string(),
+        work.path().display().to_string(),
+    ];
+    let local: Vec<&str> = local.iter().map(String::as_str).collect();
+    assert_eq!(
+        ignored_signals_inside(home.path(), &local),
+        "0x0",
+        "local"
+    );
+    if !support::have("bwrap") {
+        support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let base = home.path().join("bwrap");
+    write_config(
+        home.path(),
+        &format!(
+            "[profiles.box]\nbackend = \"bubblewrap\"\n\n[profiles.box.options]\nbase_dir = \"{}\"\n",
+            base.display()
+        ),
+    );
+    let config = home.path().join("wsbench.toml").display().to_string();
+    assert_eq!(
+        ignored_signals_inside(home.path(), &["--config", &config, "--profile", "box"]),
+        "0x0",
+        "bubblewrap"
+    );
+}

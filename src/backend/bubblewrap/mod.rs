@@ -41,7 +41,7 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
-use super::host::HostDir;
+use super::host::{HostDir, child_start};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
@@ -280,6 +280,8 @@ impl BubblewrapSandbox {
     ) -> BackendResult<Command> {
         let mut cmd = self.wrapped_command(argv, cwd, env, marker, false)?;
         cmd.process_group(0);
+        // bwrap passes its own signal actions on to the sandbox's pid 1.
+        child_start::default_signals(&mut cmd);
         Ok(cmd)
     }
 

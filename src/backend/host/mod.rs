@@ -5,6 +5,7 @@
 //! file names from ids, removing the temp files of killed writes, and the
 //! lock the processes of one host share ([`lock::HostLock`]).
 
+pub(crate) mod child_start;
 pub mod fs;
 pub(crate) mod hostdir;
 pub mod lock;

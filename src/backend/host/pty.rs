@@ -32,11 +32,13 @@ use crate::backend::{BackendError, BackendResult, PtyControl, PtySession, PtySiz
 ///
 /// Errors: the I/O error of opening the PTY or spawning the child.
 pub(crate) fn start(
-    cmd: Command,
+    mut cmd: Command,
     size: PtySize,
     marker: String,
     grace: Duration,
 ) -> std::io::Result<PtySession> {
+    // No signal the host ignored stays ignored in the terminal's program.
+    super::child_start::default_signals(&mut cmd);
     let (pty, pts) = pty_process::open().map_err(to_io)?;
     pty.resize(pty_process::Size::new(size.rows, size.cols))
         .map_err(to_io)?;

@@ -16,6 +16,7 @@ use tokio::io::AsyncRead;
 use tokio::process::{Child, Command};
 
 use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
+use super::host::child_start;
 use super::host::fs::{finish_atomic, resolve_link_target};
 use super::host::{
     append_host, atomic_write_host, create_new_host, read_host, remove_host, stat_host,
@@ -32,7 +33,6 @@ use super::{
 mod provision;
 mod pty;
 mod reaper;
-mod session;
 mod subreaper;
 
 pub use provision::LocalProvisioner;
@@ -123,10 +123,12 @@ impl LocalSandbox {
     ) -> BackendResult<Command> {
         let mut cmd = self.base_command(argv, cwd, env)?;
         // Its own session (and so its own process group, which can be
-        // killed; see `session` for why a group is not enough).
+        // killed; see `child_start` for why a group is not enough), with
+        // no signal ignored because wsbench's parent ignored it.
         // Descendants that leave the group are found by their marker;
         // orphans of a double fork are adopted by the main process.
-        session::own_session(&mut cmd);
+        child_start::own_session(&mut cmd);
+        child_start::default_signals(&mut cmd);
         subreaper::adopt_orphans(&mut cmd);
         Ok(cmd)
     }
