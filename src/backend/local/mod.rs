@@ -372,8 +372,9 @@ struct LocalProcess {
     pid: i32,
     marker: String,
     child: ChildStatus,
-    /// Kills the tree if wsbench dies while the process runs.
-    _reaper: Option<reaper::Reaper>,
+    /// Kills the tree if wsbench dies while the process runs, or while a
+    /// kill of it is under way (see `Drop`).
+    reaper: Option<reaper::Reaper>,
 }
 
 impl LocalProcess {
@@ -382,7 +383,7 @@ impl LocalProcess {
             pid,
             marker,
             child: ChildStatus::new(child),
-            _reaper: reaper,
+            reaper,
         }
     }
 }
@@ -421,8 +422,16 @@ impl Drop for LocalProcess {
     fn drop(&mut self) {
         if self.try_status().is_none() {
             let (pid, marker) = (self.pid, self.marker.clone());
+            // The watch goes with the kill and is withdrawn only once the
+            // tree is gone: `kill_tree` stops the tree before it kills it,
+            // and a wsbench that exits in between (this thread is not
+            // waited for) would otherwise leave it stopped for good. With
+            // the watch still announced, the reaper's watcher finishes the
+            // kill when wsbench's pipe closes.
+            let reaper = self.reaper.take();
             std::thread::spawn(move || {
-                process_tree::kill_tree(pid, &marker, Duration::from_millis(200))
+                process_tree::kill_tree(pid, &marker, Duration::from_millis(200));
+                drop(reaper);
             });
         }
     }
