@@ -116,10 +116,12 @@ mod tests {
         }
         default_signals(&mut cmd);
         let out = cmd.output().await.unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            "SigIgn:\t0000000000000000\n",
-            "{out:?}"
-        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let hex = text.trim().strip_prefix("SigIgn:").expect("a SigIgn line");
+        // Signals 32 and 33 (bits 31 and 32) belong to the C library and
+        // refuse a change; they may stay ignored (harmless: the library
+        // sets its own handler before it uses them).
+        let mask = u64::from_str_radix(hex.trim(), 16).unwrap() & !(0b11 << 31);
+        assert_eq!(mask, 0, "{out:?}");
     }
 }
