@@ -183,9 +183,11 @@ fn output_and_exit_codes_stay_with_the_subreaper() {
     }
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(out.stdout, b"ok\n");
-    assert_eq!(
-        left.len(),
-        1,
+    // Found after wsbench exited, so it was not killed. The count may be
+    // 2: the tag is in `sh -c`'s command line, and its child forked for
+    // `sleep` carries the same line until its `exec`.
+    assert!(
+        !left.is_empty(),
         "the finished command's background child was killed"
     );
 }
