@@ -51,6 +51,13 @@ async fn workspaces_pane_shows_a_replaced_workspace() {
     // The columns' padding depends on how long the spans were.
     s.add_filter(r"\s*(\[DUR\])+/\[TTL\]\s*", " [TIMES] ");
     s.bind(|| insta::assert_snapshot!("workspaces_replaced_120x40", text));
+    // The smaller sizes keep the recovery state in view.
+    for (w, h) in [(80, 24), (40, 10)] {
+        hs.resize(w, h);
+        let text = hs.draw().await;
+        assert!(text.contains("replaced"), "{w}x{h}:\n{text}");
+        s.bind(|| insta::assert_snapshot!(format!("workspaces_replaced_{w}x{h}"), text));
+    }
     m.shutdown().await.unwrap();
 }
 
