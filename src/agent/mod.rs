@@ -22,6 +22,7 @@ mod call;
 mod compress;
 pub mod context;
 pub mod events;
+mod hold;
 pub mod model;
 pub mod openai;
 pub mod script;
@@ -129,6 +130,9 @@ pub enum AgentError {
     /// A workspace operation failed.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+    /// The workspace could not be checked out for a reply (`hold.rs`).
+    #[error(transparent)]
+    Checkout(#[from] crate::engine::activity::CheckoutError),
 }
 
 /// How a reply ended.
@@ -212,6 +216,8 @@ struct SavedState {
 /// An agent bound to a workspace session.
 pub struct Agent {
     ws: Arc<Workspace>,
+    /// Where each reply checks the workspace out (`hold.rs`); `None`: `ws`.
+    source: Option<Arc<dyn crate::engine::activity::WorkspaceSource>>,
     model: Arc<dyn Model>,
     tools: Toolset,
     config: AgentConfig,
@@ -347,6 +353,7 @@ impl Agent {
         };
         Ok(Agent {
             ws,
+            source: None,
             model,
             tools,
             config,
@@ -553,6 +560,7 @@ impl Agent {
                 "an input message must have role user or assistant and hold no tool calls, tool results or thinking blocks".into(),
             ));
         }
+        let _held = self.check_out().await?;
         let cancel = self.handle.fresh_cancel();
         let reply_id = new_id();
         self.emit(AgentEvent::ReplyStarted {

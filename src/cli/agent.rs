@@ -422,6 +422,7 @@ pub(super) async fn run_demo(ctx: &Ctx, args: DemoArgs) -> anyhow::Result<i32> {
     config.policy = transcript.policy.clone().unwrap_or_default();
     let tools = Toolset::standard(&ws);
     let mut agent = Agent::open(ws.clone(), model.clone() as Arc<dyn Model>, tools, config).await?;
+    agent.set_source(ctx.root.workspace_source(&ws).await?);
     let handle = agent.handle();
     if args.step {
         handle.step_control().set_stepping(true);
@@ -477,6 +478,7 @@ pub(super) async fn run_agent(ctx: &Ctx, args: AgentArgs) -> anyhow::Result<i32>
     }
     let tools = Toolset::standard(&ws);
     let mut agent = Agent::open(ws.clone(), Arc::new(model), tools, config).await?;
+    agent.set_source(ctx.root.workspace_source(&ws).await?);
     if !ctx.json {
         let resumed = agent.context().len();
         say!(

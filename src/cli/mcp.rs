@@ -366,7 +366,8 @@ async fn run_on(
             }
         }
         McpCmd::Serve => {
-            WorkspaceServer::new(ws.clone(), agent, session)
+            let source = ctx.root.workspace_source(ws).await?;
+            WorkspaceServer::with_source(ws.clone(), source, agent, session)
                 .serve_stdio()
                 .await?;
         }

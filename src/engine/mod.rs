@@ -2,6 +2,7 @@
 //! skills, MCP declarations, offloading, the session journal and the typed
 //! event bus. Knows nothing of which backend it runs on, nor of any UI.
 
+pub mod activity;
 pub mod base;
 pub mod bus;
 pub mod error;

@@ -102,6 +102,15 @@ impl Entry {
         *super::lock(&self.hold) = hold;
     }
 
+    /// Stamps the hold: a lease began or ended, so a process that lists
+    /// the workspace later (`workspaces list`, `gc`) counts its idle time
+    /// from now ([`super::hold`]'s `last_used_here`). No-op without a hold.
+    pub(crate) fn stamp_hold(&self) {
+        if let Some(h) = super::lock(&self.hold).as_ref() {
+            h.stamp();
+        }
+    }
+
     /// The hold, taken out (at close).
     pub(crate) fn take_hold(&self) -> Option<HostHold> {
         super::lock(&self.hold).take()
@@ -141,6 +150,7 @@ impl Lease {
     /// Wraps an entry whose count the caller already raised.
     pub(crate) fn new(entry: Arc<Entry>, first: bool) -> Self {
         if first {
+            entry.stamp_hold();
             entry.ws.publish(Event::Workspace {
                 state: WorkspaceState::Leased,
             });
@@ -183,6 +193,7 @@ impl Drop for Lease {
         self.entry.touch();
         let prev = self.entry.leases.fetch_sub(1, Ordering::AcqRel);
         if prev == 1 && !self.entry.is_removed() {
+            self.entry.stamp_hold();
             self.entry.ws.publish(Event::Workspace {
                 state: WorkspaceState::Idle,
             });

@@ -43,6 +43,7 @@ pub mod lease;
 mod list;
 mod options;
 pub mod prewarm;
+mod source;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -68,6 +69,7 @@ pub use options::{
 };
 pub use prewarm::PrewarmConfig;
 use prewarm::PrewarmPool;
+pub use source::ManagedSource;
 
 use crate::backend::{
     BackendKind, BackendNotice, Provisioner, ProvisionerCapabilities, labels as blabels,

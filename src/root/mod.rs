@@ -298,6 +298,28 @@ impl Context {
         Ok(ws)
     }
 
+    /// Where a long-lived holder (`mcp serve`, the agent loop) gets `ws`
+    /// for each call ([`crate::engine::activity`]): the selected profile's
+    /// manager, which leases it per call (so calls keep it from eviction
+    /// and renew the provider's keep-alive, and it is let go when they
+    /// stop), or `ws` itself for a `--workdir` directory, which no manager
+    /// holds.
+    pub async fn workspace_source(
+        &self,
+        ws: &Arc<Workspace>,
+    ) -> anyhow::Result<Arc<dyn crate::engine::activity::WorkspaceSource>> {
+        if self.global.workdir.is_some() {
+            return Ok(Arc::new(crate::engine::activity::FixedSource(ws.clone())));
+        }
+        let m = self.manager().await?;
+        Ok(Arc::new(m.source(
+            ws.id(),
+            &self.global.user,
+            &self.global.agent,
+            &self.session(),
+        )))
+    }
+
     /// Removes the temp files that writes killed mid-way left in the
     /// workspace's host directory (local, bubblewrap, Docker bind mount),
     /// once they are old enough that no live writer can own them; bounded

@@ -253,6 +253,9 @@ pub enum DialogTag {
         /// Workspace id.
         id: String,
     },
+    /// Workspaces: run the gc sweep for real (close what its dry run
+    /// listed as idle past the TTL).
+    WorkspaceGc,
 }
 
 /// A document for the full-screen viewer.

@@ -51,5 +51,74 @@ async fn workspaces_pane_shows_a_replaced_workspace() {
     // The columns' padding depends on how long the spans were.
     s.add_filter(r"\s*(\[DUR\])+/\[TTL\]\s*", " [TIMES] ");
     s.bind(|| insta::assert_snapshot!("workspaces_replaced_120x40", text));
+    // The smaller sizes keep the recovery state in view.
+    for (w, h) in [(80, 24), (40, 10)] {
+        hs.resize(w, h);
+        let text = hs.draw().await;
+        assert!(text.contains("replaced"), "{w}x{h}:\n{text}");
+        s.bind(|| insta::assert_snapshot!(format!("workspaces_replaced_{w}x{h}"), text));
+    }
+    m.shutdown().await.unwrap();
+}
+
+/// `C` in the Workspaces pane runs the gc sweep (issue 15 point 4): its
+/// dry run, on a task, finds the workspace another process made and left
+/// running, idle past the TTL (0 here), and a y/n dialog lists it (not
+/// the workspace open here); `y` closes it (suspended at the provider),
+/// and a toast says so. The dialog at the three sizes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_pane_gc_asks_then_closes_what_is_idle() {
+    let base = tempfile::tempdir().unwrap();
+    let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(base.path()));
+    {
+        // Another process made ws-idle and went away without closing it.
+        let opts = ManagerOptions::for_provisioner(prov.as_ref());
+        let other = WorkspaceManager::new("local", prov.clone(), opts, EventBus::default());
+        other
+            .get_workspace("tester", "reviewer", "s-002", Some("ws-idle"))
+            .await
+            .unwrap();
+    }
+    tokio::task::yield_now().await;
+    let mut opts = ManagerOptions::for_provisioner(prov.as_ref());
+    opts.ttl = std::time::Duration::ZERO;
+    let m = WorkspaceManager::new("local", prov.clone(), opts, EventBus::default());
+    let ws = m
+        .get_workspace("tester", "coder", "s-001", Some("ws-open"))
+        .await
+        .unwrap();
+    let mut o = options();
+    o.manager = Some(m.clone());
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    hs.keys("esc 0 z C").await;
+    let text = hs.draw().await;
+    assert!(
+        text.contains("Close (suspend) 1 workspace idle past the TTL?"),
+        "{text}"
+    );
+    assert!(text.contains("ws-idle: idle"), "{text}");
+    assert!(
+        !text.contains("ws-open:"),
+        "the open one is not swept\n{text}"
+    );
+    let mut s = settings(base.path());
+    s.add_filter(r"idle \d s\b", "idle N s");
+    s.add_filter(r"\b(59m|1h)\b", "[TTL]");
+    s.add_filter(r"\s*(\[DUR\]|-)+/(\[TTL\]|\[DUR\]|-)\s*", " [TIMES] ");
+    for (w, h) in [(120, 40), (80, 24), (40, 10)] {
+        hs.resize(w, h);
+        let text = hs.draw().await;
+        s.bind(|| insta::assert_snapshot!(format!("workspaces_gc_dialog_{w}x{h}"), text));
+    }
+    hs.resize(120, 40);
+    hs.keys("y").await;
+    let text = hs.draw().await;
+    let state = prov.find("ws-idle").await.unwrap().unwrap().state;
+    assert_eq!(state, wsbench::backend::SandboxState::Suspended, "{text}");
+    assert!(text.contains("gc: closed 1 workspace"), "{text}");
+    assert_eq!(
+        prov.find("ws-open").await.unwrap().unwrap().state,
+        wsbench::backend::SandboxState::Running
+    );
     m.shutdown().await.unwrap();
 }

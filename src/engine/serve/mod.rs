@@ -7,6 +7,12 @@
 //! and on the event bus; a `Skill` tool returns a skill's instructions;
 //! every skill of the agent's partition is also a resource
 //! `skill://<name>` (its SKILL.md body).
+//!
+//! The server runs for as long as its client stays connected, often
+//! hours; every tool call and resource read checks the workspace out of
+//! its [`WorkspaceSource`] for the length of the call (issue 15), so calls
+//! keep the sandbox from being evicted or expiring, and idle time between
+//! them lets it go.
 
 mod frame;
 
@@ -23,6 +29,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
+use crate::engine::activity::{Checkout, FixedSource, WorkspaceSource};
 use crate::engine::message::{Block, DataSource};
 use crate::engine::tools::{ToolResult, ToolState};
 use crate::engine::workspace::{ToolCall, Workspace};
@@ -36,19 +43,46 @@ pub const SKILL_SCHEME: &str = "skill://";
 /// The MCP server of one workspace, for one (agent, session).
 #[derive(Debug, Clone)]
 pub struct WorkspaceServer {
+    /// The workspace the server was started on: its tool list and
+    /// instructions (the same for every workspace of the profile). Calls
+    /// go through `source`.
     ws: Arc<Workspace>,
+    source: Arc<dyn WorkspaceSource>,
     agent: String,
     session: String,
 }
 
 impl WorkspaceServer {
-    /// A server whose calls act as `agent` in `session`.
+    /// A server whose calls act as `agent` in `session` on `ws` itself,
+    /// holding nothing ([`FixedSource`]: a `--workdir` workspace).
     pub fn new(ws: Arc<Workspace>, agent: &str, session: &str) -> Self {
+        let source = Arc::new(FixedSource(ws.clone()));
+        Self::with_source(ws, source, agent, session)
+    }
+
+    /// A server started on `ws` whose every call checks the workspace
+    /// out of `source` for the length of the call (the manager's source
+    /// leases it: see [`crate::engine::activity`]).
+    pub fn with_source(
+        ws: Arc<Workspace>,
+        source: Arc<dyn WorkspaceSource>,
+        agent: &str,
+        session: &str,
+    ) -> Self {
         WorkspaceServer {
             ws,
+            source,
             agent: agent.to_string(),
             session: session.to_string(),
         }
+    }
+
+    /// The workspace for one call, or the error the client reads.
+    async fn checkout(&self) -> Result<Checkout, ErrorData> {
+        self.source
+            .checkout()
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     /// Serves MCP on this process's stdin/stdout until the client
@@ -100,16 +134,20 @@ impl WorkspaceServer {
         tools
     }
 
-    async fn skill(&self, args: Option<&serde_json::Map<String, Value>>) -> CallToolResult {
+    async fn skill(
+        &self,
+        ws: &Workspace,
+        args: Option<&serde_json::Map<String, Value>>,
+    ) -> CallToolResult {
         let Some(name) = args.and_then(|a| a.get("skill")).and_then(Value::as_str) else {
             return CallToolResult::error(vec![ContentBlock::Text(TextContent::new(
                 "Invalid arguments for Skill: missing string field `skill`",
             ))]);
         };
-        match self.ws.skills().markdown(name, &self.agent).await {
+        match ws.skills().markdown(name, &self.agent).await {
             Ok(md) => CallToolResult::success(vec![ContentBlock::Text(TextContent::new(md))]),
             Err(e) => {
-                let names = match self.ws.skills().list(&self.agent).await {
+                let names = match ws.skills().list(&self.agent).await {
                     Ok(l) => l.names().join(", "),
                     Err(_) => String::new(),
                 };
@@ -229,12 +267,12 @@ impl ServerHandler for WorkspaceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let ws = self.checkout().await?;
         if request.name == SKILL_TOOL {
-            return Ok(self.skill(request.arguments.as_ref()).await.into());
+            return Ok(self.skill(&ws, request.arguments.as_ref()).await.into());
         }
         let args = request.arguments.map(Value::Object).unwrap_or(json!({}));
-        let result = self
-            .ws
+        let result = ws
             .call_tool(ToolCall {
                 agent: self.agent.clone(),
                 session: self.session.clone(),
@@ -252,8 +290,8 @@ impl ServerHandler for WorkspaceServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listing = self
-            .ws
+        let ws = self.checkout().await?;
+        let listing = ws
             .skills()
             .list(&self.agent)
             .await
@@ -285,7 +323,8 @@ impl ServerHandler for WorkspaceServer {
                 None,
             ));
         };
-        match self.ws.skills().markdown(name, &self.agent).await {
+        let ws = self.checkout().await?;
+        match ws.skills().markdown(name, &self.agent).await {
             Ok(md) => Ok(
                 ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
                     uri: request.uri.clone(),

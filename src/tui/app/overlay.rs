@@ -45,25 +45,41 @@ pub(super) fn render_overlay(f: &mut Frame<'_>, body: Rect, ov: &mut Overlay, cx
         Overlay::Help(h) => h.render(f, body, cx),
         Overlay::Palette(p) => p.render(f, body, cx),
         Overlay::Confirm { message, .. } => {
-            let msg = text::display(message);
-            let w = (text::width(&msg) as u16 + 4).clamp(20, body.width.max(1));
-            let r = centered(body, w, 5);
+            // A question may list what it acts on, one item a line (the
+            // Workspaces gc sweep); the asker bounds the list, and lines
+            // past the body's height are cut (the y/n line always shows).
+            let msgs: Vec<String> = message
+                .lines()
+                .map(|l| text::display(l).into_owned())
+                .collect();
+            let widest = msgs.iter().map(|m| text::width(m)).max().unwrap_or(0);
+            let w = (widest as u16 + 4).clamp(20, body.width.max(1));
+            let h = (msgs.len() as u16 + 4).min(body.height.max(5));
+            let r = centered(body, w, h);
             f.render_widget(Clear, r);
             let block = cx.block("Confirm", "", true);
             let inner = block.inner(r);
             f.render_widget(block, r);
-            let lines = vec![
-                Line::from(Span::styled(
-                    text::truncate(&msg, inner.width as usize).into_owned(),
-                    t.warn,
-                )),
-                Line::from(vec![
-                    Span::styled("y", t.key),
-                    Span::styled(" yes   ", t.base),
-                    Span::styled("n", t.key),
-                    Span::styled(" no", t.base),
-                ]),
-            ];
+            let room = (inner.height as usize).saturating_sub(2).max(1);
+            let mut lines: Vec<Line> = msgs
+                .iter()
+                .take(room)
+                .map(|m| {
+                    Line::from(Span::styled(
+                        text::truncate(m, inner.width as usize).into_owned(),
+                        t.warn,
+                    ))
+                })
+                .collect();
+            if msgs.len() > 1 {
+                lines.push(Line::from(""));
+            }
+            lines.push(Line::from(vec![
+                Span::styled("y", t.key),
+                Span::styled(" yes   ", t.base),
+                Span::styled("n", t.key),
+                Span::styled(" no", t.base),
+            ]));
             f.render_widget(Paragraph::new(lines), inner);
         }
         Overlay::Choose {

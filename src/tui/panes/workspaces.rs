@@ -3,7 +3,8 @@
 //! time / TTL left and labels. Enter opens one (the whole app switches to
 //! it), `n` creates one (after asking) and opens it, `c` closes
 //! (suspends) one, `D` destroys one after asking, `R` retries a failed
-//! one; failures show their reason.
+//! one; failures show their reason. `C` runs the gc sweep of `wsbench
+//! workspaces gc` for the profile (`gc.rs`).
 //!
 //! Every manager call runs on a task ([`Ctx::spawn`]): listing a cloud
 //! provider may take seconds and must never stall the render loop.
@@ -30,6 +31,7 @@ use crate::tui::widgets::list::render_rows;
 use crate::tui::widgets::single_flight::SingleFlight;
 use crate::tui::widgets::text;
 
+mod gc;
 mod recovery;
 
 /// Pane id.
@@ -43,6 +45,7 @@ crate::pane_action_enum! {
     Close => act("workspaces.close", ID, "close", &["c"], false, true),
     Destroy => act("workspaces.destroy", ID, "destroy", &["D", "delete"], true, true),
     Retry => act("workspaces.retry", ID, "retry failed", &["R"], false, true),
+    Gc => act("workspaces.gc", ID, "gc: close idle past TTL", &["C"], true, false),
     Refresh => act("workspaces.refresh", ID, "refresh", &["r"], false, false),
     Filter => act("workspaces.filter", ID, "filter", &["/"], false, true),
 }
@@ -63,6 +66,11 @@ pub(crate) enum Msg {
     Opened(String, Result<Arc<Workspace>, String>),
     Done(Result<String, String>),
     Profile(String, Result<WorkspaceManager, String>),
+    /// The gc sweep's dry run (`act` false) or real run.
+    Gc {
+        act: bool,
+        found: Result<Vec<crate::manager::GcFinding>, String>,
+    },
 }
 
 /// The Workspaces pane.
@@ -81,6 +89,8 @@ pub struct WorkspacesPane {
     inner: Rect,
     /// Recovery steps from the bus (lost, recovering, replaced).
     recovery: recovery::RecoveryMarks,
+    /// A gc sweep (dry run or real) is running.
+    sweeping: bool,
 }
 
 impl Default for WorkspacesPane {
@@ -136,6 +146,7 @@ impl WorkspacesPane {
             ticks: 0,
             inner: Rect::default(),
             recovery: Default::default(),
+            sweeping: false,
         }
     }
 
@@ -364,6 +375,7 @@ impl WorkspacesPane {
                     "no workspace manager: this TUI was opened on a single directory",
                 ),
             },
+            WorkspacesAction::Gc => self.gc(false, cx),
             WorkspacesAction::Refresh => self.load(cx),
             WorkspacesAction::Filter => self.list.filter.begin(),
         }
@@ -405,6 +417,7 @@ impl Pane for WorkspacesPane {
                     }
                 });
             }
+            PaneEvent::Confirmed(DialogTag::WorkspaceGc) => self.gc(true, cx),
             PaneEvent::Confirmed(DialogTag::WorkspaceDestroy { id }) => {
                 let Some(m) = cx.manager.clone() else { return };
                 let id = id.clone();
@@ -705,6 +718,7 @@ impl TaskPane for WorkspacesPane {
                 }
                 self.load(cx);
             }
+            Msg::Gc { act, found } => self.gc_found(*act, found, cx),
             Msg::Profile(name, r) => match r {
                 Ok(m) => {
                     cx.switch_manager(m.clone());

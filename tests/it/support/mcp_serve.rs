@@ -24,9 +24,15 @@ impl Served {
     /// Starts the server with `home` as its XDG home and answers the
     /// handshake (`initialize` with id 1, then `initialized`).
     pub async fn start(home: &Path, workdir: &Path) -> Served {
-        let mut child = cli::wsbench_tokio_cmd(home)
-            .arg("--workdir")
-            .arg(workdir)
+        let mut cmd = cli::wsbench_tokio_cmd(home);
+        cmd.arg("--workdir").arg(workdir);
+        Self::start_cmd(cmd).await
+    }
+
+    /// Starts `cmd` (the binary with its global options and environment
+    /// set, `mcp serve` not yet added) and answers the handshake.
+    pub async fn start_cmd(mut cmd: tokio::process::Command) -> Served {
+        let mut child = cmd
             .args(["mcp", "serve"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
