@@ -46,11 +46,27 @@ pub(crate) fn grow_pipe(fd: std::os::fd::BorrowedFd<'_>) {
 /// until end of file. A sink nobody reads any more is ignored, but the
 /// reader is still drained so the child never blocks on a full pipe.
 async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Option<OutputSink>) {
+    use futures::FutureExt as _;
     let mut buf = vec![0u8; PUMP_CHUNK];
-    loop {
+    let mut eof = false;
+    while !eof {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
+            Ok(mut n) => {
+                // Take what is already in the pipe too, without waiting:
+                // a writer that is faster than us then costs one chunk
+                // (one wake-up of each stage downstream) per up to
+                // PUMP_CHUNK bytes, not one per write(2) of the writer.
+                while n < buf.len() {
+                    match reader.read(&mut buf[n..]).now_or_never() {
+                        Some(Ok(0)) | Some(Err(_)) => {
+                            eof = true;
+                            break;
+                        }
+                        Some(Ok(m)) => n += m,
+                        None => break,
+                    }
+                }
                 if let Some(sink) = &sink {
                     let _ = sink
                         .send(OutputChunk {
