@@ -7,7 +7,8 @@
 //!   new focused border, p50 and p99 over `FLOOD_KEYS` presses (100);
 //! * TUI RSS idle, after 1 GB of `yes`, and after 10 × 50 MB without
 //!   newlines (run over run);
-//! * ctrl-c + `y` to `✗ killed` under a flood;
+//! * ctrl-c to `✗ exit 130` (SIGINT) and ctrl-x + `y` to `✗ killed`
+//!   under a flood;
 //! * `wsbench exec` of 1 GB to a pipe against `cat` of the same bytes,
 //!   with the peak RSS of `wsbench`.
 //!
@@ -201,12 +202,25 @@ fn tui_figures() {
         t.send("BTab");
         t.wait("┏ Command", Duration::from_secs(30));
     }
+    // Ctrl-C interrupts (SIGINT, issue 17); Ctrl-X + `y` kills the tree.
+    let t0 = Instant::now();
     t.send("C-c");
+    t.wait("✗ exit 130", Duration::from_secs(60));
+    println!(
+        "ctrl-c to ✗ exit 130 (SIGINT) under yes: {:?}",
+        t0.elapsed()
+    );
+    // The keys above left the prompt (Escape): back into it.
+    t.send("i");
+    t.run("yes");
+    t.wait("running", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(2));
+    t.send("C-x");
     t.wait("kill", Duration::from_secs(10));
     let t0 = Instant::now();
     t.send("y");
     t.wait("✗ killed", Duration::from_secs(60));
-    println!("ctrl-c + y to ✗ killed under yes: {:?}", t0.elapsed());
+    println!("ctrl-x + y to ✗ killed under yes: {:?}", t0.elapsed());
     let offloaded: u64 = walk_bytes(&t.ws);
     println!("workspace bytes after the runs: {offloaded}");
 }
