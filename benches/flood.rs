@@ -7,12 +7,14 @@
 //!   new focused border, p50 and p99 over `FLOOD_KEYS` presses (100);
 //! * TUI RSS idle, after 1 GB of `yes`, and after 10 × 50 MB without
 //!   newlines (run over run);
-//! * ctrl-c + `y` to `✗ killed` under a flood;
+//! * ctrl-c to `✗ exit 130` (SIGINT) and ctrl-x + `y` to `✗ killed`
+//!   under a flood;
 //! * `wsbench exec` of 1 GB to a pipe against `cat` of the same bytes,
 //!   with the peak RSS of `wsbench`.
 //!
 //! `cargo bench --bench flood` (release); `WSBENCH_BIN` picks another
-//! binary, `FLOOD_MB` scales the 1 GB runs down. Needs tmux; prints
+//! binary, `FLOOD_MB` scales the 1 GB runs down, `FLOOD_EXEC_ONLY=1`
+//! stops after the `exec` figures. Needs tmux; prints
 //! `SKIPPED` without it. Latency is measured by polling `capture-pane`,
 //! so it includes tmux's own round trip (a few ms).
 
@@ -69,6 +71,10 @@ impl Tmux {
         t.tmux(&["set", "-g", "escape-time", "0"]);
         t.wait("wsbench │", Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(500));
+        // The TUI starts on Files (issue 22): `i` puts the keyboard in the
+        // Command prompt, where it stays between runs.
+        t.send("i");
+        std::thread::sleep(Duration::from_millis(200));
         t
     }
 
@@ -196,12 +202,25 @@ fn tui_figures() {
         t.send("BTab");
         t.wait("┏ Command", Duration::from_secs(30));
     }
+    // Ctrl-C interrupts (SIGINT, issue 17); Ctrl-X + `y` kills the tree.
+    let t0 = Instant::now();
     t.send("C-c");
+    t.wait("✗ exit 130", Duration::from_secs(60));
+    println!(
+        "ctrl-c to ✗ exit 130 (SIGINT) under yes: {:?}",
+        t0.elapsed()
+    );
+    // The keys above left the prompt (Escape): back into it.
+    t.send("i");
+    t.run("yes");
+    t.wait("running", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(2));
+    t.send("C-x");
     t.wait("kill", Duration::from_secs(10));
     let t0 = Instant::now();
     t.send("y");
     t.wait("✗ killed", Duration::from_secs(60));
-    println!("ctrl-c + y to ✗ killed under yes: {:?}", t0.elapsed());
+    println!("ctrl-x + y to ✗ killed under yes: {:?}", t0.elapsed());
     let offloaded: u64 = walk_bytes(&t.ws);
     println!("workspace bytes after the runs: {offloaded}");
 }
@@ -238,20 +257,36 @@ fn timed(cmd: &str) -> (Duration, f64) {
     (took, ru.ru_maxrss as f64 / 1024.0)
 }
 
+/// `wsbench exec` against `cat` of the same bytes, alternating, three
+/// times each (`FLOOD_RUNS`), for zeros and for `yes` lines: on a shared
+/// machine only the ratio within one run means anything.
 fn exec_figures() {
     let dir = tempfile::tempdir().unwrap();
-    let src = format!("head -c {}M /dev/zero", mb());
-    let (cat, _) = timed(&format!("{src} | cat"));
-    let (ex, rss) = timed(&format!(
-        "cd {d} && XDG_DATA_HOME={d}/data XDG_CONFIG_HOME={d}/config {b} --workdir {d} exec '{src}'",
-        d = dir.path().display(),
-        b = bin()
-    ));
-    println!(
-        "exec {} MB to a pipe: {ex:?} vs cat {cat:?} ({:.2}× cat); peak RSS of the children so far {rss:.1} MiB",
-        mb(),
-        cat.as_secs_f64() / ex.as_secs_f64()
-    );
+    let runs: usize = std::env::var("FLOOD_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    for src in [
+        format!("head -c {}M /dev/zero", mb()),
+        format!("yes | head -c {}M", mb()),
+    ] {
+        let (mut cats, mut execs, mut peak) = (Vec::new(), Vec::new(), 0f64);
+        for _ in 0..runs {
+            cats.push(timed(&format!("{src} | cat")).0);
+            let (ex, rss) = timed(&format!(
+                "cd {d} && XDG_DATA_HOME={d}/data XDG_CONFIG_HOME={d}/config {b} --workdir {d} exec '{src}'",
+                d = dir.path().display(),
+                b = bin()
+            ));
+            execs.push(ex);
+            peak = peak.max(rss);
+        }
+        let (cat, ex) = (pct(&mut cats, 0.5), pct(&mut execs, 0.5));
+        println!(
+            "exec `{src}` to a pipe, median of {runs}: {ex:?} vs cat {cat:?} ({:.2}× cat); peak RSS of the children so far {peak:.1} MiB",
+            cat.as_secs_f64() / ex.as_secs_f64()
+        );
+    }
 }
 
 fn main() {
@@ -260,6 +295,9 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average: {}", load.trim());
     exec_figures();
+    if std::env::var_os("FLOOD_EXEC_ONLY").is_some() {
+        return;
+    }
     if Command::new("tmux").arg("-V").output().is_err() {
         println!("SKIPPED: tmux not installed (TUI figures)");
         return;

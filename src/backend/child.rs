@@ -26,15 +26,47 @@ pub(crate) fn exit_code_of(status: std::process::ExitStatus) -> (Option<i32>, Op
     }
 }
 
-/// Copies `reader` to `sink` in chunks of up to 64 KiB until end of file.
-/// A sink nobody reads any more is ignored, but the reader is still
-/// drained so the child never blocks on a full pipe.
+/// Most bytes one read of a child's pipe takes (and so the largest
+/// [`OutputChunk`]): 256 KiB, with the pipe grown to match
+/// ([`grow_pipe`]), so a flood costs one read, one chunk and one wake-up
+/// per 256 KiB instead of per 64 KiB (issue 16: `wsbench exec` was a
+/// fraction of `cat`'s throughput). Each chunk is an exact-size copy, so a
+/// consumer keeping a small slice of it pins at most this much.
+pub(crate) const PUMP_CHUNK: usize = 256 * 1024;
+
+/// Asks the kernel for a pipe buffer of [`PUMP_CHUNK`] bytes on `fd` (the
+/// read end of a child's stdout or stderr). Best effort: an unprivileged
+/// process may be held to `/proc/sys/fs/pipe-max-size` (1 MiB by default)
+/// or its user's pipe quota, and then keeps the 64 KiB default.
+pub(crate) fn grow_pipe(fd: std::os::fd::BorrowedFd<'_>) {
+    let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PUMP_CHUNK as i32));
+}
+
+/// Copies `reader` to `sink` in chunks of up to [`PUMP_CHUNK`] bytes
+/// until end of file. A sink nobody reads any more is ignored, but the
+/// reader is still drained so the child never blocks on a full pipe.
 async fn pump(mut reader: impl AsyncRead + Unpin, stream: StreamKind, sink: Option<OutputSink>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
+    use futures::FutureExt as _;
+    let mut buf = vec![0u8; PUMP_CHUNK];
+    let mut eof = false;
+    while !eof {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
+            Ok(mut n) => {
+                // Take what is already in the pipe too, without waiting:
+                // a writer that is faster than us then costs one chunk
+                // (one wake-up of each stage downstream) per up to
+                // PUMP_CHUNK bytes, not one per write(2) of the writer.
+                while n < buf.len() {
+                    match reader.read(&mut buf[n..]).now_or_never() {
+                        Some(Ok(0)) | Some(Err(_)) => {
+                            eof = true;
+                            break;
+                        }
+                        Some(Ok(m)) => n += m,
+                        None => break,
+                    }
+                }
                 if let Some(sink) = &sink {
                     let _ = sink
                         .send(OutputChunk {
@@ -65,12 +97,14 @@ pub(crate) fn start_io(
             let _ = pipe.shutdown().await;
         });
     }
+    let stderr = child.stderr.take().expect("piped");
+    {
+        use std::os::fd::AsFd as _;
+        grow_pipe(stdout.as_fd());
+        grow_pipe(stderr.as_fd());
+    }
     let out = tokio::spawn(pump(stdout, StreamKind::Stdout, sink.clone()));
-    let err = tokio::spawn(pump(
-        child.stderr.take().expect("piped"),
-        StreamKind::Stderr,
-        sink,
-    ));
+    let err = tokio::spawn(pump(stderr, StreamKind::Stderr, sink));
     (out, err)
 }
 

@@ -99,6 +99,13 @@ mod duration_ms {
     }
 }
 
+/// Chunks an output channel between two stages of one command's output
+/// holds (backend → Bash tool → front end). A chunk is at most 256 KiB
+/// (the local pump's read), so one channel holds at most 4 MiB in
+/// flight; a deeper one only adds memory under a flood (issue 16), since
+/// the producer waits for the consumer anyway.
+pub const OUTPUT_CHANNEL_CHUNKS: usize = 16;
+
 /// Channel end that receives output chunks while a command runs.
 pub type OutputSink = mpsc::Sender<OutputChunk>;
 

@@ -65,8 +65,8 @@ use tokio::io::AsyncRead;
 
 pub use self::capabilities::{Capabilities, NO_PTY, ProvisionerCapabilities};
 pub use self::command::{
-    ExecOutcome, ExecRequest, OutputChunk, OutputSink, Process, ProcessControl, SpawnRequest,
-    StreamKind,
+    ExecOutcome, ExecRequest, OUTPUT_CHANNEL_CHUNKS, OutputChunk, OutputSink, Process,
+    ProcessControl, SpawnRequest, StreamKind,
 };
 pub use self::error::{BackendError, BackendResult};
 pub use self::files::{ByteRange, ChangeKind, FileChange, FileKind, FileStat, Watch};

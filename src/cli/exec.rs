@@ -23,6 +23,16 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
+/// An unbuffered writer on a duplicate of file descriptor 1 (std's
+/// line-buffered stdout when the duplicate cannot be made).
+fn raw_stdout() -> Box<dyn std::io::Write + Send> {
+    use std::os::fd::AsFd as _;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
 /// The shell line for the given words.
 pub fn command_line(words: &[String]) -> String {
     match words {
@@ -49,17 +59,21 @@ pub(super) async fn run(ctx: &Ctx, args: ExecArgs) -> anyhow::Result<i32> {
     }
     let cancel = tokio_util::sync::CancellationToken::new();
     let interrupted = super::cancel_on_signals(cancel.clone());
-    let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
+    let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::backend::OUTPUT_CHANNEL_CHUNKS);
     let printer = (!ctx.json).then(|| {
-        tokio::spawn(async move {
-            while let Some(c) = rx.recv().await {
+        // Straight to file descriptor 1: std's stdout is line-buffered, so
+        // each chunk was scanned for its last newline and copied (issue 16:
+        // throughput against `cat`). Nothing else prints to stdout while
+        // the command runs; a failed dup falls back to std's handle.
+        let mut out = raw_stdout();
+        tokio::task::spawn_blocking(move || {
+            while let Some(c) = rx.blocking_recv() {
                 let _ = match c.stream {
-                    StreamKind::Stdout => std::io::stdout()
-                        .write_all(&c.data)
-                        .and_then(|_| std::io::stdout().flush()),
+                    StreamKind::Stdout => out.write_all(&c.data),
                     StreamKind::Stderr => std::io::stderr().write_all(&c.data),
                 };
             }
+            let _ = out.flush();
         })
     });
     let result = ws

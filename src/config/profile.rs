@@ -34,10 +34,10 @@ pub struct ProfileConfig {
     /// Pre-warm pool (`size`, `max_creating`).
     #[serde(default)]
     pub prewarm: PrewarmConfig,
-    /// Most bytes of one command output stream kept in a tool-result
-    /// file for this profile's workspaces (wins over `[limits]
-    /// tool_result_max_bytes`, default 64 MiB); past it the first and
-    /// last halves are kept with a marker line.
+    /// Most bytes of command output (stdout and stderr together) kept in
+    /// a tool-result file for this profile's workspaces (wins over
+    /// `[limits] tool_result_max_bytes`, default 64 MiB); past it each
+    /// stream keeps its first and last bytes with a marker line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_result_max_bytes: Option<u64>,
     /// Backend options, checked by the backend when the profile opens.

@@ -126,18 +126,4 @@ impl WorkspaceBase {
         existing.extend_from_slice(data);
         Ok(self.sandbox.write(path, &existing).await?)
     }
-
-    /// Up to `max` bytes of a file, decoded lossily.
-    pub(crate) async fn read_text_prefix(&self, path: &str, max: u64) -> WsResult<String> {
-        let range = self
-            .sandbox
-            .capabilities()
-            .read_range
-            .then_some(crate::backend::ByteRange {
-                offset: 0,
-                len: max,
-            });
-        let bytes = self.sandbox.read(path, range).await?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    }
 }

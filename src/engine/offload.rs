@@ -361,14 +361,18 @@ impl Offload {
         if session.is_none() {
             out.extend(self.list_data_blobs().await?);
         } else if let Some(s) = session {
-            // Only the blobs this session's files point at.
-            let refs = self.data_refs_of_session(s).await?;
-            out.extend(
-                self.list_data_blobs()
-                    .await?
-                    .into_iter()
-                    .filter(|b| b.url.as_ref().is_some_and(|u| refs.contains(u))),
-            );
+            // Only the blobs this session's files point at; without blobs
+            // the session's files are not read at all (issue 16: every
+            // reload read each tool-result file whole, up to 64 MiB each).
+            let blobs = self.list_data_blobs().await?;
+            if !blobs.is_empty() {
+                let refs = self.data_refs_of_session(s, blobs.len()).await?;
+                out.extend(
+                    blobs
+                        .into_iter()
+                        .filter(|b| b.url.as_ref().is_some_and(|u| refs.contains(u))),
+                );
+            }
         }
         out.sort_by(|a, b| {
             b.modified
@@ -405,10 +409,15 @@ impl Offload {
             .collect())
     }
 
-    /// `workspace:///data/...` URLs mentioned in a session's offloads.
+    /// `workspace:///data/...` URLs mentioned in a session's offloads,
+    /// read in windows of [`SCAN_WINDOW`] bytes so memory stays bounded
+    /// whatever the files' sizes; stops once `blobs` distinct URLs are
+    /// found (no more can match). A URL longer than [`SCAN_OVERLAP`] that
+    /// crosses a window's end is missed (real ones are under 100 bytes).
     async fn data_refs_of_session(
         &self,
         session: &str,
+        blobs: usize,
     ) -> WsResult<std::collections::HashSet<String>> {
         let dir = self.base.layout().session_dir(session)?;
         let mut refs = std::collections::HashSet::new();
@@ -418,21 +427,30 @@ impl Offload {
             Err(e) => return Err(e.into()),
         };
         let needle = format!("{}{}/", names::DATA_URL_PREFIX, names::DATA_DIR);
+        let ranged = self.base.sandbox().capabilities().read_range;
         for e in entries
             .iter()
             .filter(|e| e.name.ends_with(".jsonl") || e.name.ends_with(".txt"))
         {
-            // Large files are scanned in ranges so memory stays bounded.
             let path = format!("{dir}/{}", e.name);
-            let text = self.base.read_text_prefix(&path, 64 * 1024 * 1024).await?;
-            let mut rest = text.as_str();
-            while let Some(i) = rest.find(&needle) {
-                let tail = &rest[i..];
-                let end = tail
-                    .find(['"', '\'', ' ', '<', '>', '\n'])
-                    .unwrap_or(tail.len());
-                refs.insert(tail[..end].to_string());
-                rest = &tail[end..];
+            let mut offset = 0u64;
+            loop {
+                if refs.len() >= blobs {
+                    return Ok(refs);
+                }
+                // Without ranged reads the backend gives the file whole
+                // (bounded by its own `read_max_bytes`).
+                let range = ranged.then_some(crate::backend::ByteRange {
+                    offset,
+                    len: SCAN_WINDOW,
+                });
+                let bytes = self.base.sandbox().read(&path, range).await?;
+                let last = !ranged || (bytes.len() as u64) < SCAN_WINDOW;
+                find_data_refs(&String::from_utf8_lossy(&bytes), &needle, last, &mut refs);
+                if last {
+                    break;
+                }
+                offset += SCAN_WINDOW - SCAN_OVERLAP;
             }
         }
         Ok(refs)
@@ -451,6 +469,35 @@ impl OffloadSink for Offload {
     }
 }
 
+/// Bytes of a session file read at once when looking for data URLs.
+const SCAN_WINDOW: u64 = 1 << 20;
+
+/// Bytes each window repeats of the one before, so a URL across a
+/// window's end is found whole in the next one.
+const SCAN_OVERLAP: u64 = 4096;
+
+/// Adds the data URLs (`needle` up to a quote, space, `<`, `>` or newline)
+/// of `text` to `refs`. Unless `last`, a URL running to the end of `text`
+/// may be cut there and is left for the next window.
+fn find_data_refs(
+    text: &str,
+    needle: &str,
+    last: bool,
+    refs: &mut std::collections::HashSet<String>,
+) {
+    let mut rest = text;
+    while let Some(i) = rest.find(needle) {
+        let tail = &rest[i..];
+        let end = tail.find(['"', '\'', ' ', '<', '>', '\n']);
+        if end.is_none() && !last {
+            return;
+        }
+        let end = end.unwrap_or(tail.len());
+        refs.insert(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+}
+
 pub(crate) fn epoch_secs(t: Option<std::time::SystemTime>) -> Option<f64> {
     t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs_f64())
@@ -459,6 +506,22 @@ pub(crate) fn epoch_secs(t: Option<std::time::SystemTime>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_refs_cut_at_a_window_end_wait_for_the_next_window() {
+        let needle = "workspace:///data/";
+        let mut refs = std::collections::HashSet::new();
+        find_data_refs(
+            "a workspace:///data/ab.png\" b workspace:///data/cd",
+            needle,
+            false,
+            &mut refs,
+        );
+        assert_eq!(refs.len(), 1, "the cut one is left: {refs:?}");
+        find_data_refs("x workspace:///data/cd.txt", needle, true, &mut refs);
+        assert!(refs.contains("workspace:///data/ab.png"));
+        assert!(refs.contains("workspace:///data/cd.txt"));
+    }
 
     /// Every case answered by the reference's own call
     /// (`tests/fixtures/mimetypes/cases.json`, made by `make.py` beside it):

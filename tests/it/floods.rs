@@ -49,6 +49,69 @@ async fn a_tool_result_over_the_cap_keeps_head_and_tail() {
     assert!(body.contains(&want_marker), "marker line between");
 }
 
+/// The cap is for the whole result: stdout and stderr both over it share
+/// it (half each), each keeping its head, a marker and its tail, so the
+/// file never reaches twice the cap; a small stream next to a flood is
+/// kept whole.
+#[tokio::test]
+async fn the_tool_result_cap_is_shared_by_stdout_and_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = 10_000u64;
+    let config = WorkspaceConfig {
+        limits: ToolLimits {
+            tool_result_max_bytes: cap,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let ws = support::open(dir.path(), config).await;
+    // 588,895 bytes on each stream ("1\n" … "100000\n").
+    let total: u64 = (1..=100_000u64)
+        .map(|i| i.to_string().len() as u64 + 1)
+        .sum();
+    let r = support::call(
+        &ws,
+        "Bash",
+        json!({"command": "seq 1 100000; seq 1 100000 >&2"}),
+    )
+    .await;
+    let path = r.offload_path.clone().expect("offloaded");
+    let skipped = 2 * total - cap;
+    assert!(
+        r.text().contains(&format!("{skipped} bytes skipped")),
+        "the model's text says what was skipped in all: {}",
+        r.text()
+    );
+    let body = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+    let m = marker(total - cap / 2, total, cap);
+    assert_eq!(body.len() as u64, cap + 2 * m.len() as u64 + 1);
+    assert_eq!(body.matches(&m).count(), 2, "one marker per stream");
+    assert!(body.starts_with("1\n2\n3\n"), "stdout's head kept");
+    assert!(
+        body.contains("99999\n100000\n\n1\n2\n"),
+        "stdout's tail, then stderr's head"
+    );
+    assert!(body.ends_with("99999\n100000\n"), "stderr's tail kept");
+
+    // A short stderr beside a stdout flood is kept whole.
+    let r = support::call(
+        &ws,
+        "Bash",
+        json!({"command": "seq 1 100000; echo oops >&2"}),
+    )
+    .await;
+    let body = std::fs::read_to_string(r.offload_path.clone().expect("offloaded")).unwrap();
+    assert_eq!(
+        body.len() as u64,
+        cap + marker(total - (cap - 5), total, cap).len() as u64 + 1
+    );
+    assert!(
+        body.ends_with("100000\n\noops\n"),
+        "{}",
+        &body[body.len() - 40..]
+    );
+}
+
 /// A tool-result file deleted on disk leaves the Offload pane without a
 /// restart (the file watch reports it; the pane reloads on its tick).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

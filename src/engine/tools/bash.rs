@@ -14,11 +14,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use super::bash_shell::Ran;
-use super::spool::Spool;
+use super::spool::{self, Spool};
 use super::{Tool, ToolContext, ToolResult, ToolState, parse_args};
 use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::bus::{OutputMerge, Throttle};
@@ -142,7 +142,7 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         command: command.to_string(),
     });
 
-    let (tx, mut rx) = mpsc::channel::<OutputChunk>(64);
+    let (tx, mut rx) = mpsc::channel::<OutputChunk>(crate::backend::OUTPUT_CHANNEL_CHUNKS);
     let exec = super::bash_shell::start(ctx, command, timeout, tx);
 
     // A char is at most 4 bytes: this head always holds the model's share.
@@ -217,19 +217,18 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
     let mut offload_path = None;
     let mut offload_error = None;
     if truncated {
-        let skipped = out.skipped() + err.skipped();
         let mut offload_note = match offload_full_output(ctx, &mut out, &mut err).await {
-            Ok(path) if skipped > 0 => {
+            Ok((path, skipped)) if skipped > 0 => {
                 capped_once(&ws, &path, skipped);
                 let note = format!(
-                    "\nOutput ({total_bytes} bytes) is over the tool-result cap of {cap} bytes a \
-                     stream: its first and last bytes are saved to {path}, with a line marking the \
-                     {skipped} bytes skipped"
+                    "\nOutput ({total_bytes} bytes) is over the tool-result cap of {cap} bytes \
+                     (stdout and stderr together): the first and last bytes of each stream are \
+                     saved to {path}, with a line marking the {skipped} bytes skipped"
                 );
                 offload_path = Some(path);
                 note
             }
-            Ok(path) => {
+            Ok((path, _)) => {
                 let note = format!("\nFull output ({total_bytes} bytes) saved to {path}");
                 offload_path = Some(path);
                 note
@@ -316,7 +315,7 @@ fn capped_once(ws: &super::ToolEnv<'_>, path: &str, skipped: u64) {
         level: "warn".into(),
         source: "bash".into(),
         message: format!(
-            "a command's output passed the tool-result cap ({} bytes a stream): {skipped} bytes \
+            "a command's output passed the tool-result cap ({} bytes, stdout and stderr together): {skipped} bytes \
              were skipped in {path}; raise tool_result_max_bytes ([limits] or the profile) to keep \
              more (said once)",
             ws.limits.tool_result_max_bytes
@@ -374,7 +373,16 @@ impl<'a> OutputEvents<'a> {
         ] {
             // One stream per merge: `take` joins it into one chunk.
             let m = merge.take();
-            let Some(data) = m.chunks.into_iter().next().map(|c| c.data) else {
+            // A copy, not the slice: the slice would pin the producer's
+            // whole read buffer (up to 256 KiB) for every event, and the
+            // bus keeps its last 4,096 events even once read, which held
+            // up to 1 GiB under a flood (issue 16: TUI memory growth).
+            let Some(data) = m
+                .chunks
+                .into_iter()
+                .next()
+                .map(|c| Bytes::copy_from_slice(&c.data))
+            else {
                 continue;
             };
             ws.publish(Event::CommandOutput {
@@ -388,25 +396,34 @@ impl<'a> OutputEvents<'a> {
 }
 
 /// Writes stdout, then `\n` and stderr when both are non-empty (the
-/// reference's layout), raw bytes, to a fresh tool-result file.
+/// reference's layout), raw bytes, to a fresh tool-result file: at most
+/// `tool_result_max_bytes` of output in all (shared by [`spool::share`]),
+/// each stream cut to its share with a marker line. Returns the path and
+/// the bytes skipped.
 async fn offload_full_output(
     ctx: &ToolContext<'_>,
     out: &mut Spool,
     err: &mut Spool,
-) -> Result<String, String> {
+) -> Result<(String, u64), String> {
+    let cap = ctx.env.limits.tool_result_max_bytes;
+    let (out_share, err_share) = spool::share(out.kept(), err.kept(), cap);
     let both = out.total > 0 && err.total > 0;
-    let mut reader: Box<dyn AsyncRead + Send + Unpin> = out.reader().map_err(|e| e.to_string())?;
+    let (mut reader, mut skipped) = out.reader(out_share, cap).map_err(|e| e.to_string())?;
     if both {
         reader = Box::new(reader.chain(std::io::Cursor::new(Bytes::from_static(b"\n"))));
     }
     if err.total > 0 {
-        reader = Box::new(reader.chain(err.reader().map_err(|e| e.to_string())?));
+        let (r, s) = err.reader(err_share, cap).map_err(|e| e.to_string())?;
+        reader = Box::new(reader.chain(r));
+        skipped += s;
     }
-    ctx.env
+    let path = ctx
+        .env
         .offload
         .tool_result_stream(ctx.session, ctx.call_id, reader)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok((path, skipped))
 }
 
 #[cfg(test)]

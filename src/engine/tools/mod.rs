@@ -55,9 +55,10 @@ pub struct ToolLimits {
     pub search_timeout_ms: u64,
     /// Grep: characters of a matched line shown (500).
     pub grep_max_columns: usize,
-    /// Bash: most bytes of one output stream kept in a tool-result file
-    /// (64 MiB); past it the first and last halves are kept with a line
-    /// saying how many bytes were skipped (see `tools::spool`). A
+    /// Bash: most bytes of output, stdout and stderr together, kept in a
+    /// tool-result file (64 MiB); a stream cut to its share keeps its
+    /// first and last bytes with a line saying how many bytes were
+    /// skipped (see `tools::spool`). A
     /// profile's `tool_result_max_bytes` wins.
     pub tool_result_max_bytes: u64,
 }

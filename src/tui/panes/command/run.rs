@@ -49,7 +49,7 @@ impl CommandPane {
         let _ = run;
         self.follow = true;
         self.back = 0;
-        let (otx, mut orx) = mpsc::channel::<OutputChunk>(256);
+        let (otx, mut orx) = mpsc::channel::<OutputChunk>(crate::backend::OUTPUT_CHANNEL_CHUNKS);
         let tx = cx.tasks::<CommandPane>();
         let (merge, woken) = match &self.running {
             Some(r) => (r.merge.clone(), r.woken.clone()),
