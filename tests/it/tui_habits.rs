@@ -237,3 +237,55 @@ async fn a_toast_expires_by_the_apps_clock_not_by_keys_or_frames() {
     assert_eq!(hs.app.toast(), None);
     assert!(!hs.draw().await.contains("copying is off"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_searches_with_slash_n_and_shift_n_as_less_does() {
+    use wsbench::tui::panes::viewer::ViewerPane;
+    let (_dir, ws) = fixture(|p| {
+        let body: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(
+            p.join("long.txt"),
+            format!("{body}needle one\n{body}Needle two\n"),
+        )
+        .unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // long.txt sorts after the folders: find it with the filter.
+    hs.keys("/").await;
+    hs.type_text("long").await;
+    hs.keys("enter enter").await;
+    assert!(hs.draw().await.contains("long.txt"));
+    hs.keys("/").await;
+    assert!(typing(&hs), "the search has the keyboard");
+    hs.type_text("needle").await;
+    // Typed letters went to the search, not to the viewer's keys (`w`).
+    assert!(hs.draw().await.contains("/needle▏"));
+    hs.keys("enter").await;
+    assert_eq!(hs.pane::<ViewerPane>("viewer").marked(), Some(60));
+    hs.keys("n").await;
+    assert_eq!(hs.pane::<ViewerPane>("viewer").marked(), Some(121));
+    hs.keys("n").await;
+    assert_eq!(
+        hs.pane::<ViewerPane>("viewer").marked(),
+        Some(60),
+        "n wraps"
+    );
+    hs.keys("N").await;
+    assert_eq!(
+        hs.pane::<ViewerPane>("viewer").marked(),
+        Some(121),
+        "N goes back"
+    );
+    let text = hs.draw().await;
+    assert!(
+        text.contains("Needle two"),
+        "the found line is on screen:\n{text}"
+    );
+    // Esc clears the search first, then closes the viewer.
+    hs.keys("esc").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert!(hs.pane::<ViewerPane>("viewer").doc().is_some());
+    hs.keys("esc").await;
+    assert!(hs.pane::<ViewerPane>("viewer").doc().is_none());
+}
