@@ -89,21 +89,8 @@ pub fn time(secs: Option<f64>) -> String {
     }
 }
 
-/// Human-readable byte size.
-pub fn size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+/// Human-readable byte size (the TUI's format too).
+pub use crate::root::words::size;
 
 /// Prints rows as left-aligned columns with a header (see
 /// [`table_lines`]).

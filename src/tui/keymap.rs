@@ -245,7 +245,8 @@ impl fmt::Display for KeyProblem {
 /// The verbs that keep one meaning in every pane (issue 22), shown in
 /// help as `(key, meaning)`: a pane binds the key to that verb or not at
 /// all (`every_pane_keeps_the_verb_letters` in `app::actions` checks it). `d` is
-/// kept free for describe, as k9s users read it.
+/// describe, as k9s users read it (every field of the selection, in the
+/// viewer; `tui::panes::describe`).
 pub const VERBS: &[(&str, &str)] = &[
     ("enter", "view / open the selection (a folder expands)"),
     ("e", "edit"),
@@ -256,7 +257,7 @@ pub const VERBS: &[(&str, &str)] = &[
     ("r", "refresh (re-run in Command, run in Agent)"),
     ("!", "shell in the workspace"),
     ("6", "logs"),
-    ("d", "reserved for describe: never bound to anything else"),
+    ("d", "describe: every field of the selection"),
 ];
 
 /// One resolved binding.

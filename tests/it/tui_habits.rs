@@ -201,3 +201,91 @@ async fn an_applied_filter_is_in_the_title_until_esc() {
     hs.keys("esc").await;
     assert!(!hs.draw().await.contains("/notes"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toast_expires_by_the_apps_clock_not_by_keys_or_frames() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, UNIX_EPOCH};
+    use wsbench::tui::config::ClipboardMode;
+
+    let (_dir, ws) = fixture(|_| {}).await;
+    let now = Arc::new(AtomicU64::new(NOW));
+    let mut o = options();
+    let clock = now.clone();
+    o.clock = Arc::new(move || UNIX_EPOCH + Duration::from_secs(clock.load(Ordering::SeqCst)));
+    o.config.clipboard = ClipboardMode::Off;
+    let mut hs = Harness::new(ws, o, 120, 40).await;
+    // `y` in Files copies the path; with copying off it says so.
+    hs.keys("y").await;
+    let msg = hs.app.toast().map(|(_, m)| m.to_string());
+    assert_eq!(msg.as_deref(), Some("copying is off (clipboard = \"off\")"));
+    assert!(hs.draw().await.contains("copying is off"));
+    // Keys, frames and ticks while the clock stands still keep it.
+    for _ in 0..20 {
+        hs.keys("j k").await;
+        hs.app.tick();
+        hs.draw().await;
+    }
+    assert!(hs.app.toast().is_some());
+    // 3 s on: still there; past 4 s: gone from the state and the screen.
+    now.fetch_add(3, Ordering::SeqCst);
+    hs.app.tick();
+    assert!(hs.app.toast().is_some());
+    now.fetch_add(2, Ordering::SeqCst);
+    hs.app.tick();
+    assert_eq!(hs.app.toast(), None);
+    assert!(!hs.draw().await.contains("copying is off"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_searches_with_slash_n_and_shift_n_as_less_does() {
+    use wsbench::tui::panes::viewer::ViewerPane;
+    let (_dir, ws) = fixture(|p| {
+        let body: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(
+            p.join("long.txt"),
+            format!("{body}needle one\n{body}Needle two\n"),
+        )
+        .unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    // long.txt sorts after the folders: find it with the filter.
+    hs.keys("/").await;
+    hs.type_text("long").await;
+    hs.keys("enter enter").await;
+    assert!(hs.draw().await.contains("long.txt"));
+    hs.keys("/").await;
+    assert!(typing(&hs), "the search has the keyboard");
+    hs.type_text("needle").await;
+    // Typed letters went to the search, not to the viewer's keys (`w`).
+    assert!(hs.draw().await.contains("/needle▏"));
+    hs.keys("enter").await;
+    assert_eq!(hs.pane::<ViewerPane>("viewer").marked(), Some(60));
+    hs.keys("n").await;
+    assert_eq!(hs.pane::<ViewerPane>("viewer").marked(), Some(121));
+    hs.keys("n").await;
+    assert_eq!(
+        hs.pane::<ViewerPane>("viewer").marked(),
+        Some(60),
+        "n wraps"
+    );
+    hs.keys("N").await;
+    assert_eq!(
+        hs.pane::<ViewerPane>("viewer").marked(),
+        Some(121),
+        "N goes back"
+    );
+    let text = hs.draw().await;
+    assert!(
+        text.contains("Needle two"),
+        "the found line is on screen:\n{text}"
+    );
+    // Esc clears the search first, then closes the viewer.
+    hs.keys("esc").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert!(hs.pane::<ViewerPane>("viewer").doc().is_some());
+    hs.keys("esc").await;
+    assert!(hs.pane::<ViewerPane>("viewer").doc().is_none());
+}

@@ -76,6 +76,29 @@ async fn workspaces_pane() {
     }
 }
 
+/// `d` on a workspace: every field of its listing, and for the open one
+/// the paths of its layout (issue 22's describe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspaces_describe() {
+    let (base, m, ws) = manager().await;
+    for (w, h) in SIZES {
+        let mut hs = Harness::new(ws.clone(), with_manager(&m), w, h).await;
+        hs.keys("esc 0 d").await;
+        let text = hs.draw().await;
+        assert!(text.contains("describe workspace ws-alpha"), "{text}");
+        let mut s = ws_settings(base.path());
+        // Creation times and the seconds since, which differ per run.
+        s.add_filter(r"\b\d{10}(\.\d+)?\b", "[EPOCH]");
+        s.add_filter(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[UTC]");
+        s.add_filter(r"(age_secs|idle_secs|ttl_left_secs): [0-9.]+", "$1: [N]");
+        // Those vary in width: one space up to the border.
+        s.add_filter(r"(\[N\]|\[UTC\]\)) *┃", "$1 ┃");
+        s.bind(|| {
+            insta::assert_snapshot!(format!("workspaces_describe_{w}x{h}"), text);
+        });
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workspaces_screen_with_manager() {
     let (base, m, ws) = manager().await;

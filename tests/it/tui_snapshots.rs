@@ -125,3 +125,14 @@ async fn read_only_screen() {
     );
     settings(dir.path()).bind(|| insta::assert_snapshot!("read_only_120x40", text));
 }
+
+/// `d` describes the selection in every list pane (issue 22's verb
+/// table): a session, a file (notes.md, the last root entry), a skill, an
+/// offloaded item.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_views() {
+    snap("describe_session", "esc 1 d").await;
+    snap("describe_file", "esc 2 G d").await;
+    snap("describe_skill", "esc 3 d").await;
+    snap("describe_offload", "esc 4 d").await;
+}

@@ -47,6 +47,25 @@ struct Tmux {
     dir: tempfile::TempDir,
 }
 
+/// One step of a scene ([`Tmux::scene`]): the tests read as keys and
+/// what the screen must then show.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    /// A named key (`Enter`, `Escape`, `C-s`), with a pause after.
+    Key(&'a str),
+    /// Text typed as is.
+    Text(&'a str),
+    /// Wait up to `.1` seconds for the text on screen.
+    Wait(&'a str, u64),
+    /// Let the app work for this many milliseconds.
+    Pause(u64),
+}
+
+use Step::{Key, Pause, Text, Wait};
+
+/// Leaving the TUI from where the keyboard is: Esc, `q`, exit status 0.
+const QUIT: [Step<'static>; 3] = [Key("Escape"), Key("q"), Wait("EXIT=0", 10)];
+
 impl Tmux {
     fn start(name: &str) -> Tmux {
         let dir = tempfile::tempdir().unwrap();
@@ -114,6 +133,36 @@ impl Tmux {
             .to_string()
     }
 
+    /// Plays `steps` in order; returns the screen of the last `Wait` (or
+    /// the screen at the end when there is none).
+    fn scene(&self, steps: &[Step<'_>]) -> String {
+        let mut last = None;
+        for step in steps {
+            match *step {
+                Key(k) => self.key(k),
+                Text(s) => self.literal(s),
+                Wait(want, secs) => last = Some(self.wait_for(want, Duration::from_secs(secs))),
+                Pause(ms) => std::thread::sleep(Duration::from_millis(ms)),
+            }
+        }
+        last.unwrap_or_else(|| self.screen())
+    }
+
+    /// A session with a new workspace and the TUI started on it, the
+    /// keyboard in the Command prompt ([`Tmux::launch`]).
+    fn with_tui(name: &str) -> (Tmux, PathBuf) {
+        let t = Tmux::start(name);
+        let ws = t.workspace();
+        t.launch(&ws, "");
+        (t, ws)
+    }
+
+    /// [`QUIT`], then the shell's terminal is sane.
+    fn quit_sane(&self) {
+        self.scene(&QUIT);
+        self.assert_sane();
+    }
+
     fn wait_for(&self, needle: &str, timeout: Duration) -> String {
         let t0 = Instant::now();
         loop {
@@ -139,14 +188,16 @@ impl Tmux {
 
     /// Starts the TUI on `ws`, the focus where it starts (Files).
     fn launch_on_files(&self, ws: &Path, env: &str) {
-        self.literal(&format!(
-            "clear; {env} {BIN} --workdir {}; echo EXIT=$?",
-            ws.display()
-        ));
-        self.key("Enter");
-        self.wait_for("wsbench │", Duration::from_secs(20));
+        self.run_bin(&format!("{env} {BIN} --workdir {}", ws.display()));
         // Let the first loads land.
-        std::thread::sleep(Duration::from_millis(500));
+        self.scene(&[Wait("wsbench │", 20), Pause(500)]);
+    }
+
+    /// Types `cmd` (wsbench with its arguments) at the shell, the screen
+    /// cleared first and `EXIT=<status>` printed after, and presses Enter.
+    fn run_bin(&self, cmd: &str) {
+        self.literal(&format!("clear; {cmd}; echo EXIT=$?"));
+        self.key("Enter");
     }
 
     /// Asserts the shell's terminal is in cooked mode with echo.
@@ -186,34 +237,32 @@ fn run_edit_save_quit_and_the_terminal_is_sane() {
     let ws = t.workspace();
     std::fs::write(ws.join("note.txt"), "hello note\n").unwrap();
     t.launch(&ws, "");
-    // The prompt has the keyboard at start.
-    t.literal("echo hello");
-    t.key("Enter");
-    let s = t.wait_for("✓ exit 0", Duration::from_secs(20));
+    // `launch` pressed `i`: the prompt has the keyboard.
+    let s = t.scene(&[Text("echo hello"), Key("Enter"), Wait("✓ exit 0", 20)]);
     assert!(
         s.lines()
             .any(|l| l.contains("┃hello ") || l.contains("│hello ")),
         "{s}"
     );
     // Files: filter to the note, edit it, save.
-    t.key("Escape");
-    t.key("2");
-    t.key("/");
-    t.literal("note");
-    t.key("Enter");
-    t.key("e");
-    t.wait_for("Edit note.txt", Duration::from_secs(10));
-    t.key("End");
-    t.literal(" edited");
-    t.key("C-s");
-    t.wait_for("saved", Duration::from_secs(10));
+    t.scene(&[
+        Key("Escape"),
+        Key("2"),
+        Key("/"),
+        Text("note"),
+        Key("Enter"),
+        Key("e"),
+        Wait("Edit note.txt", 10),
+        Key("End"),
+        Text(" edited"),
+        Key("C-s"),
+        Wait("saved", 10),
+    ]);
     assert_eq!(
         std::fs::read_to_string(ws.join("note.txt")).unwrap(),
         "hello note edited\n"
     );
-    t.key("Escape");
-    t.key("q");
-    let s = t.wait_for("EXIT=0", Duration::from_secs(10));
+    let s = t.scene(&QUIT);
     assert!(!s.contains("wsbench │"), "the TUI is still on screen:\n{s}");
     t.assert_sane();
 }
@@ -229,12 +278,11 @@ fn c22_panic_and_error_restore_the_terminal() {
     ] {
         let t = Tmux::start(&format!("c22{fault}"));
         let ws = t.workspace();
-        t.literal(&format!(
-            "clear; WSBENCH_TUI_FAULT={fault} {BIN} --workdir {}; echo EXIT=$?",
+        t.run_bin(&format!(
+            "WSBENCH_TUI_FAULT={fault} {BIN} --workdir {}",
             ws.display()
         ));
-        t.key("Enter");
-        let s = t.wait_for("EXIT=", Duration::from_secs(20));
+        let s = t.scene(&[Wait("EXIT=", 20)]);
         assert!(!s.contains("EXIT=0"), "a {fault} exited 0:\n{s}");
         // The message is readable: its line starts at column 0.
         assert!(
@@ -258,9 +306,7 @@ fn c23_bracketed_paste_fills_the_prompt_and_runs_once() {
     if !have_tmux() {
         return;
     }
-    let t = Tmux::start("c23");
-    let ws = t.workspace();
-    t.launch(&ws, "");
+    let (t, ws) = Tmux::with_tui("c23");
     t.tmux(&["set-buffer", "-b", "p", "first line\nq\n:quit\nlast line"]);
     t.tmux(&["paste-buffer", "-p", "-b", "p", "-t", "t"]);
     std::thread::sleep(Duration::from_millis(500));
@@ -271,8 +317,7 @@ fn c23_bracketed_paste_fills_the_prompt_and_runs_once() {
         assert!(s.contains(l), "{l} not a prompt line:\n{s}");
     }
     assert!(!s.contains("$ first line"), "the paste ran a command:\n{s}");
-    t.key("Enter");
-    t.wait_for("exit ", Duration::from_secs(20));
+    t.scene(&[Key("Enter"), Wait("exit ", 20)]);
     let journal = std::fs::read_to_string(ws.join("sessions/default/journal.jsonl")).unwrap();
     let bash: Vec<serde_json::Value> = journal
         .lines()
@@ -287,11 +332,8 @@ fn c23_bracketed_paste_fills_the_prompt_and_runs_once() {
     // ESC in a paste shows as text.
     t.tmux(&["set-buffer", "-b", "e", "echo \x1b[31mX"]);
     t.tmux(&["paste-buffer", "-p", "-b", "e", "-t", "t"]);
-    t.wait_for("echo ␛[31mX", Duration::from_secs(5));
-    t.key("C-c");
-    t.key("Escape");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(10));
+    t.scene(&[Wait("echo ␛[31mX", 5), Key("C-c")]);
+    t.scene(&QUIT);
 }
 
 #[test]
@@ -303,9 +345,11 @@ fn c24_output_escapes_do_not_reach_the_terminal() {
     let ws = t.workspace();
     let title_before = t.display("#{pane_title}");
     t.launch(&ws, "");
-    t.literal(r"printf 'before\n\033[2J\033[H\033[31mred\033[0m\n\033]0;pwned\007\033]52;c;aGk=\007\033[10;10Hmoved\n\033[?1049lafter\n'");
-    t.key("Enter");
-    let s = t.wait_for("✓ exit 0", Duration::from_secs(20));
+    let s = t.scene(&[
+        Text(r"printf 'before\n\033[2J\033[H\033[31mred\033[0m\n\033]0;pwned\007\033]52;c;aGk=\007\033[10;10Hmoved\n\033[?1049lafter\n'"),
+        Key("Enter"),
+        Wait("✓ exit 0", 20),
+    ]);
     let pos = |w: &str| {
         s.find(&format!("┃{w} "))
             .unwrap_or_else(|| panic!("{w} missing:\n{s}"))
@@ -322,10 +366,7 @@ fn c24_output_escapes_do_not_reach_the_terminal() {
         "the app left the alternate screen"
     );
     assert!(s.contains("wsbench │"), "{s}");
-    t.key("Escape");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(10));
-    t.assert_sane();
+    t.quit_sane();
 }
 
 /// `!` attaches the terminal to a shell inside the workspace's sandbox
@@ -343,24 +384,24 @@ fn bang_shell(name: &str, config: Option<String>, banner: &str, check: &str, wan
         Some(toml) => {
             let file = t.dir.path().join("wsbench.toml");
             std::fs::write(&file, toml).unwrap();
-            t.literal(&format!(
-                "clear; {BIN} --config {} --profile {name}; echo EXIT=$?",
+            t.run_bin(&format!(
+                "{BIN} --config {} --profile {name}",
                 file.display()
             ));
-            t.key("Enter");
-            t.wait_for("wsbench │", Duration::from_secs(90));
-            std::thread::sleep(Duration::from_millis(500));
+            t.scene(&[Wait("wsbench │", 90), Pause(500)]);
         }
     }
-    t.key("Escape");
-    t.key("!");
-    t.wait_for(banner, Duration::from_secs(30));
-    t.literal(check);
-    t.key("Enter");
-    t.wait_for(want, Duration::from_secs(30));
-    t.literal("exit");
-    t.key("Enter");
-    let s = t.wait_for("back from the", Duration::from_secs(30));
+    let s = t.scene(&[
+        Key("Escape"),
+        Key("!"),
+        Wait(banner, 30),
+        Text(check),
+        Key("Enter"),
+        Wait(want, 30),
+        Text("exit"),
+        Key("Enter"),
+        Wait("back from the", 30),
+    ]);
     assert!(s.contains("wsbench │"), "the TUI is not back:\n{s}");
     assert_eq!(
         t.display("#{alternate_on}"),
@@ -368,14 +409,16 @@ fn bang_shell(name: &str, config: Option<String>, banner: &str, check: &str, wan
         "not on the alternate screen"
     );
     // Still works: the prompt runs a command.
-    t.key("5");
-    t.key("i");
-    t.literal("echo again");
-    t.key("Enter");
-    t.wait_for("✓ exit 0", Duration::from_secs(30));
-    t.key("Escape");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(30));
+    t.scene(&[
+        Key("5"),
+        Key("i"),
+        Text("echo again"),
+        Key("Enter"),
+        Wait("✓ exit 0", 30),
+        Key("Escape"),
+        Key("q"),
+        Wait("EXIT=0", 30),
+    ]);
     t.assert_sane();
 }
 
@@ -542,21 +585,22 @@ fn k8s_profile_opens_the_tui_on_a_pod_and_runs_a_command_there() {
         ),
     )
     .unwrap();
-    t.literal(&format!(
-        "clear; {BIN} --config {} --profile k8s; echo EXIT=$?",
+    t.run_bin(&format!(
+        "{BIN} --config {} --profile k8s",
         config.display()
     ));
-    t.key("Enter");
-    let s = t.wait_for("wsbench │", Duration::from_secs(60));
+    let s = t.scene(&[Wait("wsbench │", 60)]);
     assert!(
         s.contains("k8s"),
         "the header does not name the profile:\n{s}"
     );
-    std::thread::sleep(Duration::from_millis(500));
-    t.key("i");
-    t.literal("echo hello");
-    t.key("Enter");
-    let s = t.wait_for("✓ exit 0", Duration::from_secs(30));
+    let s = t.scene(&[
+        Pause(500),
+        Key("i"),
+        Text("echo hello"),
+        Key("Enter"),
+        Wait("✓ exit 0", 30),
+    ]);
     assert!(
         s.lines()
             .any(|l| l.contains("┃hello ") || l.contains("│hello ")),
@@ -575,9 +619,7 @@ fn k8s_profile_opens_the_tui_on_a_pod_and_runs_a_command_there() {
         })
         .unwrap_or_else(|| panic!("no exec of `echo hello` in a pod: {execs:#?}"));
     assert!(stub.has_pod(ns, &ran.pod), "{}", ran.pod);
-    t.key("Escape");
-    t.key("q");
-    let s = t.wait_for("EXIT=0", Duration::from_secs(20));
+    let s = t.scene(&[Key("Escape"), Key("q"), Wait("EXIT=0", 20)]);
     assert!(!s.contains("wsbench │"), "the TUI is still on screen:\n{s}");
     t.assert_sane();
 }
@@ -587,21 +629,19 @@ fn agent_pane_runs_the_bugfix_demo_to_the_end() {
     if !have_tmux() {
         return;
     }
-    let t = Tmux::start("agent");
-    let ws = t.workspace();
-    t.launch(&ws, "");
+    let (t, ws) = Tmux::with_tui("agent");
     // The footer names the key, and A opens the pane full screen.
-    t.key("Escape");
-    t.key("1");
-    let s = t.wait_for("A Agent pane", Duration::from_secs(10));
+    let s = t.scene(&[Key("Escape"), Key("1"), Wait("A Agent pane", 10)]);
     assert!(s.contains("wsbench │"), "{s}");
-    t.key("A");
-    t.wait_for("┏ Agent", Duration::from_secs(10));
     // bugfix is the smallest shipped demo: pick it and run it.
-    t.key("j");
-    t.wait_for("Fix a small bug", Duration::from_secs(10));
-    t.key("Enter");
-    let s = t.wait_for("demo bugfix: completed", Duration::from_secs(60));
+    let s = t.scene(&[
+        Key("A"),
+        Wait("┏ Agent", 10),
+        Key("j"),
+        Wait("Fix a small bug", 10),
+        Key("Enter"),
+        Wait("demo bugfix: completed", 60),
+    ]);
     assert!(s.contains("All three"), "the final message:\n{s}");
     assert!(s.contains("reply completed"), "{s}");
     assert!(
@@ -610,10 +650,7 @@ fn agent_pane_runs_the_bugfix_demo_to_the_end() {
             .contains("total / $#))"),
         "the demo's edit is on disk"
     );
-    t.key("Escape");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(10));
-    t.assert_sane();
+    t.quit_sane();
 }
 
 #[test]
@@ -621,41 +658,37 @@ fn ctrl_c_and_f1_in_the_prompt_never_strand_the_user() {
     if !have_tmux() {
         return;
     }
-    let t = Tmux::start("ctrlc");
-    let ws = t.workspace();
-    t.launch(&ws, "");
+    let (t, _ws) = Tmux::with_tui("ctrlc");
     // Ctrl-C with nothing running clears the line and keeps the app.
-    t.literal("echo never-run");
-    t.key("C-c");
-    std::thread::sleep(Duration::from_millis(300));
-    let s = t.screen();
+    let s = t.scene(&[Text("echo never-run"), Key("C-c"), Pause(300)]);
     assert!(s.contains("wsbench │"), "Ctrl-C quit the app:\n{s}");
     assert!(!s.contains("never-run"), "the line was not cleared:\n{s}");
-    // With a command running Ctrl-C interrupts it, as a shell does.
-    t.literal("sleep 30");
-    t.key("Enter");
-    t.wait_for("running", Duration::from_secs(10));
-    t.key("C-c");
-    t.wait_for("SIGINT", Duration::from_secs(10));
-    // Killing the tree is Ctrl-X; it asks first; yes kills it.
-    t.literal("sleep 30");
-    t.key("Enter");
-    t.wait_for("running", Duration::from_secs(10));
-    t.key("C-x");
-    t.wait_for("Kill `sleep 30`", Duration::from_secs(10));
-    t.key("y");
-    t.wait_for("✗ killed", Duration::from_secs(10));
+    t.scene(&[
+        // With a command running Ctrl-C interrupts it, as a shell does.
+        Text("sleep 30"),
+        Key("Enter"),
+        Wait("running", 10),
+        Key("C-c"),
+        Wait("SIGINT", 10),
+        // Killing the tree is Ctrl-X; it asks first; yes kills it.
+        Text("sleep 30"),
+        Key("Enter"),
+        Wait("running", 10),
+        Key("C-x"),
+        Wait("Kill `sleep 30`", 10),
+        Key("y"),
+        Wait("✗ killed", 10),
+    ]);
     // F1 opens help from the prompt; F1 closes it; the footer says how
     // to leave the prompt.
-    t.key("F1");
-    t.wait_for("Command prompt (typing)", Duration::from_secs(10));
-    t.key("F1");
-    let s = t.wait_for("esc leave prompt", Duration::from_secs(10));
+    let s = t.scene(&[
+        Key("F1"),
+        Wait("Command prompt (typing)", 10),
+        Key("F1"),
+        Wait("esc leave prompt", 10),
+    ]);
     assert!(!s.contains("Command prompt (typing)"), "{s}");
-    t.key("Escape");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(10));
-    t.assert_sane();
+    t.quit_sane();
 }
 
 /// Issue 14, point 10: INT, QUIT and HUP sent to the TUI with `kill` while
@@ -668,12 +701,10 @@ fn int_quit_and_hup_restore_the_terminal_and_kill_the_command() {
         return;
     }
     for (sig, code) in [("INT", 130), ("QUIT", 131), ("HUP", 129)] {
-        let t = Tmux::start(&format!("sig{sig}"));
-        let ws = t.workspace();
-        t.launch(&ws, "");
+        let (t, ws) = Tmux::with_tui(&format!("sig{sig}"));
         let tag = format!("wsbench-sig-{sig}-{}", std::process::id());
-        t.literal(&format!("bash -c 'while :; do sleep 1; done' {tag}"));
-        t.key("Enter");
+        let line = format!("bash -c 'while :; do sleep 1; done' {tag}");
+        t.scene(&[Text(&line), Key("Enter")]);
         support::procs::wait_for_tag(&tag, Duration::from_secs(20), sig);
         // The TUI: the wsbench whose command line names this workspace.
         let ws_arg = ws.display().to_string();
@@ -690,7 +721,7 @@ fn int_quit_and_hup_restore_the_terminal_and_kill_the_command() {
             .status()
             .unwrap();
         assert!(st.success());
-        let s = t.wait_for("EXIT=", Duration::from_secs(20));
+        let s = t.scene(&[Wait("EXIT=", 20)]);
         assert!(s.contains(&format!("EXIT={code}")), "{sig}:\n{s}");
         support::procs::assert_gone(&tag, Duration::from_secs(10), sig);
         assert_eq!(t.display("#{mouse_any_flag}"), "0", "{sig}: mouse still on");
@@ -707,27 +738,27 @@ fn a_flood_never_freezes_the_keys() {
     if !have_tmux() {
         return;
     }
-    let t = Tmux::start("flood");
-    let ws = t.workspace();
-    t.launch(&ws, "");
-    t.literal("yes");
-    t.key("Enter");
-    t.wait_for("running", Duration::from_secs(20));
-    std::thread::sleep(Duration::from_secs(2));
-    // Leave the prompt, then tab to the next pane (Logs): its border
-    // becomes the focused one.
-    t.key("Escape");
-    t.key("Tab");
-    t.wait_for("┏ Logs", Duration::from_secs(5));
-    t.key("BTab");
-    t.wait_for("┏ Command", Duration::from_secs(5));
-    // Ctrl-X asks to kill the tree (Ctrl-C would only interrupt it).
-    t.key("C-x");
-    t.wait_for("kill", Duration::from_secs(5));
-    t.key("y");
-    t.wait_for("✗ killed", Duration::from_secs(20));
-    t.key("C-q");
-    t.wait_for("EXIT=", Duration::from_secs(20));
+    let (t, _ws) = Tmux::with_tui("flood");
+    t.scene(&[
+        Text("yes"),
+        Key("Enter"),
+        Wait("running", 20),
+        Pause(2000),
+        // Leave the prompt, then tab to the next pane (Logs): its border
+        // becomes the focused one.
+        Key("Escape"),
+        Key("Tab"),
+        Wait("┏ Logs", 5),
+        Key("BTab"),
+        Wait("┏ Command", 5),
+        // Ctrl-X asks to kill the tree (Ctrl-C would only interrupt it).
+        Key("C-x"),
+        Wait("kill", 5),
+        Key("y"),
+        Wait("✗ killed", 20),
+        Key("C-q"),
+        Wait("EXIT=", 20),
+    ]);
     t.assert_sane();
 }
 
@@ -743,21 +774,15 @@ fn starts_on_files_and_esc_then_a_digit_is_two_keys() {
     let t = Tmux::start("escdigit");
     let ws = t.workspace();
     t.launch_on_files(&ws, "");
-    t.wait_for("┏ Files", Duration::from_secs(10));
-    t.literal("jjkg");
-    std::thread::sleep(Duration::from_millis(300));
-    let s = t.screen();
+    let s = t.scene(&[Wait("┏ Files", 10), Text("jjkg"), Pause(300)]);
     assert!(!s.contains("not found"), "a key ran as a command:\n{s}");
-    t.key("i");
-    t.wait_for("┏ Command", Duration::from_secs(10));
-    t.literal("echo typed");
+    t.scene(&[Key("i"), Wait("┏ Command", 10), Text("echo typed")]);
     // Both keys in one send-keys: the bytes ESC 2 arrive together.
     t.tmux(&["send-keys", "-t", "t", "Escape", "2"]);
-    let s = t.wait_for("┏ Files", Duration::from_secs(10));
+    let s = t.scene(&[Wait("┏ Files", 10)]);
     assert!(s.contains("echo typed"), "the prompt lost its text:\n{s}");
     assert!(!s.contains("echo typed2"), "the 2 was typed:\n{s}");
-    t.key("q");
-    t.wait_for("EXIT=0", Duration::from_secs(10));
+    t.scene(&[Key("q"), Wait("EXIT=0", 10)]);
     t.assert_sane();
 }
 
@@ -772,13 +797,12 @@ fn a_bad_keymap_exits_2_before_the_tui_opens() {
     let ws = t.workspace();
     let file = t.dir.path().join("wsbench.toml");
     std::fs::write(&file, "[tui.keys]\n\"app.quit\" = \"j\"\n").unwrap();
-    t.literal(&format!(
-        "clear; {BIN} --config {} --workdir {}; echo EXIT=$?",
+    t.run_bin(&format!(
+        "{BIN} --config {} --workdir {}",
         file.display(),
         ws.display()
     ));
-    t.key("Enter");
-    let s = t.wait_for("EXIT=", Duration::from_secs(20));
+    let s = t.scene(&[Wait("EXIT=", 20)]);
     assert!(s.contains("EXIT=2"), "{s}");
     let want = format!(
         "error: {}:2:1: [tui.keys]: `j` is bound to both",

@@ -119,6 +119,7 @@ mod tests {
                 "y" => &["copy", "copy_path"],
                 "/" => &["filter", "search", "query"],
                 "S" => &["save", "download"],
+                "d" => &["describe"],
                 _ => &[],
             }
         };
@@ -135,6 +136,24 @@ mod tests {
             }
         }
         assert!(crate::tui::keymap::VERBS.iter().any(|(k, _)| *k == "d"));
+        // Describe is offered wherever there is an item to describe.
+        for ctx in [
+            "files",
+            "workspaces",
+            "sessions",
+            "skills",
+            "mcp",
+            "offload",
+        ] {
+            let name = format!("{ctx}.describe");
+            let b = m.all().iter().find(|b| b.spec.name == name);
+            assert!(
+                b.is_some_and(|b| b
+                    .keys
+                    .contains(&crate::tui::keymap::KeyChord::parse("d").unwrap())),
+                "{name} is not on `d`"
+            );
+        }
     }
 
     /// Every action of every table reaches a handler: the app's own run

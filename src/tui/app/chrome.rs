@@ -7,10 +7,13 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::App;
+use std::time::{Duration, SystemTime};
+
 use super::input::is_printable;
 use super::layout::{MIN_SPLIT_HEIGHT, MIN_SPLIT_WIDTH, Node, SplitHandle};
 use super::overlay::{Overlay, render_overlay};
+use super::{App, TOAST_TTL};
+use crate::tui::action::Level;
 use crate::tui::keymap::{GLOBAL, KeyChord};
 use crate::tui::panes;
 use crate::tui::widgets::text;
@@ -318,7 +321,7 @@ impl App {
     }
 
     pub(super) fn render_toast(&self, f: &mut Frame<'_>, body: Rect) {
-        let Some((level, msg, _)) = &self.toast else {
+        let Some(Toast { level, msg, .. }) = &self.toast else {
             return;
         };
         if body.height < 3 {
@@ -339,5 +342,51 @@ impl App {
         let style = t.level(level.as_str()).add_modifier(Modifier::REVERSED);
         f.buffer_mut()
             .set_string(r.x, r.y, format!(" {shown} "), style);
+    }
+}
+
+/// A message on the body's bottom border, shown until [`TOAST_TTL`] has
+/// passed on the app's clock (not counted in key presses or frames, so a
+/// fake clock in tests moves it, and an idle screen loses it on time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Toast {
+    pub(super) level: Level,
+    pub(super) msg: String,
+    /// When it was shown, by the app's clock.
+    pub(super) at: SystemTime,
+}
+
+impl Toast {
+    /// Time it has left at `now`: zero once [`TOAST_TTL`] has passed, and
+    /// zero when the clock stepped back before `at` (a wall-clock step
+    /// back of an hour must not pin it for an hour).
+    pub(super) fn left(&self, now: SystemTime) -> Duration {
+        match now.duration_since(self.at) {
+            Ok(shown) => TOAST_TTL.saturating_sub(shown),
+            Err(_) => Duration::ZERO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_toast_expires_by_the_clock_it_is_given() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let t = Toast {
+            level: Level::Info,
+            msg: "saved".into(),
+            at,
+        };
+        assert_eq!(t.left(at), TOAST_TTL);
+        assert_eq!(
+            t.left(at + Duration::from_secs(1)),
+            TOAST_TTL - Duration::from_secs(1)
+        );
+        assert_eq!(t.left(at + TOAST_TTL), Duration::ZERO);
+        assert_eq!(t.left(at + TOAST_TTL * 10), Duration::ZERO);
+        assert_eq!(t.left(at - Duration::from_secs(3600)), Duration::ZERO);
     }
 }

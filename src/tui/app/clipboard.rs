@@ -1,8 +1,6 @@
 //! Copying: through a native clipboard tool, else (or by config) as an
 //! OSC 52 sequence the terminal loop writes.
 
-use std::time::Instant;
-
 use super::{App, HostRequest};
 use crate::tui::action::{AppMsg, Level};
 use crate::tui::config::ClipboardMode;
@@ -14,11 +12,9 @@ impl App {
         let n = text.chars().count();
         match mode {
             ClipboardMode::Off => {
-                self.toast = Some((
-                    Level::Warn,
-                    "copying is off (clipboard = \"off\")".into(),
-                    Instant::now(),
-                ));
+                self.toast = Some(
+                    self.new_toast(Level::Warn, "copying is off (clipboard = \"off\")".into()),
+                );
             }
             ClipboardMode::Osc52 => self.osc52(text, max),
             ClipboardMode::Auto | ClipboardMode::Native => {
@@ -45,19 +41,15 @@ impl App {
         match crate::tui::clipboard::osc52(&text, max) {
             Some(seq) => {
                 self.requests.push(HostRequest::Osc52(seq));
-                self.toast = Some((
-                    Level::Info,
-                    format!("copied {n} characters (OSC 52)"),
-                    Instant::now(),
-                ));
+                self.toast =
+                    Some(self.new_toast(Level::Info, format!("copied {n} characters (OSC 52)")));
             }
             None => {
-                self.toast = Some((
+                self.toast = Some(self.new_toast(
                     Level::Error,
                     format!(
                         "too long to copy through OSC 52 ({n} characters; osc52_max_bytes = {max})"
                     ),
-                    Instant::now(),
                 ))
             }
         }

@@ -1,11 +1,9 @@
 //! Applying what panes ask for ([`Effect`]): toasts, logs, the selected
 //! session, full-screen panes, dialogs, copy, focus and the shell.
 
-use std::time::Instant;
-
-use super::App;
-use super::HostRequest;
+use super::chrome::Toast;
 use super::overlay::Overlay;
+use super::{App, HostRequest};
 use crate::tui::action::{Effect, Level, LogLine, PaneEvent};
 use crate::tui::panes;
 use crate::tui::widgets::line::LineEdit;
@@ -17,20 +15,26 @@ impl App {
         }
     }
 
+    /// A toast shown now by the app's clock (without logging it).
+    pub(super) fn new_toast(&self, level: Level, msg: String) -> Toast {
+        Toast {
+            level,
+            msg,
+            at: (self.cx.clock)(),
+        }
+    }
+
     pub(super) fn apply(&mut self, e: Effect) {
         match e {
             Effect::Toast(level, msg) => {
                 self.log(LogLine::now(level, "tui", msg.clone()));
-                self.toast = Some((level, msg, Instant::now()));
+                self.toast = Some(self.new_toast(level, msg));
             }
             Effect::Log(line) => self.log(line),
             Effect::SelectSession(id) => {
                 if crate::engine::layout::check_session_id(&id).is_err() {
-                    self.toast = Some((
-                        Level::Error,
-                        format!("invalid session id `{id}`"),
-                        Instant::now(),
-                    ));
+                    self.toast =
+                        Some(self.new_toast(Level::Error, format!("invalid session id `{id}`")));
                     return;
                 }
                 self.cx.session = id;
@@ -103,7 +107,7 @@ impl App {
             // (issue 17): a backend without a terminal says why.
             Effect::Shell => match crate::root::attach::why_no_shell(&**self.cx.ws.sandbox()) {
                 None => self.requests.push(HostRequest::Shell),
-                Some(why) => self.toast = Some((Level::Warn, why, Instant::now())),
+                Some(why) => self.toast = Some(self.new_toast(Level::Warn, why)),
             },
         }
     }

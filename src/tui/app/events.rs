@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::overlay::Overlay;
-use super::{APP_DIALOG, App, TOAST_TTL};
+use super::{APP_DIALOG, App};
 use crate::engine::events::{Envelope, Event, Received, WorkspaceState};
 use crate::tui::action::{AppMsg, DialogTag, Effect, Level, LogLine, PaneEvent};
 use crate::tui::panes;
@@ -64,13 +64,11 @@ impl App {
         self.broadcast(&PaneEvent::Engine(env));
     }
 
-    /// Time-based work (toast expiry, once-a-second tick).
+    /// Time-based work: toast expiry (by the app's clock), the
+    /// once-a-second tick.
     pub fn tick(&mut self) {
-        if self
-            .toast
-            .as_ref()
-            .is_some_and(|t| t.2.elapsed() > TOAST_TTL)
-        {
+        let now = (self.cx.clock)();
+        if self.toast.as_ref().is_some_and(|t| t.left(now).is_zero()) {
             self.toast = None;
         }
         if self.last_tick.elapsed() >= Duration::from_secs(1) {
@@ -79,13 +77,20 @@ impl App {
         }
     }
 
-    /// When the next timed change is due (toast expiry or tick).
+    /// When the next timed change is due (toast expiry or tick). The
+    /// toast's time left is read on the app's clock and mapped onto the
+    /// monotonic one the loop sleeps on.
     pub fn next_deadline(&self) -> Instant {
         let tick = self.last_tick + Duration::from_secs(1);
         match &self.toast {
-            Some(t) => tick.min(t.2 + TOAST_TTL),
+            Some(t) => tick.min(Instant::now() + t.left((self.cx.clock)())),
             None => tick,
         }
+    }
+
+    /// The toast on screen, if any: its level and text.
+    pub fn toast(&self) -> Option<(Level, &str)> {
+        self.toast.as_ref().map(|t| (t.level, t.msg.as_str()))
     }
 
     /// Takes every message already queued without waiting; returns how

@@ -47,7 +47,7 @@ use super::panes;
 use super::theme::Theme;
 use crate::engine::Workspace;
 
-/// How long a toast stays.
+/// How long a toast stays, on the app's clock ([`AppOptions::clock`]).
 const TOAST_TTL: Duration = Duration::from_secs(4);
 
 /// What the real terminal loop must do.
@@ -160,7 +160,7 @@ pub struct App {
     /// The overlay F1 help was opened over (palette, dialog): back when
     /// help closes.
     behind_help: Option<Overlay>,
-    toast: Option<(Level, String, Instant)>,
+    toast: Option<chrome::Toast>,
     areas: Vec<(&'static str, Rect)>,
     handles: Vec<SplitHandle>,
     drag: Option<usize>,

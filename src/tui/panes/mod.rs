@@ -36,6 +36,7 @@
 
 pub mod agent;
 pub mod command;
+pub mod describe;
 pub mod editor;
 pub mod files;
 pub mod grep;

@@ -31,6 +31,7 @@ crate::pane_action_enum! {
     Copy => act("offload.copy", ID, "copy path", &["y"], false, false),
     Filter => act("offload.filter", ID, "filter", &["/"], false, true),
     Refresh => act("offload.refresh", ID, "refresh", &["r"], false, false),
+    Describe => act("offload.describe", ID, "describe", &["d"], false, false),
 }
 
 /// Keys of the pane.
@@ -132,6 +133,13 @@ impl OffloadPane {
                     cx.effect(Effect::Copy(
                         o.url.clone().unwrap_or_else(|| o.path.clone()),
                     ));
+                }
+            }
+            OffloadAction::Describe => {
+                if let Some(o) = sel {
+                    let name = o.path.rsplit('/').next().unwrap_or(&o.path);
+                    let doc = super::describe::doc("offload", name, o, &[], &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
                 }
             }
             OffloadAction::Filter => self.list.filter.begin(),

@@ -29,6 +29,7 @@ crate::pane_action_enum! {
     Select => act("sessions.select", ID, "select session", &["enter", "space"], false, true),
     Filter => act("sessions.filter", ID, "filter", &["/"], false, true),
     Refresh => act("sessions.refresh", ID, "refresh", &["r"], false, true),
+    Describe => act("sessions.describe", ID, "describe", &["d"], false, false),
 }
 
 /// Keys of the pane.
@@ -100,6 +101,13 @@ impl SessionsPane {
             SessionsAction::Select => {
                 if let Some(s) = self.selected() {
                     cx.effect(Effect::SelectSession(s.id.clone()));
+                }
+            }
+            SessionsAction::Describe => {
+                if let Some(s) = self.selected() {
+                    let paths = super::describe::session_paths(cx.ws.layout(), &s.id);
+                    let doc = super::describe::doc("session", &s.id, s, &paths, &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
                 }
             }
             SessionsAction::Filter => self.list.filter.begin(),

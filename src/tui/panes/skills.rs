@@ -35,6 +35,7 @@ crate::pane_action_enum! {
     Remove => act("skills.remove", ID, "remove", &["D", "delete"], true, true),
     Filter => act("skills.filter", ID, "filter", &["/"], false, true),
     Refresh => act("skills.refresh", ID, "refresh", &["r"], false, false),
+    Describe => act("skills.describe", ID, "describe", &["d"], false, false),
 }
 
 /// Keys of the pane.
@@ -193,6 +194,30 @@ impl SkillsPane {
                         header.push(("line".to_string(), l.to_string()));
                     }
                     let doc = markdown_doc(&i.path, &header, "", &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+                None => {}
+            },
+            SkillsAction::Describe => match self.selected() {
+                Some(Row::Valid(s)) => {
+                    // The markdown is what Enter shows: here only its size.
+                    let mut v = serde_json::to_value(s).unwrap_or_default();
+                    if let Some(m) = v.as_object_mut() {
+                        m.insert(
+                            "markdown".into(),
+                            format!(
+                                "{} (enter views it)",
+                                text::human_size(s.markdown.len() as u64)
+                            )
+                            .into(),
+                        );
+                    }
+                    let paths = [("SKILL.md", format!("{}/SKILL.md", s.dir))];
+                    let doc = super::describe::doc("skill", &s.name, &v, &paths, &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+                Some(r @ Row::Invalid(i)) => {
+                    let doc = super::describe::doc("invalid skill", &r.name(), i, &[], &cx.theme);
                     cx.effect(Effect::OpenViewer(doc));
                 }
                 None => {}

@@ -2,10 +2,14 @@
 //! result or text file with line numbers, a rendered `SKILL.md`, or a
 //! blob's metadata. `workspace:///` links in a document can be selected
 //! (Tab) and opened (Enter), which shows that blob's metadata; Esc goes
-//! back through what was opened, then closes.
+//! back through what was opened, then closes. `/` searches as in `less`
+//! (a substring, smart case as the list filters: an upper-case letter
+//! makes it exact; `n` / `N` for the next / previous line holding it,
+//! wrapping around), the line found marked; Esc clears an applied search
+//! before it goes back.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::MouseEvent;
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 
@@ -13,12 +17,13 @@ use crate::backend::ByteRange;
 use crate::engine::layout::names;
 use crate::engine::message::{Block, DataSource, Msg, ToolOutput};
 use crate::engine::sessions::{ContextRead, parse_context};
-use crate::tui::action::{Doc, Effect, PaneEvent};
+use crate::tui::action::{Doc, Effect, Level, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::Nav;
 use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder, wheel_nav};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
+use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::text;
 
 /// Pane id.
@@ -31,8 +36,12 @@ crate::pane_action_enum! {
     /// An action of the pane (an entry of [`ACTIONS`]).
     pub(crate) enum ViewerAction in "viewer";
     Back => act("viewer.back", ID, "back / close", &["esc", "q"], false, true),
-    NextLink => act("viewer.next_link", ID, "next link", &["tab", "n"], false, true),
-    PrevLink => act("viewer.prev_link", ID, "previous link", &["shift-tab", "N"], false, false),
+    NextLink => act("viewer.next_link", ID, "next link", &["tab"], false, true),
+    PrevLink => act("viewer.prev_link", ID, "previous link", &["shift-tab"], false, false),
+    // `/`, `n`, `N` as in less and vim (issue 22).
+    Search => act("viewer.search", ID, "search", &["/"], false, true),
+    NextMatch => act("viewer.next_match", ID, "next match", &["n"], false, false),
+    PrevMatch => act("viewer.prev_match", ID, "previous match", &["N"], false, false),
     OpenLink => act("viewer.open_link", ID, "open link", &["enter"], false, true),
     Copy => act("viewer.copy", ID, "copy document", &["y"], false, false),
     Wrap => act("viewer.wrap", ID, "wrap", &["w"], false, true),
@@ -55,6 +64,8 @@ pub struct ViewerPane {
     mark: Option<usize>,
     /// Where closing the last document goes (`None`: the layout).
     back: Option<&'static str>,
+    /// The `/` search (typed or applied).
+    search: Filter,
 }
 
 /// A loaded document, and the 1-based line to show (`OpenAt`).
@@ -307,6 +318,7 @@ impl ViewerPane {
             wrap: false,
             mark: None,
             back: None,
+            search: Filter::default(),
         }
     }
 
@@ -344,6 +356,34 @@ impl ViewerPane {
         true
     }
 
+    /// Marks the next (or previous) line holding the search, from the
+    /// marked line or the top of the screen, wrapping around; false when
+    /// no line holds it.
+    fn find(&mut self, forward: bool) -> bool {
+        let Some(doc) = &self.doc else { return false };
+        let n = doc.lines.len();
+        if n == 0 || !self.search.active() {
+            return false;
+        }
+        let from = self
+            .mark
+            .unwrap_or(self.offset.saturating_sub(1))
+            .min(n - 1);
+        let hit = (1..=n)
+            .map(|step| {
+                if forward {
+                    (from + step) % n
+                } else {
+                    (from + n - step % n) % n
+                }
+            })
+            .find(|&i| self.search.matches(&doc.lines[i].text));
+        match hit {
+            Some(i) => self.goto_line(i + 1),
+            None => false,
+        }
+    }
+
     fn scroll_to_link(&mut self) {
         if let (Some(doc), Some(l)) = (&self.doc, self.link)
             && let Some((line, _)) = doc.links.get(l)
@@ -368,6 +408,7 @@ impl ViewerPane {
             ViewerAction::Nav(Nav::PageUp) => self.offset = self.offset.saturating_sub(h),
             ViewerAction::Nav(Nav::Top) => self.offset = 0,
             ViewerAction::Nav(Nav::Bottom) => self.offset = max,
+            ViewerAction::Back if self.search.active() => self.search.set(""),
             ViewerAction::Back => match self.stack.pop() {
                 Some((doc, off, link)) => {
                     self.doc = Some(doc);
@@ -408,7 +449,15 @@ impl ViewerPane {
                 } else {
                     "long lines are cut at the edge (w wraps them)"
                 };
-                cx.toast(crate::tui::action::Level::Info, m);
+                cx.toast(Level::Info, m);
+            }
+            ViewerAction::Search => self.search.begin(),
+            ViewerAction::NextMatch | ViewerAction::PrevMatch => {
+                if !self.search.active() {
+                    cx.toast(Level::Info, "no search: / starts one");
+                } else if !self.find(action == ViewerAction::NextMatch) {
+                    cx.toast(Level::Info, format!("no match for {}", self.search.text));
+                }
             }
             ViewerAction::Copy => {
                 if let Some(doc) = &self.doc {
@@ -429,6 +478,34 @@ impl Pane for ViewerPane {
             Some(d) => text::display(&d.title).into_owned(),
             None => "Viewer".into(),
         }
+    }
+
+    fn text_input_active(&self) -> bool {
+        self.search.editing
+    }
+
+    fn blur(&mut self) {
+        // The search typed so far stays applied, as after Enter.
+        self.search.editing = false;
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
+        match self.search.key(key) {
+            FilterOutcome::Ignored => false,
+            FilterOutcome::Changed => true,
+            FilterOutcome::Done => {
+                // Enter: the first line holding it, from the mark or the
+                // top of the screen; Esc cleared it.
+                if self.search.active() && !self.find(true) {
+                    cx.toast(Level::Info, format!("no match for {}", self.search.text));
+                }
+                true
+            }
+        }
+    }
+
+    fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        self.search.paste(s) != FilterOutcome::Ignored
     }
 
     fn hint_off(&self, action: &str) -> bool {
@@ -494,6 +571,7 @@ impl Pane for ViewerPane {
         let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
+        let inner = crate::tui::pane::filter_bar(f, inner, &self.search, cx);
         self.height = inner.height as usize;
         let Some(doc) = &self.doc else {
             let msg = if self.loading.is_some() {

@@ -46,6 +46,7 @@ crate::pane_action_enum! {
     Destroy => act("workspaces.destroy", ID, "destroy", &["D", "delete"], true, true),
     Retry => act("workspaces.retry", ID, "retry failed", &["R"], false, true),
     Gc => act("workspaces.gc", ID, "gc: close idle past TTL", &["C"], true, false),
+    Describe => act("workspaces.describe", ID, "describe", &["d"], false, false),
     Refresh => act("workspaces.refresh", ID, "refresh", &["r"], false, false),
     Filter => act("workspaces.filter", ID, "filter", &["/"], false, true),
 }
@@ -320,6 +321,17 @@ impl WorkspacesPane {
                 self.open_id(&id, cx)
             }
             WorkspacesAction::Retry => cx.toast(Level::Info, format!("{id} has not failed")),
+            WorkspacesAction::Describe => {
+                // The open workspace's layout is known here; another's
+                // lives at its `location`.
+                let paths = if id == cx.ws.id() {
+                    super::describe::layout_paths(cx.ws.layout())
+                } else {
+                    Vec::new()
+                };
+                let doc = super::describe::doc("workspace", &id, w, &paths, &cx.theme);
+                cx.effect(crate::tui::action::Effect::OpenViewer(doc));
+            }
             WorkspacesAction::Close | WorkspacesAction::Destroy if id == cx.ws.id() => cx.toast(
                 Level::Warn,
                 format!("{id} is the open workspace: open another one first"),
@@ -355,7 +367,8 @@ impl WorkspacesPane {
             WorkspacesAction::Open
             | WorkspacesAction::Close
             | WorkspacesAction::Destroy
-            | WorkspacesAction::Retry => self.act_on_selected(action, cx),
+            | WorkspacesAction::Retry
+            | WorkspacesAction::Describe => self.act_on_selected(action, cx),
             WorkspacesAction::New => match &cx.manager {
                 Some(m) => {
                     let msg = format!(

@@ -1,8 +1,9 @@
 //! Command output as styled lines: SGR colours are kept, every other
 //! escape or control sequence is swallowed (C24).
 //!
-//! The parser is a streaming ECMA-48 state machine (the DEC/xterm shape:
-//! ground, escape, CSI, OSC, DCS and SOS/PM/APC strings). Only printable
+//! The parsing is `vte`'s (alacritty's streaming parser for the DEC/xterm
+//! state machine: ground, escape, CSI, OSC, DCS and SOS/PM/APC strings);
+//! this module only maps its callbacks to styled lines. Only printable
 //! characters ever reach a [`StyledLine`]; cursor moves, screen clears,
 //! alternate-screen switches, window titles and OSC 52 clipboard writes
 //! are parsed and dropped, so a command cannot draw outside its pane or
@@ -23,9 +24,6 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024;
 
 /// Tab stops of command output, as terminals set them.
 const TAB_STOP: usize = 8;
-
-/// Longest parameter string of a CSI sequence kept (the rest is ignored).
-const MAX_PARAMS: usize = 64;
 
 /// One line of output: the text plus where each style starts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,225 +108,19 @@ impl StyledLine {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Ground,
-    Escape,
-    EscapeIntermediate,
-    Csi,
-    CsiIgnore,
-    /// OSC, DCS, SOS, PM, APC: swallowed until BEL or ST.
-    String,
-    /// ESC seen inside a string: `\` ends it.
-    StringEscape,
-}
-
-/// Streaming parser from raw output bytes to [`StyledLine`]s.
-#[derive(Debug)]
-pub struct AnsiParser {
-    state: State,
+/// What the `vte` callbacks write into: the current style and line.
+#[derive(Debug, Default)]
+struct Sink {
     style: Style,
-    params: String,
-    private: bool,
     line: StyledLine,
+    /// A carriage return was seen and no newline yet.
     cr: bool,
-    utf8: Vec<u8>,
 }
 
-impl Default for AnsiParser {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AnsiParser {
-    /// A parser in the ground state with the default style.
-    pub fn new() -> Self {
-        AnsiParser {
-            state: State::Ground,
-            style: Style::default(),
-            params: String::new(),
-            private: false,
-            line: StyledLine::default(),
-            cr: false,
-            utf8: Vec::new(),
-        }
-    }
-
-    /// The line being written (no newline yet).
-    pub fn partial(&self) -> &StyledLine {
-        &self.line
-    }
-
-    /// Feeds raw bytes; calls `emit` for every completed line.
-    pub fn feed(&mut self, bytes: &[u8], emit: &mut impl FnMut(StyledLine)) {
-        let mut buf;
-        let data: &[u8] = if self.utf8.is_empty() {
-            bytes
-        } else {
-            buf = std::mem::take(&mut self.utf8);
-            buf.extend_from_slice(bytes);
-            &buf
-        };
-        let mut rest = data;
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(s) => {
-                    self.feed_str(s, emit);
-                    break;
-                }
-                Err(e) => {
-                    let (ok, tail) = rest.split_at(e.valid_up_to());
-                    // SAFETY-free: `ok` was just validated.
-                    self.feed_str(std::str::from_utf8(ok).unwrap_or_default(), emit);
-                    match e.error_len() {
-                        Some(n) => {
-                            self.feed_char('\u{fffd}', emit);
-                            rest = &tail[n..];
-                        }
-                        None => {
-                            self.utf8 = tail.to_vec();
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Ends the stream: a pending partial line is emitted.
-    pub fn finish(&mut self, emit: &mut impl FnMut(StyledLine)) {
-        if !self.utf8.is_empty() {
-            self.utf8.clear();
-            self.feed_char('\u{fffd}', emit);
-        }
-        if !self.line.text.is_empty() {
-            emit(std::mem::take(&mut self.line));
-        }
-        self.state = State::Ground;
-        self.style = Style::default();
-    }
-
-    fn feed_str(&mut self, s: &str, emit: &mut impl FnMut(StyledLine)) {
-        for c in s.chars() {
-            self.feed_char(c, emit);
-        }
-    }
-
+impl Sink {
     fn newline(&mut self, emit: &mut impl FnMut(StyledLine)) {
         self.cr = false;
         emit(std::mem::take(&mut self.line));
-    }
-
-    fn feed_char(&mut self, c: char, emit: &mut impl FnMut(StyledLine)) {
-        // CAN and SUB abort any sequence; ESC starts a new one anywhere
-        // except inside a string, where it may begin the terminator.
-        match c {
-            '\u{18}' | '\u{1a}' => {
-                self.state = State::Ground;
-                return;
-            }
-            '\u{1b}' if self.state == State::String => {
-                self.state = State::StringEscape;
-                return;
-            }
-            '\u{1b}' => {
-                self.state = State::Escape;
-                self.params.clear();
-                self.private = false;
-                return;
-            }
-            // 8-bit C1 introducers act like their 7-bit forms.
-            '\u{9b}' => {
-                self.state = State::Csi;
-                self.params.clear();
-                self.private = false;
-                return;
-            }
-            '\u{90}' | '\u{9d}' | '\u{98}' | '\u{9e}' | '\u{9f}' => {
-                self.state = State::String;
-                return;
-            }
-            '\u{9c}' => {
-                self.state = State::Ground;
-                return;
-            }
-            _ => {}
-        }
-        match self.state {
-            State::Ground => self.ground(c, emit),
-            State::Escape => match c {
-                '[' => self.state = State::Csi,
-                ']' | 'P' | 'X' | '^' | '_' => self.state = State::String,
-                '\u{20}'..='\u{2f}' => self.state = State::EscapeIntermediate,
-                c if text::is_control(c) => {}
-                _ => self.state = State::Ground,
-            },
-            State::EscapeIntermediate => match c {
-                '\u{20}'..='\u{2f}' => {}
-                c if text::is_control(c) => {}
-                _ => self.state = State::Ground,
-            },
-            State::Csi => match c {
-                '0'..='9' | ';' | ':' => {
-                    if self.params.len() < MAX_PARAMS {
-                        self.params.push(c);
-                    } else {
-                        self.state = State::CsiIgnore;
-                    }
-                }
-                '<' | '=' | '>' | '?' => self.private = true,
-                '\u{20}'..='\u{2f}' => self.private = true,
-                '\u{40}'..='\u{7e}' => {
-                    if c == 'm' && !self.private {
-                        self.style = apply_sgr(self.style, &self.params);
-                    }
-                    self.state = State::Ground;
-                }
-                c if text::is_control(c) => {}
-                _ => self.state = State::CsiIgnore,
-            },
-            State::CsiIgnore => {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    self.state = State::Ground;
-                }
-            }
-            State::String => {
-                if c == '\u{7}' {
-                    self.state = State::Ground;
-                }
-            }
-            State::StringEscape => {
-                self.state = if c == '\\' {
-                    State::Ground
-                } else {
-                    State::String
-                };
-            }
-        }
-    }
-
-    fn ground(&mut self, c: char, emit: &mut impl FnMut(StyledLine)) {
-        match c {
-            '\n' => self.newline(emit),
-            '\r' => self.cr = true,
-            '\t' => {
-                self.take_cr();
-                let n = TAB_STOP - self.line.chars() % TAB_STOP;
-                for _ in 0..n {
-                    self.line.push(' ', self.style);
-                }
-            }
-            '\u{8}' => self.line.pop(),
-            c if text::is_control(c) => {}
-            c => {
-                self.take_cr();
-                if self.line.text.len() >= MAX_LINE_BYTES {
-                    self.newline(emit);
-                }
-                self.line.push(c, self.style);
-            }
-        }
     }
 
     /// A carriage return not followed by a newline starts the line over
@@ -338,6 +130,110 @@ impl AnsiParser {
             self.cr = false;
             self.line.clear();
         }
+    }
+}
+
+/// The `vte::Perform` side for one `feed`: the sink plus where completed
+/// lines go.
+struct Performer<'a, F: FnMut(StyledLine)> {
+    sink: &'a mut Sink,
+    emit: &'a mut F,
+}
+
+impl<F: FnMut(StyledLine)> vte::Perform for Performer<'_, F> {
+    fn print(&mut self, c: char) {
+        // vte prints DEL and anything not C0/C1; keep only what draws.
+        if text::is_control(c) {
+            return;
+        }
+        let s = &mut *self.sink;
+        s.take_cr();
+        if s.line.text.len() >= MAX_LINE_BYTES {
+            s.newline(self.emit);
+        }
+        s.line.push(c, s.style);
+    }
+
+    fn execute(&mut self, byte: u8) {
+        let s = &mut *self.sink;
+        match byte {
+            b'\n' => s.newline(self.emit),
+            b'\r' => s.cr = true,
+            b'\t' => {
+                s.take_cr();
+                let n = TAB_STOP - s.line.chars() % TAB_STOP;
+                for _ in 0..n {
+                    s.line.push(' ', s.style);
+                }
+            }
+            0x08 => s.line.pop(),
+            // BEL, C1 controls and the rest: nothing reaches the terminal.
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
+        // Private (`?`, `>`) and overlong sequences are dropped; cursor
+        // moves, erases and modes are dropped too (the pane is a log).
+        if c == 'm' && intermediates.is_empty() && !ignore {
+            self.sink.style = apply_sgr(self.sink.style, params);
+        }
+    }
+
+    // ESC sequences, OSC (titles, OSC 52), DCS, SOS/PM/APC: the default
+    // no-op callbacks of `vte::Perform` swallow them.
+}
+
+/// Streaming parser from raw output bytes to [`StyledLine`]s, on
+/// `vte::Parser` (its default build bounds OSC strings at 1024 bytes and
+/// parameters at 32, so hostile output cannot grow it).
+#[derive(Default)]
+pub struct AnsiParser {
+    vt: vte::Parser,
+    sink: Sink,
+}
+
+impl std::fmt::Debug for AnsiParser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnsiParser")
+            .field("sink", &self.sink)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnsiParser {
+    /// A parser in the ground state with the default style.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The line being written (no newline yet).
+    pub fn partial(&self) -> &StyledLine {
+        &self.sink.line
+    }
+
+    /// Feeds raw bytes; calls `emit` for every completed line. Bytes may
+    /// be cut anywhere (inside a UTF-8 character or a sequence); invalid
+    /// UTF-8 becomes U+FFFD.
+    pub fn feed(&mut self, bytes: &[u8], emit: &mut impl FnMut(StyledLine)) {
+        let mut p = Performer {
+            sink: &mut self.sink,
+            emit,
+        };
+        self.vt.advance(&mut p, bytes);
+    }
+
+    /// Ends the stream: a cut UTF-8 character becomes U+FFFD, an open
+    /// sequence is dropped, and a pending partial line is emitted.
+    pub fn finish(&mut self, emit: &mut impl FnMut(StyledLine)) {
+        // CAN ends any sequence, and completes a pending partial UTF-8
+        // character as U+FFFD; vte has no other way to flush.
+        self.feed(b"\x18", emit);
+        self.vt = vte::Parser::new();
+        if !self.sink.line.text.is_empty() {
+            emit(std::mem::take(&mut self.sink.line));
+        }
+        self.sink = Sink::default();
     }
 }
 
@@ -367,18 +263,16 @@ fn bright(n: u16) -> Color {
     }
 }
 
-/// Applies an SGR parameter string (`1;31`, `38;5;208`, `38:2::1:2:3`).
-fn apply_sgr(mut style: Style, params: &str) -> Style {
-    let groups: Vec<&str> = if params.is_empty() {
-        vec!["0"]
-    } else {
-        params.split(';').collect()
-    };
-    let num = |s: &str| s.parse::<u16>().unwrap_or(0);
+/// Applies an SGR sequence's parameters (`1;31`, `38;5;208`,
+/// `38:2::1:2:3`: each item is one parameter with its colon
+/// sub-parameters).
+fn apply_sgr(mut style: Style, params: &vte::Params) -> Style {
+    let groups: Vec<&[u16]> = params.iter().collect();
+    let groups: &[&[u16]] = if groups.is_empty() { &[&[0]] } else { &groups };
     let mut i = 0;
     while i < groups.len() {
         let g = groups[i];
-        let n = num(g.split(':').next().unwrap_or(""));
+        let n = g.first().copied().unwrap_or(0);
         match n {
             0 => style = Style::default(),
             1 => style = style.add_modifier(Modifier::BOLD),
@@ -399,16 +293,19 @@ fn apply_sgr(mut style: Style, params: &str) -> Style {
             90..=97 => style = style.fg(bright(n - 90)),
             100..=107 => style = style.bg(bright(n - 100)),
             38 | 48 => {
-                let color = if g.contains(':') {
+                let color = if g.len() > 1 {
                     // Colon form: 38:5:n or 38:2:[cs]:r:g:b in one group.
-                    let sub: Vec<u16> = g.split(':').skip(1).map(num).collect();
-                    match sub.as_slice() {
+                    match &g[1..] {
                         [5, n, ..] => Some(Color::Indexed((*n).min(255) as u8)),
                         [2, .., r, g, b] => Some(Color::Rgb(*r as u8, *g as u8, *b as u8)),
                         _ => None,
                     }
                 } else {
-                    let rest: Vec<u16> = groups[i + 1..].iter().take(4).map(|s| num(s)).collect();
+                    let rest: Vec<u16> = groups[i + 1..]
+                        .iter()
+                        .take(4)
+                        .map(|p| p.first().copied().unwrap_or(0))
+                        .collect();
                     match rest.as_slice() {
                         [5, n, ..] => {
                             i += 2;
@@ -475,10 +372,31 @@ mod tests {
 
     #[test]
     fn c1_controls_and_strings_are_swallowed() {
-        let lines = parse(&["x\u{9b}31my\u{9d}0;t\u{7}z\u{85}w\n".as_bytes()]);
-        assert_eq!(texts(&lines), ["xyzw"]);
+        // UTF-8 output: U+009B and friends are C1 controls vte executes
+        // (dropped here); what follows them is plain text.
+        let lines = parse(&["x\u{9b}31my\u{9d}z\u{85}w\u{7f}\n".as_bytes()]);
+        assert_eq!(texts(&lines), ["x31myzw"]);
         let lines = parse(&[b"a\x1bPq#0;2;0;0;0\x1b\\b\x1b_apc\x1b\\c\x1b7d\x1b(Be\n"]);
         assert_eq!(texts(&lines), ["abcde"]);
+    }
+
+    #[test]
+    fn open_sequences_stay_bounded_and_end_cleanly() {
+        // An OSC string never terminated for a megabyte: vte keeps at most
+        // 1024 bytes of it, and none of it is text.
+        let mut big = b"a\x1b]0;".to_vec();
+        big.extend(std::iter::repeat_n(b'x', 1 << 20));
+        big.extend_from_slice(b"\x07b\n");
+        assert_eq!(texts(&parse(&[&big])), ["ab"]);
+        // A stream cut inside a UTF-8 character or a CSI sequence.
+        assert_eq!(texts(&parse(&[b"a\xc3"])), ["a\u{fffd}"]);
+        let mut p = AnsiParser::new();
+        let mut out = Vec::new();
+        p.feed(b"x\x1b[3", &mut |l| out.push(l));
+        p.finish(&mut |l| out.push(l));
+        p.feed(b"1y\n", &mut |l| out.push(l));
+        assert_eq!(texts(&out), ["x", "1y"]);
+        assert!(out[1].runs.is_empty(), "the style was reset: {:?}", out[1]);
     }
 
     #[test]

@@ -131,21 +131,8 @@ pub fn fit(s: &str, cols: usize) -> String {
     out
 }
 
-/// Human size: `512 B`, `1.5 KiB`, `3.2 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+/// Human size: `512 B`, `1.5 KiB`, `3.2 MiB` (the CLI's format too).
+pub use crate::root::words::size as human_size;
 
 /// Short relative age (`42s`, `5m`, `3h`, `2d`) of `then` seen from `now`,
 /// both seconds since the Unix epoch; `-` when unknown.

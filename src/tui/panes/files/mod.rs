@@ -61,9 +61,10 @@ crate::pane_action_enum! {
     Filter => act("files.filter", ID, "filter", &["/"], false, true),
     Refresh => act("files.refresh", ID, "refresh", &["r"], false, false),
     Upload => act("files.upload", ID, "upload host file", &["u"], true, true),
-    // `S` saves to a host file in every pane (Logs too); `d` is kept
-    // for describe, as k9s users read it (issue 22, see keymap::VERBS).
+    // `S` saves to a host file in every pane (Logs too); `d` is
+    // describe, as k9s users read it (issue 22, see keymap::VERBS).
     Download => act("files.download", ID, "download to host", &["S"], false, true),
+    Describe => act("files.describe", ID, "describe", &["d"], false, false),
     Rename => act("files.rename", ID, "rename", &["R"], true, true),
     Delete => act("files.delete", ID, "delete", &["D", "delete"], true, true),
     CopyPath => act("files.copy_path", ID, "copy path", &["y"], false, false),

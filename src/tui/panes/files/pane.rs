@@ -83,6 +83,28 @@ impl FilesPane {
                     cx.effect(Effect::OpenLink(n.path.clone()));
                 }
             }
+            FilesAction::Describe => {
+                if let Some(n) = self.selected_node() {
+                    // What the listing knows; Enter on the file (or its
+                    // preview) reads the content.
+                    let secs = n
+                        .modified
+                        .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map(|d| d.as_secs_f64());
+                    let item = serde_json::json!({
+                        "name": n.display,
+                        "kind": n.kind,
+                        "size": n.size,
+                        "modified": secs,
+                        "link_target": n.link_target,
+                        "binary": n.binary,
+                    });
+                    let paths = [("path", n.path.clone())];
+                    let doc =
+                        super::super::describe::doc("file", &n.display, &item, &paths, &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+            }
             FilesAction::Filter => self.list.filter.begin(),
             FilesAction::Refresh => {
                 let dirs: Vec<String> = self

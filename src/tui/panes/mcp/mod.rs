@@ -56,6 +56,7 @@ crate::pane_action_enum! {
     Remove => act("mcp.remove", ID, "remove", &["D", "delete"], true, true),
     Refresh => act("mcp.refresh", ID, "refresh", &["r"], false, false),
     Filter => act("mcp.filter", ID, "filter", &["/"], false, false),
+    Describe => act("mcp.describe", ID, "describe", &["d"], false, false),
 }
 
 /// Keys of the servers list.

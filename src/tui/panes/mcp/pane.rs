@@ -100,6 +100,20 @@ impl McpPane {
                     });
                 }
             }
+            McpAction::Describe => {
+                if let Some(s) = self.selected() {
+                    // The last failed start/stop/call of this server is
+                    // the pane's, not the engine's: add it to the fields.
+                    let mut v = serde_json::to_value(s).unwrap_or_default();
+                    if let (Some(m), Some(e)) = (v.as_object_mut(), self.last_error.get(&s.name)) {
+                        m.insert("last_action_error".into(), e.clone().into());
+                    }
+                    let paths = [("declarations", cx.ws.layout().mcp_file())];
+                    let doc =
+                        super::super::describe::doc("MCP server", &s.name, &v, &paths, &cx.theme);
+                    cx.effect(Effect::OpenViewer(doc));
+                }
+            }
             McpAction::Refresh => self.load(cx),
             McpAction::Filter => self.filter.begin(),
         }
