@@ -255,6 +255,7 @@ pub const VERBS: &[(&str, &str)] = &[
     ("S", "save to a host file"),
     ("r", "refresh (re-run in Command, run in Agent)"),
     ("!", "shell in the workspace"),
+    ("ctrl-p", "find a file by name (fuzzy, from anywhere)"),
     ("6", "logs"),
     ("d", "reserved for describe: never bound to anything else"),
 ];

@@ -19,6 +19,7 @@
 //! * [`watch`]: the workspace watch feeding changes to the tree.
 //! * [`preview`]: the preview (loading, binary sniffing, drawing, layout)
 //!   and the metadata document.
+//! * [`reveal`]: expanding the folders above a path and selecting it.
 //! * [`pane`]: the `Pane` glue (keys, actions, events, mouse, render).
 
 use std::collections::{BTreeSet, HashMap};
@@ -33,10 +34,12 @@ use crate::tui::widgets::single_flight::SingleFlight;
 
 mod pane;
 mod preview;
+mod reveal;
 mod tree;
 mod watch;
 
 pub use preview::{PREVIEW_BELOW_MIN_HEIGHT, PREVIEW_SIDE_MIN_WIDTH, metadata_doc};
+pub(crate) use preview::{decode_preview, draw_text};
 pub use watch::{WatchHandle, start_watch};
 
 /// Pane id.
@@ -176,6 +179,8 @@ pub struct FilesPane {
     sniffing: bool,
     tree_area: Rect,
     watching: bool,
+    /// A path [`FilesPane::reveal`] waits to select (listings pending).
+    revealing: Option<String>,
 }
 
 impl Default for FilesPane {

@@ -444,6 +444,7 @@ impl TaskPane for FilesPane {
                         if let Some(i) = self.find(dir) {
                             self.nodes[i].loading = false;
                         }
+                        self.reveal_failed(dir);
                         if dir == &self.nodes[self.root].path || !e.contains("no such file") {
                             cx.toast(Level::Error, format!("listing {dir}: {e}"));
                         }
@@ -462,6 +463,9 @@ impl TaskPane for FilesPane {
                 }
                 if self.preview.is_none() {
                     self.want_preview(cx);
+                }
+                if self.revealing.is_some() && !self.inflight.contains(dir) {
+                    self.continue_reveal(cx);
                 }
             }
             Msg::Preview(path, body) => {

@@ -29,6 +29,7 @@ impl FilesPane {
             sniffing: false,
             tree_area: Rect::default(),
             watching: false,
+            revealing: None,
         }
     }
 
@@ -57,6 +58,11 @@ impl FilesPane {
             .iter()
             .map(|&i| self.nodes[i].path.clone())
             .collect()
+    }
+
+    /// Backend path of the selected row.
+    pub fn selected_path(&self) -> Option<&str> {
+        self.selected().map(|i| self.nodes[i].path.as_str())
     }
 
     /// Selects the row of `path` if it is visible.

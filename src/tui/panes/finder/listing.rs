@@ -1,0 +1,164 @@
+//! The finder's file list: one Glob walk of the whole workspace (the
+//! engine's walker: ignore rules, hidden files, no VCS folders, no
+//! symlinks; in-process on local and bubblewrap, `rg --files` in the
+//! sandbox elsewhere), and the fuzzy ranking of it per keystroke.
+
+use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+use nucleo_matcher::{Config, Matcher, Utf32String};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::path as bpath;
+use crate::engine::Workspace;
+use crate::engine::tools::glob::Glob;
+use crate::engine::tools::{BashOptions, Tool, ToolContext, ToolState};
+
+/// Most paths one listing keeps (newest first): a bigger workspace is
+/// listed up to here and the finder says so. About 100 bytes a path, so
+/// the cache stays under ~20 MiB.
+pub const MAX_PATHS: usize = 200_000;
+
+/// One listing of the workspace.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Paths relative to the workdir, newest first (the Glob tool's
+    /// order), at most [`MAX_PATHS`].
+    pub paths: Vec<String>,
+    /// More files exist than [`MAX_PATHS`] (the rest are not listed).
+    pub more: bool,
+    /// The walker's note on paths it could not read (permissions), as
+    /// the Glob tool words it.
+    pub note: Option<String>,
+}
+
+/// Lists every file of `ws` with the Glob tool (`**/*`, at most
+/// [`MAX_PATHS`]). Errors are the tool's text (timeout after
+/// `search_timeout_ms`, a sandbox failure).
+pub async fn list_files(ws: &Workspace, cancel: CancellationToken) -> Result<Listing, String> {
+    let ctx = ToolContext {
+        env: ws.tool_env(),
+        agent: "",
+        session: "",
+        call_id: "tui-finder",
+        cancel,
+        output: None,
+        bash: BashOptions::default(),
+    };
+    let args = json!({"pattern": "**/*", "head_limit": MAX_PATHS});
+    let r = Glob.call(&ctx, args).await;
+    let text = r.text();
+    match r.state {
+        ToolState::Success => Ok(parse(ws.layout().workdir(), &text)),
+        _ => Err(text.trim().to_string()),
+    }
+}
+
+/// Reads the Glob tool's text: one absolute path a line, then maybe the
+/// pagination line (more files exist) and the note on unreadable paths.
+/// Limit: a file name holding a newline is cut in two (both halves are
+/// dropped unless one looks like a path under the workdir).
+pub fn parse(workdir: &str, text: &str) -> Listing {
+    let mut out = Listing::default();
+    let prefix = format!("{}/", workdir.trim_end_matches('/'));
+    for line in text.lines() {
+        if line.starts_with(&prefix) {
+            if let Some(rel) = bpath::strip_root(workdir, line).filter(|r| !r.is_empty()) {
+                out.paths.push(rel);
+            }
+        } else if line.starts_with("[Showing results") {
+            out.more = true;
+        } else if line.contains("could not be searched") {
+            out.note = Some(line.trim().to_string());
+        }
+    }
+    out
+}
+
+/// The text nucleo matches, built once per listing (not per keystroke).
+pub fn haystacks(paths: &[String]) -> Vec<Utf32String> {
+    paths
+        .iter()
+        .map(|p| Utf32String::from(p.as_str()))
+        .collect()
+}
+
+/// A matcher set for paths (a `/` bonus, as fzf's path scheme).
+pub fn path_matcher() -> Matcher {
+    Matcher::new(Config::DEFAULT.match_paths())
+}
+
+/// The nucleo pattern of what was typed: fzf's syntax (`'exact`,
+/// `^prefix`, `suffix$`, `!not`, words separated by spaces), smart case.
+pub fn pattern(needle: &str) -> Pattern {
+    Pattern::parse(needle, CaseMatching::Smart, Normalization::Smart)
+}
+
+/// Indexes of `hay` that match `needle`, best first; ties keep listing
+/// order (newest first). An empty needle keeps every path in order.
+/// Cost: one score per path (about 100k paths in one frame, see
+/// `benches/tui.rs`).
+pub fn rank(m: &mut Matcher, needle: &str, hay: &[Utf32String]) -> Vec<u32> {
+    if needle.trim().is_empty() {
+        return (0..hay.len() as u32).collect();
+    }
+    let pat = pattern(needle);
+    let mut scored: Vec<(u32, u32)> = hay
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| pat.score(h.slice(..), m).map(|s| (s, i as u32)))
+        .collect();
+    scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Char positions of `needle`'s match in `hay` (for highlighting the
+/// rows on screen), sorted, without duplicates.
+pub fn match_positions(m: &mut Matcher, pat: &Pattern, hay: &Utf32String) -> Vec<u32> {
+    let mut idx = Vec::new();
+    pat.indices(hay.slice(..), m, &mut idx);
+    idx.sort_unstable();
+    idx.dedup();
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_paths_pagination_and_note() {
+        let text = "/w/src/a.rs\n/w/b.txt\n\n[Showing results with pagination = limit: 2]\n\
+                    1 path(s) could not be searched and are not listed:\n  /w/secret";
+        let l = parse("/w", text);
+        assert_eq!(l.paths, ["src/a.rs", "b.txt"]);
+        assert!(l.more);
+        assert_eq!(
+            l.note.as_deref(),
+            Some("1 path(s) could not be searched and are not listed:")
+        );
+        let none = parse("/w", "No files found matching pattern: **/*");
+        assert!(none.paths.is_empty() && !none.more);
+    }
+
+    #[test]
+    fn ranks_by_fuzzy_score_then_listing_order() {
+        let paths: Vec<String> = [
+            "docs/README.md",
+            "src/engine/mcp/client.rs",
+            "src/main.rs",
+            "src/engine/mcp/mod.rs",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let hay = haystacks(&paths);
+        let mut m = path_matcher();
+        let r = rank(&mut m, "mcpcli", &hay);
+        assert_eq!(r.first(), Some(&1), "{r:?}");
+        assert!(!r.contains(&0) && !r.contains(&2));
+        assert_eq!(rank(&mut m, "", &hay), [0, 1, 2, 3]);
+        assert!(rank(&mut m, "zzz", &hay).is_empty());
+        let pos = match_positions(&mut m, &pattern("main"), &hay[2]);
+        assert_eq!(pos, [4, 5, 6, 7]);
+    }
+}
