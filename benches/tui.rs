@@ -159,7 +159,7 @@ fn frame(c: &mut Criterion) {
 /// One keystroke of the finder over 100,000 realistic paths: every path
 /// scored by nucleo and the matches sorted (issue 19: ≤ 16 ms).
 fn finder(c: &mut Criterion) {
-    use wsbench::tui::panes::finder::listing::{haystacks, path_matcher, rank};
+    use wsbench::tui::panes::finder::rank::{haystacks, path_matcher, rank};
     let paths: Vec<String> = (0..100_000)
         .map(|i| {
             format!(

@@ -280,3 +280,76 @@ async fn finder_snapshots() {
         });
     }
 }
+
+/// The Files `/` filter searches the whole tree: a file in a folder never
+/// expanded (never listed) shows with the folders above it; `esc` on the
+/// pane clears the filter and the tree is as it was. The filter is fuzzy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_files_filter_finds_a_file_in_an_unexpanded_folder() {
+    let (dir, ws) = fixture(sources).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    let before = hs.pane::<FilesPane>(files::ID).visible_names();
+    let client = dir.path().join("src/engine/mcp/client.rs");
+    let client = client.to_string_lossy().into_owned();
+    assert!(!before.contains(&client));
+    hs.keys("esc 2 /").await;
+    hs.type_text("clnt.rs").await;
+    hs.keys("enter").await;
+    let shown = hs.pane::<FilesPane>(files::ID).visible_names();
+    let rel: Vec<String> = shown
+        .iter()
+        .map(|p| {
+            p.strip_prefix(&format!("{}/", dir.path().display()))
+                .unwrap_or(p)
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        rel,
+        [
+            "src",
+            "src/engine",
+            "src/engine/mcp",
+            "src/engine/mcp/client.rs"
+        ],
+        "fuzzy `clnt.rs` over the whole tree"
+    );
+    let text = hs.draw().await;
+    assert!(text.contains("client.rs"), "{text}");
+    hs.keys("esc").await;
+    let after = hs.pane::<FilesPane>(files::ID).visible_names();
+    assert_eq!(after, before, "esc clears the filter");
+}
+
+/// The end of a file longer than the viewer reads at once: `G` reads its
+/// last MiB (one ranged read) and shows the last line, where the error
+/// usually is; `g` goes back to the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g_shows_the_tail_of_a_big_file() {
+    let (dir, ws) = fixture(|p| {
+        let mut body = String::with_capacity(4 << 20);
+        for i in 1..=200_000 {
+            body.push_str(&format!("line {i:07} all is well\n"));
+        }
+        body.push_str("FINAL error: disk full\n");
+        std::fs::write(p.join("big.log"), body).unwrap();
+    })
+    .await;
+    assert!(std::fs::metadata(dir.path().join("big.log")).unwrap().len() > 4 << 20);
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc ctrl-p").await;
+    hs.type_text("big.log").await;
+    hs.keys("ctrl-o").await;
+    let text = hs.draw().await;
+    assert!(text.contains("line 0000001 all is well"), "{text}");
+    assert!(!text.contains("FINAL error"), "{text}");
+    hs.keys("G").await;
+    let text = hs.draw().await;
+    assert!(text.contains("FINAL error: disk full"), "{text}");
+    assert!(text.contains("line 0200000 all is well"), "{text}");
+    assert!(!text.contains("line 0000001"), "{text}");
+    hs.keys("g").await;
+    let text = hs.draw().await;
+    assert!(text.contains("line 0000001 all is well"), "{text}");
+    assert!(!text.contains("FINAL error"), "{text}");
+}

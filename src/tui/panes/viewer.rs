@@ -24,7 +24,8 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "viewer";
 
-/// Largest text shown whole (1 MiB); longer files show their start.
+/// Largest text shown whole (1 MiB); longer files show their start, and
+/// `G` reads their end (one ranged read of this many bytes).
 pub const MAX_VIEW_BYTES: u64 = 1024 * 1024;
 
 crate::pane_action_enum! {
@@ -55,10 +56,28 @@ pub struct ViewerPane {
     mark: Option<usize>,
     /// Where closing the last document goes (`None`: the layout).
     back: Option<&'static str>,
+    /// The document on show is one part of a longer text file.
+    cut: Option<Cut>,
 }
 
-/// A loaded document, and the 1-based line to show (`OpenAt`).
-pub(crate) struct Loaded(Doc, Option<usize>);
+/// A text file longer than [`MAX_VIEW_BYTES`]: which part is on show.
+#[derive(Debug, Clone)]
+pub(crate) struct Cut {
+    path: String,
+    size: u64,
+    /// The end is on show (else the start).
+    tail: bool,
+}
+
+/// A loaded document: the 1-based line to show (`OpenAt`), the part of a
+/// long file it is, and whether it replaces the document on show as its
+/// other part (`Some(true)`: the end, scrolled to the bottom).
+pub(crate) struct Loaded {
+    doc: Doc,
+    line: Option<usize>,
+    cut: Option<Cut>,
+    part: Option<bool>,
+}
 
 impl Default for ViewerPane {
     fn default() -> Self {
@@ -222,7 +241,10 @@ pub fn text_doc(title: &str, body: &str, truncated: bool, t: &Theme) -> Doc {
         .collect();
     if truncated {
         lines.push(line(
-            &format!("… (first {} shown)", text::human_size(MAX_VIEW_BYTES)),
+            &format!(
+                "… (first {} shown: G reads the end)",
+                text::human_size(MAX_VIEW_BYTES)
+            ),
             t.muted,
         ));
     }
@@ -241,19 +263,91 @@ pub async fn load_doc(
     target: String,
     theme: Theme,
 ) -> Doc {
+    load(ws, target, theme).await.0
+}
+
+/// The end of a long text file: its last [`MAX_VIEW_BYTES`] in one ranged
+/// read (backends with ranged reads read only those; E2B and Daytona cut
+/// them from a whole download), the line cut at the start dropped. Lines
+/// are not numbered: counting them would read the whole file.
+async fn load_tail(
+    ws: std::sync::Arc<crate::engine::Workspace>,
+    cut: Cut,
+    title: String,
+    t: Theme,
+) -> (Doc, Option<Cut>) {
+    let offset = cut.size.saturating_sub(MAX_VIEW_BYTES);
+    let range = ByteRange {
+        offset,
+        len: MAX_VIEW_BYTES,
+    };
+    let bytes = match ws.sandbox().read(&cut.path, Some(range)).await {
+        Ok(b) => b,
+        Err(e) => {
+            let doc = super::files::metadata_doc(&cut.path, None, &[], Some(&e.to_string()));
+            return (doc, None);
+        }
+    };
+    let start = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let skipped = offset + start as u64;
+    let mut lines = vec![line(
+        &format!(
+            "… (first {} not shown: g goes back to the start)",
+            text::human_size(skipped)
+        ),
+        t.muted,
+    )];
+    let body = String::from_utf8_lossy(&bytes[start..]);
+    lines.extend(body.lines().map(|l| line(&text::display(l), t.base)));
+    let mut doc = Doc {
+        title,
+        lines,
+        links: Vec::new(),
+    };
+    collect_links(&mut doc);
+    (doc, Some(Cut { tail: true, ..cut }))
+}
+
+/// [`load_doc`], and the [`Cut`] when only the start of a text file was
+/// read.
+async fn load(
+    ws: std::sync::Arc<crate::engine::Workspace>,
+    target: String,
+    theme: Theme,
+) -> (Doc, Option<Cut>) {
+    let doc = |d: Doc| (d, None);
     let path = match ws.layout().resolve_reference(&target) {
         Ok(p) => p,
-        Err(e) => return super::files::metadata_doc(&target, None, &[], Some(&e.to_string())),
+        Err(e) => {
+            return doc(super::files::metadata_doc(
+                &target,
+                None,
+                &[],
+                Some(&e.to_string()),
+            ));
+        }
     };
     let shown = crate::backend::path::strip_root(ws.layout().workdir(), &path)
         .filter(|r| !r.is_empty())
         .unwrap_or_else(|| path.clone());
     let stat = match ws.sandbox().stat(&path).await {
         Ok(s) => s,
-        Err(e) => return super::files::metadata_doc(&path, None, &[], Some(&e.to_string())),
+        Err(e) => {
+            return doc(super::files::metadata_doc(
+                &path,
+                None,
+                &[],
+                Some(&e.to_string()),
+            ));
+        }
     };
     if stat.is_dir_like() {
-        return super::files::metadata_doc(&path, Some(&stat), &[], Some("is a directory"));
+        return doc(super::files::metadata_doc(
+            &path,
+            Some(&stat),
+            &[],
+            Some("is a directory"),
+        ));
     }
     let head = ws
         .sandbox()
@@ -271,7 +365,7 @@ pub async fn load_doc(
     let binary =
         in_data || crate::engine::offload::sniff_media_type(&head).is_some() || head.contains(&0);
     if binary {
-        return super::files::metadata_doc(&path, Some(&stat), &head, None);
+        return doc(super::files::metadata_doc(&path, Some(&stat), &head, None));
     }
     let range = (stat.size > MAX_VIEW_BYTES).then_some(ByteRange {
         offset: 0,
@@ -280,18 +374,29 @@ pub async fn load_doc(
     let bytes = match ws.sandbox().read(&path, range).await {
         Ok(b) => b,
         Err(e) => {
-            return super::files::metadata_doc(&path, Some(&stat), &head, Some(&e.to_string()));
+            return doc(super::files::metadata_doc(
+                &path,
+                Some(&stat),
+                &head,
+                Some(&e.to_string()),
+            ));
         }
     };
     if name == names::CONTEXT_FILE || name.ends_with(".jsonl") {
-        return conversation_doc(&shown, &parse_context(&bytes), &theme);
+        return doc(conversation_doc(&shown, &parse_context(&bytes), &theme));
     }
-    text_doc(
+    let cut = range.map(|_| Cut {
+        path: path.clone(),
+        size: stat.size,
+        tail: false,
+    });
+    let text = text_doc(
         &shown,
         &String::from_utf8_lossy(&bytes),
         range.is_some(),
         &theme,
-    )
+    );
+    (text, cut)
 }
 
 impl ViewerPane {
@@ -307,7 +412,34 @@ impl ViewerPane {
             wrap: false,
             mark: None,
             back: None,
+            cut: None,
         }
+    }
+
+    /// Reads the other part of the long file on show: its end (`tail`)
+    /// or its start; the document is replaced, not stacked.
+    fn load_part(&mut self, cut: Cut, tail: bool, cx: &Ctx) {
+        let ws = cx.ws.clone();
+        let theme = cx.theme.clone();
+        let title = self
+            .doc
+            .as_ref()
+            .map(|d| d.title.clone())
+            .unwrap_or_default();
+        self.loading = Some(cut.path.clone());
+        cx.spawn::<ViewerPane>(async move {
+            let (doc, cut) = if tail {
+                load_tail(ws, cut, title, theme).await
+            } else {
+                load(ws, cut.path, theme).await
+            };
+            Loaded {
+                doc,
+                line: None,
+                cut,
+                part: Some(tail),
+            }
+        });
     }
 
     /// The document on show (tests).
@@ -366,10 +498,19 @@ impl ViewerPane {
             ViewerAction::Nav(Nav::Up) => self.offset = self.offset.saturating_sub(1),
             ViewerAction::Nav(Nav::PageDown) => self.offset = (self.offset + h).min(max),
             ViewerAction::Nav(Nav::PageUp) => self.offset = self.offset.saturating_sub(h),
-            ViewerAction::Nav(Nav::Top) => self.offset = 0,
-            ViewerAction::Nav(Nav::Bottom) => self.offset = max,
+            ViewerAction::Nav(Nav::Top) => match self.cut.clone().filter(|c| c.tail) {
+                Some(c) => self.load_part(c, false, cx),
+                None => self.offset = 0,
+            },
+            ViewerAction::Nav(Nav::Bottom) => match self.cut.clone().filter(|c| !c.tail) {
+                Some(c) => self.load_part(c, true, cx),
+                None => self.offset = max,
+            },
             ViewerAction::Back => match self.stack.pop() {
                 Some((doc, off, link)) => {
+                    // Limit: a long file stacked under a link is then
+                    // shown as read (its other part is not reachable).
+                    self.cut = None;
                     self.doc = Some(doc);
                     self.offset = off;
                     self.link = link;
@@ -445,6 +586,7 @@ impl Pane for ViewerPane {
             PaneEvent::Show(doc) => {
                 self.stack.clear();
                 self.back = None;
+                self.cut = None;
                 self.show((*doc).clone(), false);
             }
             PaneEvent::Open(target) => {
@@ -452,9 +594,15 @@ impl Pane for ViewerPane {
                 let ws = cx.ws.clone();
                 let theme = cx.theme.clone();
                 let target = target.to_string();
-                cx.spawn::<ViewerPane>(
-                    async move { Loaded(load_doc(ws, target, theme).await, None) },
-                );
+                cx.spawn::<ViewerPane>(async move {
+                    let (doc, cut) = load(ws, target, theme).await;
+                    Loaded {
+                        doc,
+                        line: None,
+                        cut,
+                        part: None,
+                    }
+                });
             }
             PaneEvent::OpenAt { path, line, back } => {
                 // A fresh view: what was open before is not returned to.
@@ -466,7 +614,13 @@ impl Pane for ViewerPane {
                 let theme = cx.theme.clone();
                 let (target, line) = (path.to_string(), *line);
                 cx.spawn::<ViewerPane>(async move {
-                    Loaded(load_doc(ws, target, theme).await, Some(line))
+                    let (doc, cut) = load(ws, target, theme).await;
+                    Loaded {
+                        doc,
+                        line: Some(line),
+                        cut,
+                        part: None,
+                    }
                 });
             }
             _ => {}
@@ -565,9 +719,30 @@ impl TaskPane for ViewerPane {
     type Msg = Loaded;
 
     fn on_msg(&mut self, msg: Loaded, cx: &mut Ctx) {
-        let Loaded(doc, line) = msg;
+        let Loaded {
+            doc,
+            line,
+            cut,
+            part,
+        } = msg;
         self.loading = None;
-        self.show(doc, true);
+        match part {
+            // The other part of the same file: in place, the end at the
+            // bottom of the screen.
+            Some(tail) => {
+                let len = doc.lines.len();
+                self.doc = Some(doc);
+                self.mark = None;
+                self.link = None;
+                self.offset = if tail {
+                    len.saturating_sub(self.height.max(1))
+                } else {
+                    0
+                };
+            }
+            None => self.show(doc, true),
+        }
+        self.cut = cut;
         if let Some(n) = line
             && !self.goto_line(n)
         {

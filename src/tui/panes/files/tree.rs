@@ -30,6 +30,10 @@ impl FilesPane {
             tree_area: Rect::default(),
             watching: false,
             revealing: None,
+            all: Vec::new(),
+            all_state: Default::default(),
+            all_stale: false,
+            filter_tried: BTreeSet::new(),
         }
     }
 
@@ -313,6 +317,9 @@ impl FilesPane {
 
 impl FilesPane {
     pub(super) fn on_change(&mut self, path: &str, kind: ChangeKind, cx: &Ctx) {
+        if kind != ChangeKind::Modified {
+            self.all_stale = true;
+        }
         let targets = if kind == ChangeKind::Rescan {
             vec![path.to_string()]
         } else {

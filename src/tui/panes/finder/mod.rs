@@ -14,7 +14,7 @@
 //!   path; `benches/tui.rs` holds 100k paths to one frame).
 //!
 //! Files of the pane: `mod.rs` (state, keys, actions, tasks),
-//! [`listing`] (the walk and the ranking), `render.rs` (drawing).
+//! [`rank`] (the ranking; the walk is `files::all_files`), `render.rs` (drawing).
 
 use std::time::SystemTime;
 
@@ -34,10 +34,12 @@ use crate::tui::widgets::line::LineEdit;
 use crate::tui::widgets::list::ListCursor;
 use crate::tui::widgets::single_flight::SingleFlight;
 
-pub mod listing;
+pub mod rank;
 mod render;
 
-pub use listing::{MAX_PATHS, rank};
+pub use crate::tui::panes::files::all_files::MAX_PATHS;
+use crate::tui::panes::files::all_files::{self, Listing};
+pub use rank::rank;
 
 /// Pane id.
 pub const ID: &str = "finder";
@@ -74,7 +76,7 @@ pub(crate) enum Msg {
     /// A listing ended (`seq` tells a stale one).
     Listed {
         seq: u64,
-        result: Result<listing::Listing, String>,
+        result: Result<Listing, String>,
     },
     /// A preview read ended.
     Preview(String, PreviewBody),
@@ -124,8 +126,8 @@ impl FinderPane {
             more: false,
             note: None,
             ranked: Vec::new(),
-            pattern: listing::pattern(""),
-            matcher: listing::path_matcher(),
+            pattern: rank::pattern(""),
+            matcher: rank::path_matcher(),
             cursor: ListCursor::default(),
             walk: Walk::Never,
             seq: 0,
@@ -180,7 +182,7 @@ impl FinderPane {
         };
         let ws = cx.ws.clone();
         cx.spawn::<FinderPane>(async move {
-            let result = listing::list_files(&ws, token).await;
+            let result = all_files::list_files(&ws, token).await;
             Msg::Listed { seq, result }
         });
     }
@@ -190,7 +192,7 @@ impl FinderPane {
     fn rerank(&mut self, cx: &Ctx) {
         let was = self.selected_index();
         let needle = self.input.text().to_string();
-        self.pattern = listing::pattern(&needle);
+        self.pattern = rank::pattern(&needle);
         self.ranked = rank(&mut self.matcher, &needle, &self.hay);
         self.cursor.selected = was
             .and_then(|w| self.ranked.iter().position(|&i| i == w))
@@ -375,15 +377,12 @@ impl TaskPane for FinderPane {
                 }
                 self.cancel = None;
                 let ms = match self.walk {
-                    Walk::Running { started } => (cx.clock)()
-                        .duration_since(started)
-                        .map(|d| d.as_millis() as u64)
-                        .unwrap_or(0),
+                    Walk::Running { started } => cx.elapsed_ms(started),
                     _ => 0,
                 };
                 match result {
                     Ok(l) => {
-                        self.hay = listing::haystacks(&l.paths);
+                        self.hay = rank::haystacks(&l.paths);
                         self.paths = l.paths;
                         self.more = l.more;
                         self.note = l.note;

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::listing::match_positions;
+use super::rank::match_positions;
 use super::{FinderPane, Walk};
 use crate::tui::pane::{Ctx, placeholder};
 use crate::tui::panes::files::{PREVIEW_SIDE_MIN_WIDTH, PreviewBody, draw_text};
@@ -20,10 +20,7 @@ fn note(p: &FinderPane, cx: &Ctx) -> String {
     match &p.walk {
         Walk::Never => "listing…".into(),
         Walk::Running { started } => {
-            let ms = (cx.clock)()
-                .duration_since(*started)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0);
+            let ms = cx.elapsed_ms(*started);
             if p.paths.is_empty() {
                 format!("listing… {}", text::duration_ms(ms))
             } else {
