@@ -97,7 +97,7 @@ impl FilesPane {
             };
             // Down from the root to the first folder not listed yet.
             let mut dir = root.clone();
-            for j in 0..=k {
+            for (j, part) in parts.iter().enumerate().take(k + 1) {
                 let Some(i) = self.find(&dir) else {
                     break; // Gone since the walk.
                 };
@@ -110,7 +110,7 @@ impl FilesPane {
                 if j == k {
                     break; // Listed: the match has its row.
                 }
-                dir = bpath::join(&dir, parts[j]);
+                dir = bpath::join(&dir, part);
             }
             if want.len() >= budget {
                 break;
