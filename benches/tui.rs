@@ -2,6 +2,8 @@
 //!
 //! * `frame/100k_tree_1m_log`: one frame at 120×40 with a 100,000-entry
 //!   expanded file tree and a 1,000,000-line log on screen (target ≤ 8 ms);
+//! * `finder/rank_100k`: the file finder re-ranking 100,000 paths for one
+//!   keystroke (a three-letter query; target ≤ 16 ms, one frame);
 //! * `start/first_frame`: open a workspace on a fresh local directory,
 //!   build the app, draw the first frame (target ≤ 150 ms);
 //! * memory: resident set size before and after streaming 1,000,000 lines
@@ -154,6 +156,27 @@ fn frame(c: &mut Criterion) {
     });
 }
 
+/// One keystroke of the finder over 100,000 realistic paths: every path
+/// scored by nucleo and the matches sorted (issue 19: ≤ 16 ms).
+fn finder(c: &mut Criterion) {
+    use wsbench::tui::panes::finder::rank::{haystacks, path_matcher, rank};
+    let paths: Vec<String> = (0..100_000)
+        .map(|i| {
+            format!(
+                "src/module_{}/sub_{}/component_{i}_{}.rs",
+                i % 97,
+                i % 13,
+                if i % 3 == 0 { "client" } else { "server" }
+            )
+        })
+        .collect();
+    let hay = haystacks(&paths);
+    let mut m = path_matcher();
+    c.bench_function("finder/rank_100k", |b| {
+        b.iter(|| rank(&mut m, "mcl", &hay).len());
+    });
+}
+
 fn start(c: &mut Criterion) {
     let rt = rt();
     let mut g = c.benchmark_group("start");
@@ -180,7 +203,7 @@ fn start(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, frame, start);
+criterion_group!(benches, frame, finder, start);
 
 fn main() {
     memory_report();

@@ -296,6 +296,9 @@ pub enum Effect {
     },
     /// Close the full-screen pane (editor or viewer).
     CloseModal,
+    /// Show a backend path in the Files tree: focus Files, expand (and
+    /// list) the folders above it, select it (the finder's Enter).
+    Reveal(String),
     /// Ask yes/no; on yes the pane gets [`PaneEvent::Confirmed`] with `tag`.
     Confirm {
         /// Pane to answer.

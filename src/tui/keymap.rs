@@ -256,6 +256,7 @@ pub const VERBS: &[(&str, &str)] = &[
     ("S", "save to a host file"),
     ("r", "refresh (re-run in Command, run in Agent)"),
     ("!", "shell in the workspace"),
+    ("ctrl-p", "find a file by name (fuzzy, from anywhere)"),
     ("6", "logs"),
     ("d", "describe: every field of the selection"),
 ];

@@ -115,6 +115,15 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Milliseconds from `since` to now on the app's clock (0 when the
+    /// clock went back): how long a search or a walk has run.
+    pub fn elapsed_ms(&self, since: SystemTime) -> u64 {
+        (self.clock)()
+            .duration_since(since)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+
     /// Queues an effect for the app.
     pub fn effect(&mut self, e: Effect) {
         self.effects.push(e);

@@ -22,6 +22,13 @@ pub const ACTIONS: &[ActionSpec] = &[
         false,
         false,
     ),
+    spec(
+        "app.find",
+        "find a file by name (fuzzy)",
+        &["ctrl-p"],
+        false,
+        false,
+    ),
     spec("app.focus_next", "next pane", &["tab"], false, true),
     spec(
         "app.focus_prev",

@@ -72,6 +72,12 @@ impl App {
                 }
             }
             Effect::CloseModal => self.modal = None,
+            Effect::Reveal(path) => {
+                self.set_focus(panes::files::ID);
+                self.pane_call::<panes::files::FilesPane, _>(panes::files::ID, |p, cx| {
+                    p.reveal(&path, cx)
+                });
+            }
             Effect::Confirm { pane, message, tag } => {
                 self.overlay = Some(Overlay::Confirm { pane, message, tag })
             }

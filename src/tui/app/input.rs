@@ -193,6 +193,12 @@ impl App {
                 self.set_focus(panes::grep::ID);
                 self.pane_call::<panes::grep::GrepPane, _>(panes::grep::ID, |p, _| p.opened());
             }
+            "app.find" => {
+                self.set_focus(panes::finder::ID);
+                self.pane_call::<panes::finder::FinderPane, _>(panes::finder::ID, |p, cx| {
+                    p.opened(cx)
+                });
+            }
             "app.focus_workspaces" => self.set_focus(panes::workspaces::ID),
             "app.focus_mcp" => self.set_focus(panes::mcp::ID),
             "app.mouse" => {

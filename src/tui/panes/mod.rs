@@ -39,6 +39,7 @@ pub mod command;
 pub mod describe;
 pub mod editor;
 pub mod files;
+pub mod finder;
 pub mod grep;
 pub mod help;
 pub mod logs;
@@ -63,6 +64,7 @@ pub fn pane_actions() -> Vec<ActionSpec> {
         sessions::ACTIONS,
         files::ACTIONS,
         grep::ACTIONS,
+        finder::ACTIONS,
         editor::ACTIONS,
         skills::ACTIONS,
         offload::ACTIONS,
@@ -98,6 +100,7 @@ pub fn registry(cx: &Ctx) -> Vec<Box<dyn Pane>> {
         Box::new(editor::EditorPane::new()),
         Box::new(viewer::ViewerPane::new()),
         Box::new(grep::GrepPane::new()),
+        Box::new(finder::FinderPane::new()),
         Box::new(agent::AgentPane::new(&cx.config)),
     ]
 }

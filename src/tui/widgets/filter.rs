@@ -1,12 +1,27 @@
 //! The `/` filter of a list: a one-line input drawn at the bottom of the
 //! pane, applied as the user types.
 //!
-//! Matching is a substring match, case-insensitive unless the filter has
-//! an upper-case letter ("smart case"); a leading `!` inverts it.
+//! Matching is fuzzy (nucleo, fzf's syntax: `cfg` matches `config.toml`;
+//! words separated by spaces must all match; `'exact`, `^prefix`,
+//! `suffix$`; `!word` excludes what holds `word`), case-insensitive
+//! unless the filter has an upper-case letter ("smart case"). A list
+//! keeps its own order: the filter drops rows, it does not rank them.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use std::cell::RefCell;
+
+use nucleo_matcher::pattern::{Atom, CaseMatching, Normalization, Pattern};
+use nucleo_matcher::{Config, Matcher, Utf32Str};
+
 use super::text;
+
+thread_local! {
+    /// One matcher per thread (its buffers are ~100 KiB: not one per
+    /// filter, nor per row).
+    static MATCHER: RefCell<(Matcher, Vec<char>)> =
+        RefCell::new((Matcher::new(Config::DEFAULT), Vec::new()));
+}
 
 /// What a key did to the filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +41,8 @@ pub struct Filter {
     pub editing: bool,
     /// The filter text.
     pub text: String,
-    lower: String,
+    /// The parsed words of `text` (all must match).
+    atoms: Vec<Atom>,
 }
 
 impl Filter {
@@ -43,7 +59,7 @@ impl Filter {
     /// Sets the text directly.
     pub fn set(&mut self, text: &str) {
         self.text = text.to_string();
-        self.lower = self.text.to_lowercase();
+        self.atoms = Pattern::parse(&self.text, CaseMatching::Smart, Normalization::Smart).atoms;
     }
 
     /// Handles a key while editing.
@@ -112,16 +128,11 @@ impl Filter {
         if !self.active() {
             return true;
         }
-        let (neg, pat, lower) = match self.text.strip_prefix('!') {
-            Some(p) => (true, p, &self.lower[1..]),
-            None => (false, self.text.as_str(), self.lower.as_str()),
-        };
-        let hit = if pat.chars().any(char::is_uppercase) {
-            s.contains(pat)
-        } else {
-            s.to_lowercase().contains(lower)
-        };
-        hit != neg
+        MATCHER.with(|m| {
+            let (m, buf) = &mut *m.borrow_mut();
+            let hay = Utf32Str::new(s, buf);
+            self.atoms.iter().all(|a| a.score(hay, m).is_some())
+        })
     }
 
     /// The bar text (`/text▏` while editing).
@@ -144,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn smart_case_and_negation() {
+    fn fuzzy_smart_case_and_negation() {
         let mut f = Filter::default();
         f.begin();
         for c in "rea".chars() {
@@ -157,6 +168,13 @@ mod tests {
         f.set("!md");
         assert!(!f.matches("a.md"));
         assert!(f.matches("a.txt"));
+        // Fuzzy, fzf's syntax: letters in order; words must all match.
+        f.set("rdme");
+        assert!(f.matches("README.md"));
+        assert!(!f.matches("mder"));
+        f.set("rea !txt");
+        assert!(f.matches("README.md"));
+        assert!(!f.matches("README.txt"));
         assert_eq!(f.key(&k(KeyCode::Esc)), FilterOutcome::Done);
         assert!(!f.active());
         assert_eq!(f.key(&k(KeyCode::Char('x'))), FilterOutcome::Ignored);

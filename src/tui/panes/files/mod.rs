@@ -19,6 +19,11 @@
 //! * [`watch`]: the workspace watch feeding changes to the tree.
 //! * [`preview`]: the preview (loading, binary sniffing, drawing, layout)
 //!   and the metadata document.
+//! * [`all_files`]: every file in one Glob walk (the finder's list, and
+//!   what `/` searches beyond the listed folders).
+//! * [`filter`]: the `/` filter over the whole tree: folders holding a
+//!   match are listed as needed.
+//! * [`reveal`]: expanding the folders above a path and selecting it.
 //! * [`pane`]: the `Pane` glue (keys, actions, events, mouse, render).
 
 use std::collections::{BTreeSet, HashMap};
@@ -31,12 +36,16 @@ use crate::tui::keymap::ActionSpec;
 use crate::tui::widgets::filtered::FilteredList;
 use crate::tui::widgets::single_flight::SingleFlight;
 
+pub mod all_files;
+mod filter;
 mod pane;
 mod preview;
+mod reveal;
 mod tree;
 mod watch;
 
 pub use preview::{PREVIEW_BELOW_MIN_HEIGHT, PREVIEW_SIDE_MIN_WIDTH, metadata_doc};
+pub(crate) use preview::{decode_preview, draw_text};
 pub use watch::{WatchHandle, start_watch};
 
 /// Pane id.
@@ -153,6 +162,7 @@ pub(crate) enum Msg {
     },
     Preview(String, PreviewBody),
     Sniffed(Vec<(String, bool)>),
+    AllFiles(Result<all_files::Listing, String>),
     Done(String),
     Failed(String),
 }
@@ -177,6 +187,15 @@ pub struct FilesPane {
     sniffing: bool,
     tree_area: Rect,
     watching: bool,
+    /// A path [`FilesPane::reveal`] waits to select (listings pending).
+    revealing: Option<String>,
+    /// Every file's path relative to the workdir (the `/` filter's walk).
+    all: Vec<String>,
+    all_state: filter::AllFiles,
+    /// The walk no longer matches the workspace (the watch said so).
+    all_stale: bool,
+    /// Folders the filter listed (each once per filter).
+    filter_tried: BTreeSet<String>,
 }
 
 impl Default for FilesPane {

@@ -107,6 +107,7 @@ impl FilesPane {
             }
             FilesAction::Filter => self.list.filter.begin(),
             FilesAction::Refresh => {
+                self.all_stale = true;
                 let dirs: Vec<String> = self
                     .nodes
                     .iter()
@@ -220,7 +221,39 @@ impl Pane for FilesPane {
         self.list(root, cx);
     }
 
-    crate::filtered_list_input!(list, rebuild);
+    // The keys of `filtered_list_input!`, re-filtering with the context
+    // so the filter can list the folders that hold matches.
+    fn text_input_active(&self) -> bool {
+        self.list.editing()
+    }
+
+    fn blur(&mut self) {
+        self.list.blur();
+    }
+
+    fn clear_filter(&mut self) -> bool {
+        if self.list.editing() || !self.list.filter.active() {
+            return false;
+        }
+        self.list.filter.set("");
+        self.filter_tried.clear();
+        self.rebuild();
+        true
+    }
+
+    fn on_key(&mut self, key: &ratatui::crossterm::event::KeyEvent, cx: &mut Ctx) -> bool {
+        let used = self.list.key(key);
+        if used {
+            self.refilter(cx);
+        }
+        used
+    }
+
+    fn on_paste(&mut self, s: &str, cx: &mut Ctx) -> bool {
+        let used = self.list.paste(s);
+        self.refilter(cx);
+        used
+    }
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
@@ -359,8 +392,12 @@ impl Pane for FilesPane {
         if self.list.shown.is_empty() {
             let msg = if loading {
                 "listing…"
+            } else if self.list.filter.active() && self.filter_searching() {
+                "searching the whole tree…"
+            } else if self.list.filter.active() && self.filter_capped() {
+                "nothing matches in the folders searched (narrow the filter)"
             } else if self.list.filter.active() {
-                "nothing matches (filter searches listed folders)"
+                "nothing matches"
             } else {
                 "empty workspace"
             };
@@ -466,12 +503,14 @@ impl TaskPane for FilesPane {
                         if let Some(i) = self.find(dir) {
                             self.nodes[i].loading = false;
                         }
+                        self.reveal_failed(dir);
                         if dir == &self.nodes[self.root].path || !e.contains("no such file") {
                             cx.toast(Level::Error, format!("listing {dir}: {e}"));
                         }
                     }
                 }
                 self.rebuild();
+                self.search_unlisted(cx);
                 if self.again.remove(dir) {
                     self.list(dir.clone(), cx);
                 }
@@ -484,6 +523,9 @@ impl TaskPane for FilesPane {
                 }
                 if self.preview.is_none() {
                     self.want_preview(cx);
+                }
+                if self.revealing.is_some() && !self.inflight.contains(dir) {
+                    self.continue_reveal(cx);
                 }
             }
             Msg::Preview(path, body) => {
@@ -508,6 +550,20 @@ impl TaskPane for FilesPane {
                     }
                 }
             }
+            Msg::AllFiles(result) => match result {
+                Ok(l) => {
+                    self.all = l.paths.clone();
+                    self.all_state = super::filter::AllFiles::Ready;
+                    self.refilter(cx);
+                }
+                Err(e) => {
+                    cx.toast(
+                        Level::Warn,
+                        format!("listing every file for the filter: {e}"),
+                    );
+                    self.all_state = super::filter::AllFiles::Failed(e.clone());
+                }
+            },
             Msg::Done(m) => {
                 cx.toast(Level::Info, m.clone());
                 if !self.watching {

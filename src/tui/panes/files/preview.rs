@@ -3,18 +3,23 @@
 //! file used by the viewer.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use crate::backend::{ByteRange, FileKind, FileStat};
 use crate::engine::offload::{png_dimensions, sniff_media_type};
 use crate::tui::action::Doc;
 use crate::tui::pane::{Ctx, placeholder};
+use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::text;
 
 use super::*;
 
-pub(super) fn decode_preview(bytes: &[u8], size: u64) -> PreviewBody {
+/// What a preview shows of `bytes`, the first bytes of a file of `size`
+/// bytes: text lines (a cut UTF-8 character dropped), or binary (sniffed
+/// media type, NUL bytes).
+pub(crate) fn decode_preview(bytes: &[u8], size: u64) -> PreviewBody {
     let head = &bytes[..bytes.len().min(8192)];
     if let Some(media) = sniff_media_type(head) {
         return PreviewBody::Binary {
@@ -159,29 +164,7 @@ impl FilesPane {
                     placeholder(f, area, "(empty file)", t.muted);
                     return;
                 }
-                let h = area.height as usize;
-                p.scroll = p.scroll.min(lines.len().saturating_sub(1));
-                let numw = (p.scroll + h).min(lines.len()).to_string().len().max(2);
-                for (row, (n, l)) in lines.iter().enumerate().skip(p.scroll).take(h).enumerate() {
-                    let y = area.y + row as u16;
-                    let num = format!("{:>numw$} ", n + 1);
-                    buf.set_stringn(area.x, y, &num, area.width as usize, t.line_number);
-                    let x = area.x + num.len() as u16;
-                    if x < area.x + area.width {
-                        let w = (area.x + area.width - x) as usize;
-                        buf.set_stringn(x, y, text::display(l), w, t.base);
-                    }
-                }
-                if *truncated && lines.len() <= p.scroll + h && area.height > 0 {
-                    let y = area.y + (lines.len() - p.scroll).min(h.saturating_sub(1)) as u16;
-                    buf.set_stringn(
-                        area.x,
-                        y,
-                        "… (preview shows the first 64 KiB)",
-                        area.width as usize,
-                        t.muted,
-                    );
-                }
+                draw_text(buf, area, lines, *truncated, &mut p.scroll, t);
             }
             PreviewBody::Binary { media, dims } => {
                 let node = self.by_path.get(&p.path).map(|&i| &self.nodes[i]);
@@ -223,6 +206,42 @@ impl FilesPane {
                 );
             }
         }
+    }
+}
+
+/// Draws text lines with their numbers into `area` from line `*scroll`
+/// (clamped to the text), and, at the end of a text cut at
+/// [`PREVIEW_BYTES`], a note saying so. Used by Files and the finder.
+pub(crate) fn draw_text(
+    buf: &mut Buffer,
+    area: Rect,
+    lines: &[String],
+    truncated: bool,
+    scroll: &mut usize,
+    t: &Theme,
+) {
+    let h = area.height as usize;
+    *scroll = (*scroll).min(lines.len().saturating_sub(1));
+    let numw = (*scroll + h).min(lines.len()).to_string().len().max(2);
+    for (row, (n, l)) in lines.iter().enumerate().skip(*scroll).take(h).enumerate() {
+        let y = area.y + row as u16;
+        let num = format!("{:>numw$} ", n + 1);
+        buf.set_stringn(area.x, y, &num, area.width as usize, t.line_number);
+        let x = area.x + num.len() as u16;
+        if x < area.x + area.width {
+            let w = (area.x + area.width - x) as usize;
+            buf.set_stringn(x, y, text::display(l), w, t.base);
+        }
+    }
+    if truncated && lines.len() <= *scroll + h && area.height > 0 {
+        let y = area.y + (lines.len() - *scroll).min(h.saturating_sub(1)) as u16;
+        buf.set_stringn(
+            area.x,
+            y,
+            "… (preview shows the first 64 KiB)",
+            area.width as usize,
+            t.muted,
+        );
     }
 }
 

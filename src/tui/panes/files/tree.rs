@@ -29,6 +29,11 @@ impl FilesPane {
             sniffing: false,
             tree_area: Rect::default(),
             watching: false,
+            revealing: None,
+            all: Vec::new(),
+            all_state: Default::default(),
+            all_stale: false,
+            filter_tried: BTreeSet::new(),
         }
     }
 
@@ -57,6 +62,11 @@ impl FilesPane {
             .iter()
             .map(|&i| self.nodes[i].path.clone())
             .collect()
+    }
+
+    /// Backend path of the selected row.
+    pub fn selected_path(&self) -> Option<&str> {
+        self.selected().map(|i| self.nodes[i].path.as_str())
     }
 
     /// Selects the row of `path` if it is visible.
@@ -307,6 +317,9 @@ impl FilesPane {
 
 impl FilesPane {
     pub(super) fn on_change(&mut self, path: &str, kind: ChangeKind, cx: &Ctx) {
+        if kind != ChangeKind::Modified {
+            self.all_stale = true;
+        }
         let targets = if kind == ChangeKind::Rescan {
             vec![path.to_string()]
         } else {

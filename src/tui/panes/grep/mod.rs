@@ -368,10 +368,7 @@ impl TaskPane for GrepPane {
         }
         self.cancel = None;
         let ms = match self.state {
-            State::Running { started } => (cx.clock)()
-                .duration_since(started)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            State::Running { started } => cx.elapsed_ms(started),
             _ => 0,
         };
         match msg.outcome {

@@ -18,10 +18,7 @@ fn note(p: &GrepPane, cx: &Ctx) -> String {
     match &p.state {
         State::Idle => "enter search · esc close".into(),
         State::Running { started } => {
-            let ms = (cx.clock)()
-                .duration_since(*started)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0);
+            let ms = cx.elapsed_ms(*started);
             format!("searching… {}", text::duration_ms(ms))
         }
         State::Done { ms, more, .. } => {

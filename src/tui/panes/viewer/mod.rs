@@ -26,10 +26,16 @@ use crate::tui::widgets::ansi::StyledLine;
 use crate::tui::widgets::filter::{Filter, FilterOutcome};
 use crate::tui::widgets::text;
 
+mod docs;
+
+pub use docs::{conversation_doc, load_doc, text_doc};
+use docs::{load, load_tail};
+
 /// Pane id.
 pub const ID: &str = "viewer";
 
-/// Largest text shown whole (1 MiB); longer files show their start.
+/// Largest text shown whole (1 MiB); longer files show their start, and
+/// `G` reads their end (one ranged read of this many bytes).
 pub const MAX_VIEW_BYTES: u64 = 1024 * 1024;
 
 crate::pane_action_enum! {
@@ -66,243 +72,33 @@ pub struct ViewerPane {
     back: Option<&'static str>,
     /// The `/` search (typed or applied).
     search: Filter,
+    /// The document on show is one part of a longer text file.
+    cut: Option<Cut>,
 }
 
-/// A loaded document, and the 1-based line to show (`OpenAt`).
-pub(crate) struct Loaded(Doc, Option<usize>);
+/// A text file longer than [`MAX_VIEW_BYTES`]: which part is on show.
+#[derive(Debug, Clone)]
+pub(crate) struct Cut {
+    path: String,
+    size: u64,
+    /// The end is on show (else the start).
+    tail: bool,
+}
+
+/// A loaded document: the 1-based line to show (`OpenAt`), the part of a
+/// long file it is, and whether it replaces the document on show as its
+/// other part (`Some(true)`: the end, scrolled to the bottom).
+pub(crate) struct Loaded {
+    doc: Doc,
+    line: Option<usize>,
+    cut: Option<Cut>,
+    part: Option<bool>,
+}
 
 impl Default for ViewerPane {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn line(s: &str, style: Style) -> StyledLine {
-    StyledLine::plain(s, style)
-}
-
-fn push_text(out: &mut Vec<StyledLine>, s: &str, style: Style, indent: &str) {
-    for l in s.lines() {
-        out.push(line(&format!("{indent}{l}"), style));
-    }
-    if s.is_empty() {
-        out.push(line(indent, style));
-    }
-}
-
-/// Adds `(line, url)` for every `workspace:///` reference in the lines.
-fn collect_links(doc: &mut Doc) {
-    doc.links.clear();
-    for (i, l) in doc.lines.iter().enumerate() {
-        let mut rest = l.text.as_str();
-        while let Some(p) = rest.find(names::DATA_URL_PREFIX) {
-            let tail = &rest[p..];
-            let end = tail
-                .find(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == ')' || c == '>')
-                .unwrap_or(tail.len());
-            doc.links.push((i, tail[..end].to_string()));
-            rest = &tail[end..];
-        }
-    }
-}
-
-fn data_line(name: Option<&str>, source: &DataSource, t: &Theme, indent: &str) -> StyledLine {
-    match source {
-        DataSource::Url { url, media_type } => line(
-            &format!("{indent}[data {} {media_type}] {url}", name.unwrap_or("")),
-            t.link,
-        ),
-        DataSource::Base64 { data, media_type } => line(
-            &format!(
-                "{indent}[data {} {media_type}, {} base64 characters inline]",
-                name.unwrap_or(""),
-                data.len()
-            ),
-            t.binary,
-        ),
-    }
-}
-
-fn message_lines(m: &Msg, t: &Theme, out: &mut Vec<StyledLine>) {
-    let head_style = match m.role.as_str() {
-        "user" => t.accent,
-        "assistant" => t.success,
-        _ => t.warn,
-    }
-    .add_modifier(Modifier::BOLD);
-    out.push(line(
-        &format!("── {} ({}) · {}", m.name, m.role, m.created_at),
-        head_style,
-    ));
-    for b in &m.content {
-        match b {
-            Block::Text(tb) => push_text(out, &tb.text, t.base, ""),
-            Block::Thinking(_) => push_text(
-                out,
-                &format!("[thinking] {}", b.as_text().unwrap_or("")),
-                t.muted,
-                "",
-            ),
-            Block::Hint(h) => out.push(line(
-                &format!(
-                    "[hint] {}",
-                    h.get("hint").map(|v| v.to_string()).unwrap_or_default()
-                ),
-                t.muted,
-            )),
-            Block::ToolCall(c) => {
-                let input = c
-                    .input
-                    .as_str()
-                    .map(String::from)
-                    .unwrap_or_else(|| c.input.to_string());
-                out.push(line(&format!("⚙ tool call {} {}", c.name, c.id), t.key));
-                push_text(out, &input, t.muted, "  ");
-            }
-            Block::ToolResult(r) => {
-                let st = if r.state == "success" || r.state.is_empty() {
-                    t.success
-                } else {
-                    t.error
-                };
-                out.push(line(
-                    &format!("↳ tool result {} {} · {}", r.name, r.id, r.state),
-                    st,
-                ));
-                match &r.output {
-                    ToolOutput::Text(s) => push_text(out, s, t.base, "  "),
-                    ToolOutput::Blocks(bs) => {
-                        for b in bs {
-                            match b {
-                                Block::Text(tb) => push_text(out, &tb.text, t.base, "  "),
-                                Block::Data(d) => {
-                                    out.push(data_line(d.name.as_deref(), &d.source, t, "  "))
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-            }
-            Block::Data(d) => out.push(data_line(d.name.as_deref(), &d.source, t, "")),
-        }
-    }
-    out.push(StyledLine::default());
-}
-
-/// A `context.jsonl` as a conversation: one header line per message
-/// (name, role, time), its text, tool calls and results, data blocks
-/// with their `workspace:///` links; unreadable lines are listed.
-pub fn conversation_doc(title: &str, ctx: &ContextRead, t: &Theme) -> Doc {
-    let mut lines = Vec::new();
-    for m in &ctx.messages {
-        message_lines(m, t, &mut lines);
-    }
-    for (n, msg) in &ctx.bad_lines {
-        lines.push(line(
-            &format!("!! line {n} is not a message: {msg}"),
-            t.error,
-        ));
-    }
-    if lines.is_empty() {
-        lines.push(line("(no messages)", t.muted));
-    }
-    let mut doc = Doc {
-        title: title.to_string(),
-        lines,
-        links: Vec::new(),
-    };
-    collect_links(&mut doc);
-    doc
-}
-
-/// Text with line numbers.
-pub fn text_doc(title: &str, body: &str, truncated: bool, t: &Theme) -> Doc {
-    let n = body.lines().count().max(1);
-    let w = n.to_string().len();
-    let mut lines: Vec<StyledLine> = body
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            let mut sl = StyledLine::plain(&format!("{:>w$} ", i + 1), t.line_number);
-            let start = sl.text.len() as u32;
-            sl.text.push_str(&text::display(l));
-            sl.runs.push((start, t.base));
-            sl
-        })
-        .collect();
-    if truncated {
-        lines.push(line(
-            &format!("… (first {} shown)", text::human_size(MAX_VIEW_BYTES)),
-            t.muted,
-        ));
-    }
-    let mut doc = Doc {
-        title: title.to_string(),
-        lines,
-        links: Vec::new(),
-    };
-    collect_links(&mut doc);
-    doc
-}
-
-/// Loads what a path or `workspace:///` URL points at, as a document.
-pub async fn load_doc(
-    ws: std::sync::Arc<crate::engine::Workspace>,
-    target: String,
-    theme: Theme,
-) -> Doc {
-    let path = match ws.layout().resolve_reference(&target) {
-        Ok(p) => p,
-        Err(e) => return super::files::metadata_doc(&target, None, &[], Some(&e.to_string())),
-    };
-    let shown = crate::backend::path::strip_root(ws.layout().workdir(), &path)
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| path.clone());
-    let stat = match ws.sandbox().stat(&path).await {
-        Ok(s) => s,
-        Err(e) => return super::files::metadata_doc(&path, None, &[], Some(&e.to_string())),
-    };
-    if stat.is_dir_like() {
-        return super::files::metadata_doc(&path, Some(&stat), &[], Some("is a directory"));
-    }
-    let head = ws
-        .sandbox()
-        .read(
-            &path,
-            Some(ByteRange {
-                offset: 0,
-                len: 4096,
-            }),
-        )
-        .await
-        .unwrap_or_default();
-    let name = path.rsplit('/').next().unwrap_or("");
-    let in_data = path.starts_with(&format!("{}/", ws.layout().data_dir()));
-    let binary =
-        in_data || crate::engine::offload::sniff_media_type(&head).is_some() || head.contains(&0);
-    if binary {
-        return super::files::metadata_doc(&path, Some(&stat), &head, None);
-    }
-    let range = (stat.size > MAX_VIEW_BYTES).then_some(ByteRange {
-        offset: 0,
-        len: MAX_VIEW_BYTES,
-    });
-    let bytes = match ws.sandbox().read(&path, range).await {
-        Ok(b) => b,
-        Err(e) => {
-            return super::files::metadata_doc(&path, Some(&stat), &head, Some(&e.to_string()));
-        }
-    };
-    if name == names::CONTEXT_FILE || name.ends_with(".jsonl") {
-        return conversation_doc(&shown, &parse_context(&bytes), &theme);
-    }
-    text_doc(
-        &shown,
-        &String::from_utf8_lossy(&bytes),
-        range.is_some(),
-        &theme,
-    )
 }
 
 impl ViewerPane {
@@ -319,7 +115,34 @@ impl ViewerPane {
             mark: None,
             back: None,
             search: Filter::default(),
+            cut: None,
         }
+    }
+
+    /// Reads the other part of the long file on show: its end (`tail`)
+    /// or its start; the document is replaced, not stacked.
+    fn load_part(&mut self, cut: Cut, tail: bool, cx: &Ctx) {
+        let ws = cx.ws.clone();
+        let theme = cx.theme.clone();
+        let title = self
+            .doc
+            .as_ref()
+            .map(|d| d.title.clone())
+            .unwrap_or_default();
+        self.loading = Some(cut.path.clone());
+        cx.spawn::<ViewerPane>(async move {
+            let (doc, cut) = if tail {
+                load_tail(ws, cut, title, theme).await
+            } else {
+                load(ws, cut.path, theme).await
+            };
+            Loaded {
+                doc,
+                line: None,
+                cut,
+                part: Some(tail),
+            }
+        });
     }
 
     /// The document on show (tests).
@@ -406,11 +229,20 @@ impl ViewerPane {
             ViewerAction::Nav(Nav::Up) => self.offset = self.offset.saturating_sub(1),
             ViewerAction::Nav(Nav::PageDown) => self.offset = (self.offset + h).min(max),
             ViewerAction::Nav(Nav::PageUp) => self.offset = self.offset.saturating_sub(h),
-            ViewerAction::Nav(Nav::Top) => self.offset = 0,
-            ViewerAction::Nav(Nav::Bottom) => self.offset = max,
             ViewerAction::Back if self.search.active() => self.search.set(""),
+            ViewerAction::Nav(Nav::Top) => match self.cut.clone().filter(|c| c.tail) {
+                Some(c) => self.load_part(c, false, cx),
+                None => self.offset = 0,
+            },
+            ViewerAction::Nav(Nav::Bottom) => match self.cut.clone().filter(|c| !c.tail) {
+                Some(c) => self.load_part(c, true, cx),
+                None => self.offset = max,
+            },
             ViewerAction::Back => match self.stack.pop() {
                 Some((doc, off, link)) => {
+                    // Limit: a long file stacked under a link is then
+                    // shown as read (its other part is not reachable).
+                    self.cut = None;
                     self.doc = Some(doc);
                     self.offset = off;
                     self.link = link;
@@ -522,6 +354,7 @@ impl Pane for ViewerPane {
             PaneEvent::Show(doc) => {
                 self.stack.clear();
                 self.back = None;
+                self.cut = None;
                 self.show((*doc).clone(), false);
             }
             PaneEvent::Open(target) => {
@@ -529,9 +362,15 @@ impl Pane for ViewerPane {
                 let ws = cx.ws.clone();
                 let theme = cx.theme.clone();
                 let target = target.to_string();
-                cx.spawn::<ViewerPane>(
-                    async move { Loaded(load_doc(ws, target, theme).await, None) },
-                );
+                cx.spawn::<ViewerPane>(async move {
+                    let (doc, cut) = load(ws, target, theme).await;
+                    Loaded {
+                        doc,
+                        line: None,
+                        cut,
+                        part: None,
+                    }
+                });
             }
             PaneEvent::OpenAt { path, line, back } => {
                 // A fresh view: what was open before is not returned to.
@@ -543,7 +382,13 @@ impl Pane for ViewerPane {
                 let theme = cx.theme.clone();
                 let (target, line) = (path.to_string(), *line);
                 cx.spawn::<ViewerPane>(async move {
-                    Loaded(load_doc(ws, target, theme).await, Some(line))
+                    let (doc, cut) = load(ws, target, theme).await;
+                    Loaded {
+                        doc,
+                        line: Some(line),
+                        cut,
+                        part: None,
+                    }
                 });
             }
             _ => {}
@@ -643,9 +488,30 @@ impl TaskPane for ViewerPane {
     type Msg = Loaded;
 
     fn on_msg(&mut self, msg: Loaded, cx: &mut Ctx) {
-        let Loaded(doc, line) = msg;
+        let Loaded {
+            doc,
+            line,
+            cut,
+            part,
+        } = msg;
         self.loading = None;
-        self.show(doc, true);
+        match part {
+            // The other part of the same file: in place, the end at the
+            // bottom of the screen.
+            Some(tail) => {
+                let len = doc.lines.len();
+                self.doc = Some(doc);
+                self.mark = None;
+                self.link = None;
+                self.offset = if tail {
+                    len.saturating_sub(self.height.max(1))
+                } else {
+                    0
+                };
+            }
+            None => self.show(doc, true),
+        }
+        self.cut = cut;
         if let Some(n) = line
             && !self.goto_line(n)
         {
@@ -657,39 +523,5 @@ impl TaskPane for ViewerPane {
                 ),
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn conversation_lists_links() {
-        let ctx = parse_context(
-            br#"{"name":"u","content":[{"type":"text","text":"see"},{"type":"data","source":{"type":"url","url":"workspace:///data/ab.png","media_type":"image/png"},"name":"x.png"}],"role":"user","id":"1","created_at":"t"}
-not json
-"#,
-        );
-        let doc = conversation_doc("c", &ctx, &Theme::default());
-        assert_eq!(doc.links.len(), 1);
-        assert_eq!(doc.links[0].1, "workspace:///data/ab.png");
-        assert!(
-            doc.lines
-                .iter()
-                .any(|l| l.text.contains("line 2 is not a message"))
-        );
-        assert!(doc.lines[0].text.starts_with("── u (user)"));
-    }
-
-    #[test]
-    fn links_in_plain_text() {
-        let doc = text_doc(
-            "t",
-            "x <data url='workspace:///data/f.png' name='a'/>\n",
-            false,
-            &Theme::default(),
-        );
-        assert_eq!(doc.links, vec![(0, "workspace:///data/f.png".to_string())]);
     }
 }
