@@ -272,7 +272,7 @@ impl Sandbox for LocalSandbox {
         Ok(n)
     }
 
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         self.present()?;
         let p = self.resolve(path);
         let data = data.to_vec();
