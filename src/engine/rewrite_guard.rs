@@ -166,15 +166,14 @@ async fn append_records(
         };
         track.bytes -= old.data.len();
     }
-    if st.files.len() > KEEP_FILES {
-        if let Some(oldest) = st
+    if st.files.len() > KEEP_FILES
+        && let Some(oldest) = st
             .files
             .iter()
             .min_by_key(|(_, t)| t.used)
             .map(|(p, _)| p.clone())
-        {
-            st.files.remove(&oldest);
-        }
+    {
+        st.files.remove(&oldest);
     }
     Ok(start + lost_len as u64)
 }

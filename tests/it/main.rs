@@ -50,6 +50,7 @@ mod offload;
 mod orphans;
 mod provision_race;
 mod read_only;
+mod reference_layout;
 mod rewrite_guard;
 mod search_skips;
 mod shell_session;

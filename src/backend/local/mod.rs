@@ -35,7 +35,7 @@ mod reaper;
 mod session;
 mod subreaper;
 
-pub use provision::LocalProvisioner;
+pub use provision::{LocalProvisioner, plain_segment};
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
 pub const KILL_GRACE: Duration = Duration::from_millis(500);
