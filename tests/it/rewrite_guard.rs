@@ -62,12 +62,12 @@ fn texts(file: &Path) -> Vec<String> {
 fn rewrite_warnings(sub: &mut Subscriber) -> Vec<String> {
     let mut out = Vec::new();
     while let Some(r) = sub.try_recv() {
-        if let Received::Event(e) = r {
-            if let Event::Log { level, message, .. } = e.event {
-                if level == "warn" && message.contains("rewritten by another writer") {
-                    out.push(message);
-                }
-            }
+        if let Received::Event(e) = r
+            && let Event::Log { level, message, .. } = e.event
+            && level == "warn"
+            && message.contains("rewritten by another writer")
+        {
+            out.push(message);
         }
     }
     out
