@@ -191,7 +191,10 @@ impl Skills<'_> {
     /// the `.index` copied from the seed records the seed's mtime, so the
     /// partition then matches it and the reference's first `list_skills`
     /// leaves it alone instead of rewriting it (found in issue 23's
-    /// both-directions trial). Only where the folder has a host path (the
+    /// both-directions trial). Limit: a seed whose `.index` is itself
+    /// stale (the reference's own seeding leaves it a few ms older than
+    /// the folder) still gets one rewrite, as after the reference's own
+    /// equip. Only where the folder has a host path (the
     /// reference reads `.index` only on local); a failure is ignored, it
     /// costs one rewrite by the reference.
     async fn keep_seed_mtime(&self, seed: &str, partition: &str) {
