@@ -148,7 +148,13 @@ pub trait Sandbox: Send + Sync {
     /// line stays; and when `data` ends in `\n` but the file does not (a
     /// record torn by a crash), a `\n` is written first so the new record
     /// is not glued to the torn one.
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()>;
+    ///
+    /// Returns the byte offset at which `data` starts in the file (its
+    /// old length, plus one when a `\n` was written first), so a caller
+    /// can later check its bytes are still there: another writer that
+    /// rewrites the file whole (the reference's `offload_context`,
+    /// docs/contract.md §6) can drop them.
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64>;
 
     /// Creates `path` exclusively; `Ok(false)` if it already exists. Used
     /// to claim a unique file name without a check-then-write race.

@@ -26,7 +26,9 @@ pub enum McpCmd {
     /// `state` (`declared` | `starting` | `ready` | `failed` | `stopped`),
     /// `tool_count` (ready), `reason`, `exit_status`, `stderr_tail`
     /// (failed), `tools` (qualified names, `[]` before the first
-    /// listing), `process` (backend process id of a live stdio server).
+    /// listing), `process` (backend process id of a live stdio server),
+    /// `expands` (the `${VAR}` names its env or header values use, which
+    /// the reference would send as written; `[]` when none).
     List {
         /// Only show the declarations and known states; start nothing.
         #[arg(long)]
@@ -82,7 +84,8 @@ pub struct AddArgs {
     #[arg(long, conflicts_with = "command")]
     pub url: Option<String>,
     /// HTTP header `K=V` (repeatable); `${VAR}` in V is filled from the
-    /// environment when connecting and kept as written in `.mcp`.
+    /// environment when connecting and kept as written in `.mcp` (the
+    /// reference sends it as written: see `--literal`).
     #[arg(long = "header", value_name = "K=V")]
     pub headers: Vec<String>,
     /// Environment variable `K=V` of a stdio server (repeatable; `${VAR}`
@@ -107,6 +110,12 @@ pub struct AddArgs {
     /// Save the declaration without starting the server.
     #[arg(long)]
     pub no_connect: bool,
+    /// Fill `${VAR}` in `--header` / `--env` values from the environment
+    /// now and write the values themselves to `.mcp`, so the reference
+    /// (which does not expand `${VAR}`) sends the same. The secret is then
+    /// in clear text in the agent-readable workspace.
+    #[arg(long)]
+    pub literal: bool,
     /// The stdio command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -160,7 +169,28 @@ fn decl_of(a: &AddArgs) -> anyhow::Result<McpDecl> {
     decl.enable_tools = (!a.enable_tools.is_empty()).then(|| a.enable_tools.clone());
     decl.disable_tools = (!a.disable_tools.is_empty()).then(|| a.disable_tools.clone());
     decl.execution_timeout = a.execution_timeout;
+    if a.literal {
+        decl = decl
+            .literal_with(|name| std::env::var(name).ok())
+            .map_err(|e| anyhow::anyhow!("--literal: {e}"))?;
+    }
     Ok(decl)
+}
+
+/// The note `mcp add` and `mcp list` print for a server whose values use
+/// `${VAR}`; `None` when they use none.
+fn expands_note(s: &McpStatus) -> Option<String> {
+    if s.expands.is_empty() {
+        return None;
+    }
+    let vars: Vec<String> = s.expands.iter().map(|v| format!("${{{v}}}")).collect();
+    Some(format!(
+        "note: {} fills {} from wsbench's environment; the reference (agentscope) sends \
+         the text as written. For both to work, add it with --literal (the value is then \
+         stored in clear in .mcp)",
+        s.name,
+        vars.join(", ")
+    ))
 }
 
 fn state_text(s: &McpStatus) -> String {
@@ -251,6 +281,9 @@ fn print_listing(l: &McpListing) {
             say!("\n{} stderr tail:\n{}", s.name, stderr_tail.trim_end());
         }
     }
+    for note in l.servers.iter().filter_map(expands_note) {
+        say!("{note}");
+    }
     for i in &l.issues {
         say!("problem: {i}");
     }
@@ -302,6 +335,15 @@ async fn run_on(
                 output::json(&status)?;
             } else {
                 say!("added MCP server {}: {}", status.name, state_text(&status));
+                if let Some(note) = expands_note(&status) {
+                    say!("{note}");
+                }
+                if a.literal {
+                    say!(
+                        "note: --literal wrote the values themselves into .mcp, which \
+                         the agent can read"
+                    );
+                }
             }
         }
         McpCmd::Remove { name } => {
@@ -441,6 +483,7 @@ mod tests {
             tools: Vec::new(),
             process: None,
             restarts: 0,
+            expands: Vec::new(),
         };
         assert_eq!(
             state_text(&s),

@@ -108,8 +108,8 @@ impl WorkspaceBase {
     /// rewrite under a process-wide lock (remote backends without append).
     /// Either way line-safe (see [`Sandbox::append`]): a failed append
     /// leaves the old content, and a torn last line is ended before a
-    /// new record.
-    pub(crate) async fn append_or_rewrite(&self, path: &str, data: &[u8]) -> WsResult<()> {
+    /// new record. Returns the offset `data` starts at.
+    pub(crate) async fn append_or_rewrite(&self, path: &str, data: &[u8]) -> WsResult<u64> {
         if self.sandbox.capabilities().append {
             return Ok(self.sandbox.append(path, data).await?);
         }
@@ -123,7 +123,9 @@ impl WorkspaceBase {
         if data.ends_with(b"\n") && existing.last().is_some_and(|b| *b != b'\n') {
             existing.push(b'\n');
         }
+        let offset = existing.len() as u64;
         existing.extend_from_slice(data);
-        Ok(self.sandbox.write(path, &existing).await?)
+        self.sandbox.write(path, &existing).await?;
+        Ok(offset)
     }
 }

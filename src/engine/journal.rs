@@ -237,7 +237,7 @@ impl<'a> Journal<'a> {
         let path = self.base.layout().journal_file(&entry.session)?;
         let mut line = serde_json::to_vec(entry).expect("journal entry serialises");
         line.push(b'\n');
-        self.base.append_or_rewrite(&path, &line).await
+        self.base.append_or_rewrite(&path, &line).await.map(drop)
     }
 
     /// Reads a session's journal; a missing file is an empty journal.

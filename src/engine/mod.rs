@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod message;
 pub mod offload;
 pub mod read_only;
+pub mod rewrite_guard;
 pub mod serve;
 pub mod sessions;
 pub mod shell_session;

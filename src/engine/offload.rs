@@ -110,6 +110,8 @@ pub struct Offload {
     /// race-free through exclusive creates, the hint only skips names
     /// this process already took.
     claim_hints: std::sync::Mutex<std::collections::HashMap<(String, String), u32>>,
+    /// Re-appends context lines a reference rewrite dropped.
+    guard: super::rewrite_guard::RewriteGuard,
 }
 
 impl Offload {
@@ -118,6 +120,7 @@ impl Offload {
         Offload {
             base,
             claim_hints: Default::default(),
+            guard: Default::default(),
         }
     }
 
@@ -190,7 +193,10 @@ impl Offload {
     /// Appends `msgs` to `sessions/<session>/context.jsonl`, one compact
     /// JSON line each, after moving their base64 data blocks into `data/`.
     /// Returns the file's backend path. The append is in place and one
-    /// call's lines land contiguously even with concurrent callers.
+    /// call's lines land contiguously even with concurrent callers. Lines
+    /// of earlier calls that another writer's whole-file rewrite dropped
+    /// are appended again first, with one warning per file
+    /// ([`RewriteGuard`](super::rewrite_guard::RewriteGuard)).
     pub async fn context(&self, session: &str, msgs: &[Msg]) -> WsResult<String> {
         let path = self.base.layout().context_file(session)?;
         if msgs.is_empty() {
@@ -203,7 +209,7 @@ impl Offload {
             serde_json::to_writer(&mut buf, &m).expect("message serialises");
             buf.push(b'\n');
         }
-        self.base.append_or_rewrite(&path, &buf).await?;
+        self.guard.append(&self.base, &path, &buf).await?;
         self.base.publish(Event::OffloadWritten {
             session: session.to_string(),
             kind: OffloadKind::Context,

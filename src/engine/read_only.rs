@@ -96,7 +96,7 @@ impl Sandbox for ReadOnlySandbox {
         Err(refused("cannot write", path))
     }
 
-    async fn append(&self, path: &str, _: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, _: &[u8]) -> BackendResult<u64> {
         Err(refused("cannot append to", path))
     }
 

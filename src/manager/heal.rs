@@ -464,7 +464,7 @@ impl Sandbox for HealingSandbox {
         }
     }
 
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         self.call(Repeat::No, |sb| {
             async move { sb.append(path, data).await }.boxed()
         })

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::isolation::{IsolationPolicy, dir_segment, per_agent_id, per_user_id};
 use super::labels as mlabels;
 use crate::backend::host::sanitize_segment;
+use crate::backend::local::plain_segment;
 use crate::backend::{ProvisionSpec, labels};
 
 /// Where a local workspace lives under `base` (docs/contract.md §12, §11 point
@@ -43,6 +44,25 @@ pub fn local_layout(base: &Path, spec: &ProvisionSpec) -> PathBuf {
     }
 }
 
+/// The reference's local layout, for profiles with `layout = "reference"`
+/// (docs/contract.md §8.3, §11 point 26): every workspace of an agent is
+/// `<base>/<agent>`, whatever its user, isolation policy or id, so users
+/// of one agent share a folder, as in the reference. The agent id is the
+/// folder name as it is when it is a [`plain_segment`]; otherwise (empty,
+/// `..`, a `/`, a leading `.`, `by-id`) it goes through [`dir_segment`]
+/// (`""` → `default`), where the reference would use the base itself or a
+/// path outside it. A workspace without an agent (a pre-warmed one) is
+/// `<base>/by-id/<id>`.
+pub fn reference_layout(base: &Path, spec: &ProvisionSpec) -> PathBuf {
+    match spec.labels.get(labels::AGENT) {
+        Some(a) if plain_segment(a) => base.join(a),
+        Some(a) => base.join(dir_segment(a)),
+        None => base
+            .join("by-id")
+            .join(sanitize_segment(&spec.workspace_id)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +81,36 @@ mod tests {
             workspace_id: id.to_string(),
             labels: l,
         }
+    }
+
+    #[test]
+    fn reference_layout_is_base_slash_agent_for_every_id() {
+        let base = Path::new("/b");
+        for (id, user) in [
+            (per_agent_id("alice", "coder"), "alice"),
+            (per_agent_id("bob", "coder"), "bob"),
+            ("team-7".to_string(), "alice"),
+        ] {
+            assert_eq!(
+                reference_layout(base, &spec(&id, user, "coder")),
+                Path::new("/b/coder")
+            );
+        }
+        let per_user = IsolationPolicy::PerUser;
+        assert_eq!(
+            reference_layout(base, &spec_as(per_user, &per_user_id("u"), "u", "x")),
+            Path::new("/b/x")
+        );
+        // Names the reference would take out of the base, or onto it.
+        for bad in ["", "..", ".", "../etc", "a/b", ".wsbench", "by-id"] {
+            let p = reference_layout(base, &spec("w", "u", bad));
+            assert_eq!(p.parent(), Some(Path::new("/b")), "{bad:?} -> {p:?}");
+            let name = p.file_name().unwrap().to_str().unwrap();
+            assert!(plain_segment(name), "{bad:?} -> {p:?}");
+        }
+        let mut bare = spec("w", "u", "a");
+        bare.labels.remove(labels::AGENT);
+        assert_eq!(reference_layout(base, &bare), Path::new("/b/by-id/w"));
     }
 
     #[test]

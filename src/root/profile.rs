@@ -16,11 +16,11 @@ use crate::backend::{BackendKind, Provisioner};
 use crate::config::{Config, ConfigError, Paths};
 use crate::engine::mcp::McpOptions;
 use crate::engine::{EventBus, WorkspaceConfig};
-use crate::manager::layout::local_layout;
+use crate::manager::layout::{local_layout, reference_layout};
 use crate::manager::{ManagerOptions, WorkspaceManager};
 
 /// Options the local backend takes (`[profiles.<name>.options]`).
-pub(crate) const LOCAL_OPTIONS: &[&str] = &["base_dir"];
+pub(crate) const LOCAL_OPTIONS: &[&str] = &["base_dir", "layout"];
 
 /// Errors turning a profile into a provisioner or a manager.
 #[derive(Debug, thiserror::Error)]
@@ -251,6 +251,29 @@ fn local(
         Some(other) => return Err(bad(format!("must be a string, got {}", other.type_str()))),
     };
     let layout_base = base.clone();
+    // `layout = "reference"`: the reference's `<base>/<agent>` (README,
+    // "A base folder shared with the reference").
+    match options.get("layout") {
+        None => {}
+        Some(toml::Value::String(s)) if s == "wsbench" => {}
+        Some(toml::Value::String(s)) if s == "reference" => {
+            return Ok(Arc::new(
+                LocalProvisioner::new(&base)
+                    .with_layout(move |spec| reference_layout(&layout_base, spec))
+                    .with_foreign_dirs(),
+            ));
+        }
+        Some(other) => {
+            return Err(ProfileError::BadOption {
+                profile: name.to_string(),
+                key: "layout".into(),
+                message: format!(
+                    "must be \"wsbench\" (<base>/<user>/<agent>, the default) or \"reference\" \
+                     (<base>/<agent>, as the reference's local manager), got {other}"
+                ),
+            });
+        }
+    }
     Ok(Arc::new(
         LocalProvisioner::new(&base).with_layout(move |spec| local_layout(&layout_base, spec)),
     ))

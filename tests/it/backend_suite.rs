@@ -1142,7 +1142,8 @@ async fn sandbox_file_api(e: &Env) {
         b"3456"
     );
     if sb.capabilities().append {
-        sb.append(&p, b"ab").await.unwrap();
+        // The offset the bytes start at (issue 23 point 7).
+        assert_eq!(sb.append(&p, b"ab").await.unwrap(), 10, "{}", e.kind);
     } else {
         let err = sb.append(&p, b"ab").await.unwrap_err();
         assert!(
@@ -1988,7 +1989,7 @@ mod docker_only {
                     .unwrap(),
                 b"234"
             );
-            s.append(f, b"ab").await.unwrap();
+            assert_eq!(s.append(f, b"ab").await.unwrap(), 10);
             assert!(!s.create_new(f, b"x").await.unwrap());
             assert!(s.create_new("/workspace/a/new.txt", b"n").await.unwrap());
             let (code, out, _) =
@@ -2123,7 +2124,7 @@ mod docker_only {
                 );
                 escapes(
                     &format!("append {name}"),
-                    unit(s.append(&w(name), b"x").await),
+                    unit(s.append(&w(name), b"x").await.map(drop)),
                 );
             }
             escapes(

@@ -226,6 +226,39 @@ async fn a_wsbench_written_index_records_the_folders_mtime_after_the_write() {
     }
 }
 
+/// Found by issue 23's both-directions trial: a partition wsbench equips
+/// from a reference-written `.seed` keeps the seed folder's mtime, as the
+/// reference's own equip (`shutil.copytree`, which ends with `copystat`),
+/// so the `.index` copied with it matches and the reference's first
+/// `list_skills` does not rewrite it.
+#[tokio::test]
+async fn a_partition_equipped_from_the_seed_keeps_the_seeds_mtime() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = fixture_copy();
+    let root = tmp.path().join("ws");
+    let seed = root.join("skills/.seed");
+    // The seed as the reference left it: its mtime is the one its .index
+    // records (the copy into the temp dir changed it).
+    let recorded = index_json(&seed.join(".index"))["skills_dir_mtime"]
+        .as_f64()
+        .unwrap();
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(recorded);
+    std::fs::File::open(&seed).unwrap().set_modified(t).unwrap();
+    let ws = open(&root, vec![]).await;
+    ws.skills().list("tester").await.unwrap();
+    let part = root.join("skills/tester");
+    let meta = std::fs::metadata(&part).unwrap();
+    let st_mtime = meta.mtime() as f64 + meta.mtime_nsec() as f64 * 1e-9;
+    let copied = index_json(&part.join(".index"))["skills_dir_mtime"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        copied.to_bits(),
+        st_mtime.to_bits(),
+        "recorded {copied}, folder {st_mtime}: the reference would rewrite .index"
+    );
+}
+
 #[tokio::test]
 async fn seeding_from_skills_src_lists_broken_skill_as_invalid_and_changes_nothing() {
     let src_before = tree(&skills_src());

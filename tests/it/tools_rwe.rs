@@ -87,7 +87,7 @@ impl Sandbox for Probe {
     ) -> BackendResult<u64> {
         self.inner.write_stream(path, reader).await
     }
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         self.inner.append(path, data).await
     }
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {

@@ -72,7 +72,7 @@ impl Sandbox for NoHostView {
     ) -> BackendResult<u64> {
         self.0.write_stream(path, reader).await
     }
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         self.0.append(path, data).await
     }
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {

@@ -560,7 +560,7 @@ impl Sandbox for BubblewrapSandbox {
         self.files.write_stream(path, reader).await
     }
 
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         self.present()?;
         self.files.append(path, data).await
     }

@@ -192,7 +192,7 @@ impl<T: RemoteSandbox> Sandbox for T {
         self.upload_stream(&p.path, reader).await
     }
 
-    async fn append(&self, _path: &str, _data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, _path: &str, _data: &[u8]) -> BackendResult<u64> {
         Err(BackendError::Unsupported {
             backend: T::KIND,
             what: "append",

@@ -379,8 +379,9 @@ impl ContainerFiles {
         Ok(n)
     }
 
-    /// Appends in place, creating parents (callers serialise appends).
-    pub async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    /// Appends in place, creating parents (callers serialise appends);
+    /// the offset `data` starts at.
+    pub async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         ops::append(&self.target, path, data).await
     }
 

@@ -105,7 +105,7 @@ impl Sandbox for DockerSandbox {
         }
     }
 
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         match self.on_host(path) {
             Some(h) => h.append(path, data).await,
             None => {

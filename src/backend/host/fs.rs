@@ -180,7 +180,10 @@ pub async fn stream_to_temp(
 /// the new record starts its own line. A failed write (disk full, quota)
 /// truncates the file back to its old length, so no partial line stays;
 /// the error then says whether that truncation failed too.
-pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<()> {
+///
+/// Returns the offset at which `data` starts (the old length, plus one
+/// when a `\n` was written first).
+pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<u64> {
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -202,7 +205,7 @@ fn append_locked(
     file: &std::fs::File,
     data: &[u8],
     write: impl FnOnce(&std::fs::File, &[u8]) -> std::io::Result<()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<u64> {
     use std::os::unix::fs::FileExt;
     let old = file.metadata()?.len();
     let mut last = [0u8; 1];
@@ -219,7 +222,7 @@ fn append_locked(
         write(file, data)
     };
     match res {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(old + u64::from(torn)),
         Err(e) => match file.set_len(old) {
             Ok(()) => Err(e),
             Err(t) => Err(std::io::Error::new(
@@ -342,11 +345,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("j.jsonl");
         std::fs::write(&p, b"{\"a\":1}\n{\"to").unwrap();
-        append_host(&p, b"{\"b\":2}\n").unwrap();
+        // The offset is where the record starts, after the added `\n`.
+        assert_eq!(append_host(&p, b"{\"b\":2}\n").unwrap(), 13);
         assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\":1}\n{\"to\n{\"b\":2}\n");
         // Bytes that are not a line are appended as they are.
-        append_host(&p, b"xy").unwrap();
-        append_host(&p, b"z").unwrap();
+        assert_eq!(append_host(&p, b"xy").unwrap(), 21);
+        assert_eq!(append_host(&p, b"z").unwrap(), 23);
+        assert_eq!(append_host(&dir.path().join("new"), b"q\n").unwrap(), 0);
         assert!(std::fs::read(&p).unwrap().ends_with(b"\nxyz"));
     }
 }

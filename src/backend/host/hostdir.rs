@@ -353,8 +353,9 @@ impl HostDir {
         Ok(n)
     }
 
-    /// Appends under an exclusive lock, creating the file and parents.
-    pub async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    /// Appends under an exclusive lock, creating the file and parents;
+    /// the offset `data` starts at (see [`append_host`]).
+    pub async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         let p = self.resolve(path, true)?;
         let data = data.to_vec();
         let path_s = path.to_string();

@@ -137,7 +137,7 @@ impl Sandbox for KubernetesSandbox {
         files::write_stream(&self.target, &self.abs(path), reader).await
     }
 
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         // Two `head -c >>` execs could interleave; one at a time per sandbox.
         let _g = self.append_lock.lock().await;
         ops::append(&self.target, &self.abs(path), data).await

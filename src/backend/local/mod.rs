@@ -35,7 +35,7 @@ mod pty;
 mod reaper;
 mod subreaper;
 
-pub use provision::LocalProvisioner;
+pub use provision::{LocalProvisioner, plain_segment};
 
 /// Grace between SIGTERM and SIGKILL when a command times out.
 pub const KILL_GRACE: Duration = Duration::from_millis(500);
@@ -274,7 +274,7 @@ impl Sandbox for LocalSandbox {
         Ok(n)
     }
 
-    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<()> {
+    async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64> {
         self.present()?;
         let p = self.resolve(path);
         let data = data.to_vec();

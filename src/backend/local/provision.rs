@@ -55,6 +55,20 @@ fn from_epoch_secs(s: f64) -> SystemTime {
 pub struct LocalProvisioner {
     base: PathBuf,
     layout: Box<dyn Fn(&ProvisionSpec) -> PathBuf + Send + Sync>,
+    /// Also list and find the folders directly under `base` that have no
+    /// record (the reference's `<base>/<agent>`, `layout = "reference"`).
+    foreign_dirs: bool,
+}
+
+/// Entries of the base folder looked at per listing for foreign folders.
+const FOREIGN_SCAN_MAX: usize = 10_000;
+
+/// True when `name` is one plain folder name that the reference's local
+/// manager would use as it is (`os.path.join(basedir, agent_id)`): not
+/// empty, no `/` or NUL, not starting with `.` (so never `.`, `..` or
+/// wsbench's `.wsbench`), and not `by-id` (wsbench's folder of other ids).
+pub fn plain_segment(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\0']) && name != "by-id"
 }
 
 impl std::fmt::Debug for LocalProvisioner {
@@ -73,7 +87,41 @@ impl LocalProvisioner {
         LocalProvisioner {
             base,
             layout: Box::new(move |spec| b.join(sanitize_segment(&spec.workspace_id))),
+            foreign_dirs: false,
         }
+    }
+
+    /// Lists each folder directly under the base that no record names
+    /// and whose name is [`plain_segment`] as a workspace of that id (its
+    /// agent label the same name), and [`Provisioner::find`] finds it by
+    /// that id: what the reference's local manager made there
+    /// (docs/contract.md §8.3). Records still win.
+    pub fn with_foreign_dirs(mut self) -> Self {
+        self.foreign_dirs = true;
+        self
+    }
+
+    /// The folder `<base>/<id>` as a workspace, when foreign folders are
+    /// read, `id` is a plain name, the folder exists and no record names
+    /// it.
+    fn foreign(&self, id: &str) -> Option<SandboxInfo> {
+        let dir = self.base.join(id);
+        if !self.foreign_dirs || !plain_segment(id) || !dir.is_dir() {
+            return None;
+        }
+        let labels = BTreeMap::from([
+            (labels::WORKSPACE_ID.to_string(), id.to_string()),
+            (labels::AGENT.to_string(), id.to_string()),
+        ]);
+        let meta = std::fs::metadata(&dir).ok();
+        Some(SandboxInfo {
+            workspace_id: id.to_string(),
+            backend_id: dir.display().to_string(),
+            state: SandboxState::Running,
+            labels,
+            created_at: meta.as_ref().and_then(|m| m.created().ok()),
+            last_active: meta.and_then(|m| m.modified().ok()),
+        })
     }
 
     /// Replaces the directory layout.
@@ -178,7 +226,10 @@ impl Provisioner for LocalProvisioner {
     }
 
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        Ok(self.read_record(workspace_id).map(|r| Self::info(&r)))
+        Ok(match self.read_record(workspace_id) {
+            Some(r) => Some(Self::info(&r)),
+            None => self.foreign(workspace_id),
+        })
     }
 
     /// Opens the directory and records the use: the workspace is open
@@ -221,16 +272,39 @@ impl Provisioner for LocalProvisioner {
 
     async fn list(&self) -> BackendResult<Vec<SandboxInfo>> {
         let dir = self.base.join(".wsbench").join("workspaces");
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return Ok(Vec::new());
-        };
-        let mut out: Vec<SandboxInfo> = rd
+        // No record folder yet: no records, foreign folders still listed.
+        let mut out: Vec<SandboxInfo> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
             .flatten()
             .filter_map(|e| std::fs::read(e.path()).ok())
             .filter_map(|b| serde_json::from_slice::<LocalRecord>(&b).ok())
             .map(|r| Self::info(&r))
             .collect();
-        out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
+        if self.foreign_dirs {
+            // Folders a record already names are listed once, by its id;
+            // a name that is also a recorded id is not listed twice.
+            let canon = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+            let recorded: std::collections::HashSet<PathBuf> = out
+                .iter()
+                .map(|i| canon(PathBuf::from(&i.backend_id)))
+                .collect();
+            let ids: std::collections::HashSet<String> =
+                out.iter().map(|i| i.workspace_id.clone()).collect();
+            let mut names: Vec<String> = std::fs::read_dir(&self.base)
+                .into_iter()
+                .flatten()
+                .flatten()
+                // A bound on what one listing reads: a base folder is not
+                // expected to hold more agents than this.
+                .take(FOREIGN_SCAN_MAX)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| !ids.contains(n) && !recorded.contains(&canon(self.base.join(n))))
+                .collect();
+            names.sort();
+            out.extend(names.iter().filter_map(|n| self.foreign(n)));
+            out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
+        }
         Ok(out)
     }
 }

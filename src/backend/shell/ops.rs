@@ -48,21 +48,30 @@ pub(crate) async fn write<H: ScriptHost + ?Sized>(
     path: &str,
     data: &[u8],
 ) -> BackendResult<()> {
-    write_mode(h, path, data, &["w"], "writing").await
+    write_mode(h, path, data, &["w"], "writing").await.map(drop)
 }
 
 /// Appends `data` to `path`, creating it and its parents (callers
 /// serialise appends). Line-safe: a failed append is truncated back and
-/// a torn last line is ended first (see [`scripts::WRITE`]).
+/// a torn last line is ended first (see [`scripts::WRITE`]). Returns the
+/// offset `data` starts at, which the script prints.
 ///
-/// Errors: as [`write`].
+/// Errors: as [`write`]; an `Io` error when the script printed no offset.
 pub(crate) async fn append<H: ScriptHost + ?Sized>(
     h: &H,
     path: &str,
     data: &[u8],
-) -> BackendResult<()> {
+) -> BackendResult<u64> {
     let nl = if data.ends_with(b"\n") { "nl" } else { "-" };
-    write_mode(h, path, data, &["a", nl], "appending to").await
+    let out = write_mode(h, path, data, &["a", nl], "appending to").await?;
+    let text = String::from_utf8_lossy(&out);
+    text.trim().parse().map_err(|_| BackendError::Io {
+        context: path.to_string(),
+        source: std::io::Error::other(format!(
+            "the append script printed no offset ({:?})",
+            text.chars().take(80).collect::<String>()
+        )),
+    })
 }
 
 async fn write_mode<H: ScriptHost + ?Sized>(
@@ -71,7 +80,7 @@ async fn write_mode<H: ScriptHost + ?Sized>(
     data: &[u8],
     mode: &[&str],
     what: &str,
-) -> BackendResult<()> {
+) -> BackendResult<Vec<u8>> {
     let p = abs(h, path);
     let n = data.len().to_string();
     let stdin = Some(Bytes::copy_from_slice(data));
@@ -79,7 +88,7 @@ async fn write_mode<H: ScriptHost + ?Sized>(
     args.extend_from_slice(mode);
     let out = run(h, &[(&p, Follow::Yes)], scripts::WRITE, &args, stdin).await?;
     match out.code {
-        0 => Ok(()),
+        0 => Ok(out.stdout),
         c => Err(failed(c, path, &out.stderr, what)),
     }
 }

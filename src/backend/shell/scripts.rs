@@ -39,10 +39,10 @@ if [ "$2" = a ]; then
     printf '\n' >> "$p" || { back; exit 1; }
     old2=$((old + 1))
   else old2=$old; fi
-  if [ "$1" = - ]; then cat >> "$p" || { back; exit 1; }; exit 0; fi
+  if [ "$1" = - ]; then cat >> "$p" || { back; exit 1; }; echo "$old2"; exit 0; fi
   head -c "$1" >> "$p" || { back; exit 1; }
   if [ "$(($(wc -c < "$p")))" -lt "$((old2 + $1))" ]; then back; exit 15; fi
-  exit 0
+  echo "$old2"; exit 0
 fi
 tmp="$d/.wsbench-tmp-$$"
 if [ "$1" = - ]; then cat > "$tmp" || { rm -f -- "$tmp"; exit 1; }

@@ -109,14 +109,21 @@ fn appends_are_line_safe_in_sh_and_busybox() {
         std::fs::create_dir_all(&w).unwrap();
         let f = w.join("j.jsonl");
         let at = f.display().to_string();
-        let append = |args: &[&str], data: &[u8]| {
+        let append_at = |args: &[&str], data: &[u8]| {
             let mut all = vec![at.as_str()];
             all.extend_from_slice(args);
-            sh.run(&w, &op_script(&[Follow::Yes], WRITE), &all, data).0
+            sh.run(&w, &op_script(&[Follow::Yes], WRITE), &all, data)
         };
-        // A torn last record gets its line ended before the next one.
+        let append = |args: &[&str], data: &[u8]| append_at(args, data).0;
+        // A torn last record gets its line ended before the next one, and
+        // the offset printed is where the record starts, after that `\n`.
         std::fs::write(&f, "{\"a\":1}\n{\"to").unwrap();
-        assert_eq!(append(&["8", "a", "nl"], b"{\"b\":2}\n"), 0, "{n}");
+        let (code, out) = append_at(&["8", "a", "nl"], b"{\"b\":2}\n");
+        assert_eq!(
+            (code, String::from_utf8_lossy(&out).trim()),
+            (0, "13"),
+            "{n}"
+        );
         assert_eq!(
             std::fs::read_to_string(&f).unwrap(),
             "{\"a\":1}\n{\"to\n{\"b\":2}\n",
@@ -127,7 +134,12 @@ fn appends_are_line_safe_in_sh_and_busybox() {
         assert_eq!(append(&["20", "a", "nl"], b"{\"c\""), codes::SHORT, "{n}");
         assert_eq!(std::fs::read(&f).unwrap(), before, "{n}");
         // Data that is not a line is appended as it is.
-        assert_eq!(append(&["2", "a", "-"], b"xy"), 0, "{n}");
+        let (code, out) = append_at(&["2", "a", "-"], b"xy");
+        assert_eq!(
+            (code, String::from_utf8_lossy(&out).trim()),
+            (0, "21"),
+            "{n}"
+        );
         assert!(std::fs::read(&f).unwrap().ends_with(b"}\nxy"), "{n}");
     }
 }

@@ -173,6 +173,10 @@ pub struct McpStatus {
     /// session initialized again after the server expired it (404).
     /// Starts and restarts asked for by the user are not counted.
     pub restarts: u32,
+    /// The `${VAR}` names its `env` / `headers` values reference, which
+    /// wsbench fills from its environment and the reference sends as
+    /// written ([`McpDecl::referenced_vars`]); empty when none.
+    pub expands: Vec<String>,
 }
 
 impl McpStatus {
@@ -582,6 +586,7 @@ impl McpInstance {
             session: self.session.clone(),
             transport: self.decl.transport(),
             is_stateful: self.decl.is_stateful,
+            expands: self.decl.referenced_vars(),
             state: inner.state.clone(),
             tools: inner
                 .tools

@@ -492,6 +492,37 @@ impl McpDecl {
         self.resolved_with(|name| std::env::var(name).ok())
     }
 
+    /// The declaration with its `${VAR}` references filled in now, for
+    /// `mcp add --literal`: the values themselves are written to `.mcp`
+    /// (in clear, in the agent-readable workspace), so the reference,
+    /// which sends values as written, and wsbench send the same text.
+    ///
+    /// Errors: those of [`McpDecl::resolved`]; a value that, once filled,
+    /// still holds `${` or `$$`, which wsbench would read as a reference
+    /// or an escape and the reference as text (the two would differ).
+    pub fn literal_with(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<McpDecl, DeclError> {
+        let out = self.resolved_with(lookup)?;
+        let prefix = match &out.mcp_config {
+            McpConfig::Stdio(_) => "mcp_config.env",
+            McpConfig::Http(_) => "mcp_config.headers",
+        };
+        for (key, value) in out.secret_values() {
+            if value.contains("${") || value.contains("$$") {
+                return Err(DeclError::at(
+                    format!("{prefix}.{key}"),
+                    "its value holds `${` or `$$`, which wsbench reads as a variable or an \
+                     escape and the reference as text, so the two would send different \
+                     values; store it without --literal or change the value"
+                        .to_string(),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     /// [`McpDecl::resolved`] with a caller-supplied variable lookup.
     pub fn resolved_with(
         &self,

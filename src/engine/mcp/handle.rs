@@ -107,6 +107,7 @@ impl<'a> Mcp<'a> {
                     tools: Vec::new(),
                     process: None,
                     restarts: 0,
+                    expands: d.referenced_vars(),
                 },
             })
             .collect();

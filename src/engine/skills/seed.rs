@@ -181,8 +181,34 @@ impl Skills<'_> {
                 _ => Err(e.into()),
             };
         }
+        self.keep_seed_mtime(&seed, partition).await;
         self.skill_log("info", format!("equipped {partition} from {seed}"));
         Ok(())
+    }
+
+    /// Gives a freshly equipped partition the seed folder's mtime, as the
+    /// reference's equip does (`shutil.copytree` ends with `copystat`):
+    /// the `.index` copied from the seed records the seed's mtime, so the
+    /// partition then matches it and the reference's first `list_skills`
+    /// leaves it alone instead of rewriting it (found in issue 23's
+    /// both-directions trial). Limit: a seed whose `.index` is itself
+    /// stale (the reference's own seeding leaves it a few ms older than
+    /// the folder) still gets one rewrite, as after the reference's own
+    /// equip. Only where the folder has a host path (the
+    /// reference reads `.index` only on local); a failure is ignored, it
+    /// costs one rewrite by the reference.
+    async fn keep_seed_mtime(&self, seed: &str, partition: &str) {
+        let sandbox = self.base.sandbox();
+        let Some(host) = sandbox.host_path(partition) else {
+            return;
+        };
+        let Some(t) = sandbox.stat(seed).await.ok().and_then(|s| s.modified) else {
+            return;
+        };
+        let _ = tokio::task::spawn_blocking(move || {
+            std::fs::File::open(&host).and_then(|f| f.set_modified(t))
+        })
+        .await;
     }
 
     pub(super) async fn seed_one(&self, scan: &mut Scan, path: &Path) -> WsResult<()> {
