@@ -13,6 +13,9 @@
 //!   the newest), so the files never hold more than about
 //!   (1 + kept) × the limit per writing process.
 //!
+//! Every record, to either place, is cleaned of secrets and cut to a
+//! bounded size first ([`redacting`]).
+//!
 //! Lines go to the file from a background thread, so the UI never waits
 //! on the disk; when that thread falls 128 000 lines behind, further
 //! lines are dropped (tracing-appender's lossy mode) rather than block
@@ -33,6 +36,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::Paths;
+
+pub mod redacting;
+use redacting::Redacting;
 
 /// Size after which the log file is rotated: 8 MiB.
 pub const LOG_FILE_BYTES: usize = 8 * 1024 * 1024;
@@ -99,7 +105,7 @@ pub fn init(ansi: bool, read_only: bool) -> LogGuard {
     let stderr_filter = EnvFilter::new(parsed.as_deref().unwrap_or(super::DEFAULT_LOG_FILTER));
     let stderr = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
-        .with_writer(std::io::stderr)
+        .with_writer(Redacting::new(std::io::stderr, ansi))
         .with_filter(stderr_filter);
     let path = if read_only { None } else { log_file_path() };
     let (file, guard) = match path.map(|p| open(&p).map_err(|e| (p, e))) {
@@ -108,7 +114,7 @@ pub fn init(ansi: bool, read_only: bool) -> LogGuard {
             let filter = EnvFilter::new(parsed.as_deref().unwrap_or(FILE_LOG_FILTER));
             let layer = tracing_subscriber::fmt::layer()
                 .with_ansi(false)
-                .with_writer(w)
+                .with_writer(Redacting::new(w, false))
                 .with_filter(filter);
             (Some(layer), Some(guard))
         }

@@ -2,7 +2,7 @@
 //! the MCP servers of the (agent, session) named by `--agent` /
 //! `--session`.
 
-use super::output::{say, say_part};
+use super::output::{say, say_err, say_part};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -381,6 +381,11 @@ async fn run_on(
                 value.is_object(),
                 "tool arguments must be a JSON object, got {value}"
             );
+            // INT, TERM and HUP cancel the call instead of killing wsbench,
+            // so the interrupted call reaches the journal, naming the signal.
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let reason = std::sync::Arc::new(std::sync::OnceLock::new());
+            let interrupted = super::cancel_on_signals_why(cancel.clone(), Some(reason.clone()));
             let result = ws
                 .mcp()
                 .call_tool(McpToolCall {
@@ -389,9 +394,16 @@ async fn run_on(
                     server: Some(name),
                     tool,
                     args: value,
+                    cancel: Some(cancel),
+                    cancel_reason: Some(reason),
                     ..Default::default()
                 })
                 .await;
+            let signal = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+            if signal != 0 {
+                say_err!("wsbench: {}", result_text(&result.content).trim_end());
+                return Ok(128 + signal);
+            }
             if json_out {
                 output::json(&result)?;
             } else {

@@ -248,6 +248,16 @@ impl Ctx {
 pub(crate) fn cancel_on_signals(
     token: tokio_util::sync::CancellationToken,
 ) -> Arc<std::sync::atomic::AtomicI32> {
+    cancel_on_signals_why(token, None)
+}
+
+/// [`cancel_on_signals`], also setting `reason` to the signal's name
+/// (`SIGINT`, `SIGTERM`, `SIGHUP`) before the token is cancelled, for a
+/// result or journal line that says what interrupted it.
+pub(crate) fn cancel_on_signals_why(
+    token: tokio_util::sync::CancellationToken,
+    reason: Option<Arc<std::sync::OnceLock<String>>>,
+) -> Arc<std::sync::atomic::AtomicI32> {
     use tokio::signal::unix::{SignalKind, signal};
     let got = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let flag = got.clone();
@@ -266,6 +276,14 @@ pub(crate) fn cancel_on_signals(
             _ = hup.recv() => libc::SIGHUP,
         };
         flag.store(n, std::sync::atomic::Ordering::SeqCst);
+        if let Some(r) = reason {
+            let name = match n {
+                libc::SIGINT => "SIGINT",
+                libc::SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
+            let _ = r.set(name.to_string());
+        }
         token.cancel();
     });
     got

@@ -39,9 +39,11 @@ pub mod names {
 /// Errors for ids that cannot be used in paths.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
-    /// A session id that is empty, `.`/`..`, or holds `/`, `\` or NUL.
+    /// A session id that is empty, `.`/`..`, or holds `/`, `\`, NUL or
+    /// another control character (an escape in a directory name would
+    /// reach every terminal that lists it; workspace ids refuse them too).
     #[error(
-        "invalid session id {0:?}: it is used as a directory name, so it cannot be empty, `.`, `..` or contain `/`, `\\` or NUL"
+        "invalid session id {0:?}: it is used as a directory name, so it cannot be empty, `.`, `..` or contain `/`, `\\` or control characters"
     )]
     Session(String),
     /// An agent id that starts with `.` or holds `/`, `\` or NUL
@@ -62,7 +64,8 @@ fn bad_chars(s: &str) -> bool {
 
 /// Checks a session id for use as a directory name.
 pub fn check_session_id(id: &str) -> Result<(), IdError> {
-    if id.is_empty() || id == "." || id == ".." || bad_chars(id) {
+    if id.is_empty() || id == "." || id == ".." || bad_chars(id) || id.chars().any(char::is_control)
+    {
         return Err(IdError::Session(id.to_string()));
     }
     Ok(())
@@ -221,6 +224,14 @@ mod tests {
         assert!(check_session_id("../x").is_err());
         assert!(check_session_id("..").is_err());
         assert!(check_session_id("").is_err());
+        // Control characters, as workspace ids (a terminal escape).
+        let e = check_session_id("a\x1b[2Jb").unwrap_err().to_string();
+        assert!(
+            e.contains("control characters") && e.contains("\\u{1b}"),
+            "{e}"
+        );
+        assert!(check_session_id("a\tb").is_err());
+        assert!(check_session_id("s-001 é").is_ok());
         assert!(partition_name(".seed").is_err());
         assert!(partition_name("a/b").is_err());
         assert!(Layout::new("/w").tool_result_file("s", "a/b", 0).is_err());

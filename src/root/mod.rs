@@ -107,6 +107,12 @@ impl Context {
     /// Errors: no home directory, a `--config` file that does not exist,
     /// a config file that cannot be read or parsed.
     pub fn load(global: Selection) -> anyhow::Result<Self> {
+        // A bad `--session` is refused before anything is opened or made
+        // (its id names a directory; an escape in it would reach every
+        // terminal that lists the sessions).
+        if let Some(s) = global.session.as_deref().filter(|s| !s.is_empty()) {
+            crate::engine::layout::check_session_id(s)?;
+        }
         let paths = Paths::from_env()?;
         let config_file = global
             .config

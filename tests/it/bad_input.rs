@@ -97,3 +97,30 @@ async fn searches_never_find_their_own_journal() {
     let r = call(&ws, "Glob", json!({"pattern": "**/*.jsonl"})).await;
     assert!(r.text().starts_with("No files found"), "{}", r.text());
 }
+
+/// Issue 14: `--session` with a terminal escape is refused with a clear
+/// error (the id escaped) and no session directory is made.
+#[test]
+fn a_session_id_with_control_characters_is_refused_and_makes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let w = tempfile::tempdir().unwrap();
+    let o = support::cli::wsbench_cmd(home.path())
+        .arg("--workdir")
+        .arg(w.path())
+        .args(["--session", "a\x1b[2Jb", "exec", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("invalid session id"), "{err}");
+    assert!(err.contains("control characters"), "{err}");
+    assert!(
+        !err.contains('\x1b'),
+        "the escape reached the terminal: {err:?}"
+    );
+    let sessions = w.path().join("sessions");
+    let made: Vec<_> = std::fs::read_dir(&sessions)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(made.is_empty(), "{made:?}");
+}

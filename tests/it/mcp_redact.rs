@@ -82,3 +82,57 @@ fn http_error_bodies_that_echo_the_request_are_redacted_and_bounded() {
         assert!(hits.is_empty(), "{hits:?}");
     }
 }
+
+/// The same server, with every log line shown: neither stderr
+/// (`WSBENCH_LOG=debug`) nor the log file holds a header value wsbench
+/// sent (rmcp's transport worker logs the whole error body at ERROR),
+/// and no log line is longer than the record bound plus its note.
+#[test]
+fn log_lines_on_stderr_and_in_the_log_file_hold_no_sent_secret() {
+    let port = echo_server("401 Unauthorized");
+    let home = tempfile::tempdir().unwrap();
+    let w = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let env_token = "envtok-SECRET-123";
+    let plain = "plainsecret-987";
+    let o = cli::wsbench_cmd(home.path())
+        .env("MYTOK", env_token)
+        .env("WSBENCH_LOG", "debug")
+        .arg("--workdir")
+        .arg(w.path())
+        .args(["mcp", "add", "h", "--url", &url])
+        .args(["--header", &format!("Authorization=Bearer {TOKEN}")])
+        .args(["--header", &format!("X-Custom={plain}")])
+        .args(["--header", "X-Env=${MYTOK}"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let log_path = home.path().join("data/wsbench/logs/wsbench.log");
+    let log = std::fs::read_to_string(&log_path).unwrap_or_else(|e| panic!("{log_path:?}: {e}"));
+    assert!(
+        log.contains("worker") || err.contains("worker"),
+        "the transport's error line is expected in the log: {log}"
+    );
+    for (place, text) in [("stderr", &*err), ("log file", log.as_str())] {
+        for secret in [TOKEN, env_token, plain] {
+            assert!(
+                !text.contains(secret),
+                "{place} holds {secret}: {}",
+                text.lines().find(|l| l.contains(secret)).unwrap_or("")
+            );
+        }
+        for line in text.lines() {
+            assert!(
+                line.len() <= 4096 + 64,
+                "{place}: a {} byte line: {}",
+                line.len(),
+                line.chars().take(200).collect::<String>()
+            );
+        }
+    }
+    assert!(
+        log.contains("bytes dropped)"),
+        "the long error line is cut with a note: {log}"
+    );
+}

@@ -78,3 +78,61 @@ async fn glob_and_grep_report_long_and_non_utf8_paths() {
     assert!(text.contains(r"bad-\xFF\xFE-name.txt"), "{text}");
     remove_deep(&dir.path().join("deep"));
 }
+
+/// On bubblewrap the walk runs on the host folder behind `/workspace`:
+/// the note names the sandbox path, never the host one (issue 14).
+#[tokio::test]
+async fn on_bubblewrap_the_note_names_sandbox_paths() {
+    use std::sync::Arc;
+    use wsbench::backend::bubblewrap::{BubblewrapOptions, BubblewrapSandbox};
+    use wsbench::engine::{EventBus, Workspace, WorkspaceConfig};
+    if let Err(why) = support::images::bwrap_ready().await {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{why}");
+        }
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let sb = BubblewrapSandbox::open(d.path(), BubblewrapOptions::default()).unwrap();
+    let ws = Workspace::open(
+        Arc::new(sb),
+        WorkspaceConfig::default(),
+        EventBus::default(),
+    )
+    .await
+    .unwrap();
+    let wd = ws.layout().workdir().to_string();
+    let host = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir_all(host.join("gg")).unwrap();
+    let bad = std::ffi::OsStr::from_bytes(b"bad-\xff\xfe-name.txt");
+    std::fs::write(host.join("gg").join(bad), "needle\n").unwrap();
+    let host_s = host.to_str().unwrap();
+    for (tool, args) in [
+        ("Glob", json!({"pattern": "**/*.txt"})),
+        (
+            "Glob",
+            json!({"pattern": "*.txt", "path": format!("{wd}/gg")}),
+        ),
+        (
+            "Grep",
+            json!({"pattern": "needle", "output_mode": "files_with_matches"}),
+        ),
+        (
+            "Grep",
+            json!({"pattern": "needle", "path": format!("{wd}/gg")}),
+        ),
+    ] {
+        let r = support::call(&ws, tool, args.clone()).await;
+        let text = r.text();
+        assert!(
+            text.contains("could not be searched"),
+            "{tool} {args}: {text}"
+        );
+        assert!(
+            text.contains(&format!(r"{wd}/gg/bad-\xFF\xFE-name.txt")),
+            "{tool} {args}: {text}"
+        );
+        assert!(!text.contains(host_s), "{tool} {args}: host path in {text}");
+    }
+}

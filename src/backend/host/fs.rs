@@ -107,21 +107,25 @@ pub fn finish_atomic(tmp: tempfile::NamedTempFile, target: &Path) -> std::io::Re
 /// any runtime), else on the blocking pool with one copy (a
 /// current-thread runtime cannot block in place). Issue 18: the copy of a 1 MiB write, and glibc mapping and
 /// unmapping it every call, cost more than the write itself.
+///
+/// Errors: only when the pool task did not finish (cancelled at
+/// shutdown, panicked; see [`super::task::join_io_error`]); `f`'s own
+/// result is inside the `Ok`.
 pub async fn with_bytes<T: Send + 'static>(
     data: &[u8],
     f: impl FnOnce(&[u8]) -> T + Send + 'static,
-) -> T {
+) -> std::io::Result<T> {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => return tokio::task::block_in_place(|| f(data)),
+        Ok(RuntimeFlavor::MultiThread) => return Ok(tokio::task::block_in_place(|| f(data))),
         // Polled outside any tokio runtime: blocking here blocks no one else.
-        Err(_) => return f(data),
+        Err(_) => return Ok(f(data)),
         Ok(_) => {}
     }
     let data = data.to_vec();
     tokio::task::spawn_blocking(move || f(&data))
         .await
-        .expect("file task")
+        .map_err(|e| super::task::join_io_error(e, "write"))
 }
 
 /// Bytes read from a stream before each write of [`stream_to_temp`]
@@ -162,7 +166,7 @@ pub async fn stream_to_temp(
         with_bytes(&buf[..filled], move |b| {
             std::io::Write::write_all(&mut &*f, b)
         })
-        .await?;
+        .await??;
         total += filled as u64;
         if filled < buf.len() {
             break;

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use tokio::io::AsyncRead;
 
+use super::task::blocking;
 use super::{
     PathMapper, append_host, atomic_write_host, create_new_host, finish_atomic, read_host,
     remove_host, stat_host, stream_to_temp, watch_host,
@@ -66,17 +67,6 @@ fn is_prefix(prefix: &[String], of: &[String]) -> bool {
 
 fn join_abs(parts: &[String]) -> String {
     format!("/{}", parts.join("/"))
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> BackendResult<T> + Send + 'static,
-) -> BackendResult<T> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(BackendError::Io {
-            context: "file task".into(),
-            source: std::io::Error::other(e.to_string()),
-        })
-    })
 }
 
 impl HostDir {
@@ -314,7 +304,7 @@ impl HostDir {
     pub async fn read(&self, path: &str, range: Option<ByteRange>) -> BackendResult<Vec<u8>> {
         let p = self.resolve(path, true)?;
         let path_s = path.to_string();
-        blocking(move || read_host(&p, path_s, range)).await
+        blocking("read", move || read_host(&p, path_s, range)).await
     }
 
     /// Atomic write (temp file + rename), parents created.
@@ -329,6 +319,12 @@ impl HostDir {
             atomic_write_host(&p, data).map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
+        .unwrap_or_else(|e| {
+            Err(BackendError::Io {
+                context: "write task".into(),
+                source: e,
+            })
+        })
     }
 
     /// Streams into a temp file next to the target, then renames it over.
@@ -345,7 +341,7 @@ impl HostDir {
         let (tmp, n) = stream_to_temp(&dir, &mut *reader)
             .await
             .map_err(|e| BackendError::from_io(e, path))?;
-        blocking(move || {
+        blocking("write", move || {
             finish_atomic(tmp, &target)
                 .map_err(|e| BackendError::from_io(e, target.display().to_string()))
         })
@@ -359,7 +355,10 @@ impl HostDir {
         let p = self.resolve(path, true)?;
         let data = data.to_vec();
         let path_s = path.to_string();
-        blocking(move || append_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))).await
+        blocking("append", move || {
+            append_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))
+        })
+        .await
     }
 
     /// Creates `path` exclusively; `Ok(false)` when something (even a
@@ -368,7 +367,7 @@ impl HostDir {
         let p = self.resolve(path, false)?;
         let data = data.to_vec();
         let path_s = path.to_string();
-        blocking(move || create_new_host(&p, &data, &path_s)).await
+        blocking("create", move || create_new_host(&p, &data, &path_s)).await
     }
 
     /// Lists a directory (links to directories followed inside the
@@ -378,7 +377,7 @@ impl HostDir {
         let sandbox_dir = self.resolve_sandbox(path, true)?;
         let me = self.clone();
         let path_s = path.to_string();
-        blocking(move || {
+        blocking("list", move || {
             let rd = std::fs::read_dir(&dir).map_err(|e| BackendError::from_io(e, &path_s))?;
             let mut out: Vec<FileStat> = rd
                 .filter_map(|e| e.ok())
@@ -398,7 +397,7 @@ impl HostDir {
     pub async fn stat(&self, path: &str) -> BackendResult<FileStat> {
         let me = self.clone();
         let path_s = path.to_string();
-        blocking(move || me.stat_blocking(&path_s)).await
+        blocking("stat", move || me.stat_blocking(&path_s)).await
     }
 
     /// Removes a file or a link (never its target), or a directory.
@@ -410,7 +409,7 @@ impl HostDir {
             )));
         }
         let path_s = path.to_string();
-        blocking(move || remove_host(&p, recursive, &path_s)).await
+        blocking("remove", move || remove_host(&p, recursive, &path_s)).await
     }
 
     /// Renames (the link itself when `from` is a link).

@@ -12,6 +12,7 @@ pub mod lock;
 pub mod names;
 pub(crate) mod pty;
 pub mod sweep;
+pub mod task;
 pub mod watch;
 
 pub use fs::{
@@ -20,6 +21,7 @@ pub use fs::{
 };
 pub use hostdir::{HostDir, MAX_LINK_HOPS, Mount};
 pub use names::sanitize_segment;
+pub use task::{blocking, join_io_error};
 pub(crate) use watch::PathMapper;
 pub use watch::watch_host;
 

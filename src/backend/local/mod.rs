@@ -19,8 +19,8 @@ use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
 use super::host::child_start;
 use super::host::fs::{finish_atomic, resolve_link_target};
 use super::host::{
-    append_host, atomic_write_host, create_new_host, read_host, remove_host, stat_host,
-    stream_to_temp, watch_host, with_bytes,
+    append_host, atomic_write_host, blocking, create_new_host, join_io_error, read_host,
+    remove_host, stat_host, stream_to_temp, watch_host, with_bytes,
 };
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
@@ -238,9 +238,7 @@ impl Sandbox for LocalSandbox {
         self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || read_host(&p, path_s, range))
-            .await
-            .expect("read task")
+        blocking("read", move || read_host(&p, path_s, range)).await
     }
 
     async fn write(&self, path: &str, data: &[u8]) -> BackendResult<()> {
@@ -255,6 +253,12 @@ impl Sandbox for LocalSandbox {
             atomic_write_host(&p, data).map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
+        .unwrap_or_else(|e| {
+            Err(BackendError::Io {
+                context: "write task".into(),
+                source: e,
+            })
+        })
     }
 
     async fn write_stream(
@@ -269,7 +273,7 @@ impl Sandbox for LocalSandbox {
         let (tmp, n) = stream_to_temp(&dir, &mut *reader).await.map_err(io)?;
         tokio::task::spawn_blocking(move || finish_atomic(tmp, &target))
             .await
-            .expect("persist task")
+            .unwrap_or_else(|e| Err(join_io_error(e, "write")))
             .map_err(io)?;
         Ok(n)
     }
@@ -279,11 +283,10 @@ impl Sandbox for LocalSandbox {
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
+        blocking("append", move || {
             append_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
-        .expect("append task")
     }
 
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
@@ -291,16 +294,14 @@ impl Sandbox for LocalSandbox {
         let p = self.resolve(path);
         let data = data.to_vec();
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || create_new_host(&p, &data, &path_s))
-            .await
-            .expect("create task")
+        blocking("create", move || create_new_host(&p, &data, &path_s)).await
     }
 
     async fn list(&self, path: &str) -> BackendResult<Vec<FileStat>> {
         self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
+        blocking("list", move || {
             let rd = std::fs::read_dir(&p).map_err(|e| BackendError::from_io(e, &path_s))?;
             let mut out: Vec<FileStat> = rd
                 .filter_map(|e| e.ok())
@@ -310,27 +311,23 @@ impl Sandbox for LocalSandbox {
             Ok(out)
         })
         .await
-        .expect("list task")
     }
 
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
         self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || {
+        blocking("stat", move || {
             stat_host(&p).map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
-        .expect("stat task")
     }
 
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
         self.present()?;
         let p = self.resolve(path);
         let path_s = path.to_string();
-        tokio::task::spawn_blocking(move || remove_host(&p, recursive, &path_s))
-            .await
-            .expect("remove task")
+        blocking("remove", move || remove_host(&p, recursive, &path_s)).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> BackendResult<()> {

@@ -32,6 +32,9 @@ pub struct McpToolCall {
     pub call_id: Option<String>,
     /// Cancels the call (the server is sent `notifications/cancelled`).
     pub cancel: Option<CancellationToken>,
+    /// Why `cancel` fired (`"SIGINT"`), set before the token is
+    /// cancelled: the interrupted result and its journal line name it.
+    pub cancel_reason: Option<std::sync::Arc<std::sync::OnceLock<String>>>,
 }
 
 impl Mcp<'_> {
@@ -75,7 +78,7 @@ impl Mcp<'_> {
             state: result.state.as_str().to_string(),
             duration_ms,
         });
-        let entry = JournalEntry::from_result(
+        let mut entry = JournalEntry::from_result(
             JournalCall {
                 call_id,
                 agent: call.agent.clone(),
@@ -87,6 +90,11 @@ impl Mcp<'_> {
             started_at,
             duration_ms,
         );
+        if result.state == ToolState::Interrupted {
+            // The journal keeps the reason of an interrupted call too (by
+            // whom: a signal, a cancel), not only of a failed one.
+            entry.error = Some(result.text().lines().next().unwrap_or("").to_string());
+        }
         if let Err(e) = Journal::new(self.base).append(&entry).await {
             self.runtime.log(
                 "warn",
@@ -155,10 +163,16 @@ impl Mcp<'_> {
         let cancel = call.cancel.clone().unwrap_or_default();
         match inst.call(tool, args, cancel).await {
             Ok(r) => self.mcp_result(&call.session, call_id, r).await,
-            Err(McpError::Cancelled) => ToolResult {
-                state: ToolState::Interrupted,
-                ..ToolResult::ok("The MCP tool call was cancelled.")
-            },
+            Err(McpError::Cancelled) => {
+                let why = call.cancel_reason.as_ref().and_then(|r| r.get());
+                ToolResult {
+                    state: ToolState::Interrupted,
+                    ..ToolResult::ok(match why {
+                        Some(why) => format!("The MCP tool call was interrupted by {why}."),
+                        None => "The MCP tool call was cancelled.".to_string(),
+                    })
+                }
+            }
             Err(e @ McpError::Timeout { .. }) => ToolResult {
                 timed_out: true,
                 ..ToolResult::error(e.to_string())

@@ -10,8 +10,16 @@
 //! `secret`, `password` or `authorization` — and finally the text is
 //! bounded to [`MAX_ECHO_BYTES`], saying how much was dropped.
 //!
+//! Every [`Redactor`] made for a declaration also records its values in
+//! a process-wide registry ([`remember_sent`]), so text that no server
+//! instance sees — a library's log line (rmcp's transport worker prints
+//! the whole error body) — can be cleaned with [`redact_known`]: the log
+//! writers of `cli::logging` pass every line through it.
+//!
 //! Limits: a secret shorter than 8 bytes is only caught by the shapes;
-//! a secret the server re-encodes (base64, URL-escaping) is not caught.
+//! a secret the server re-encodes (base64, URL-escaping) is not caught;
+//! the registry keeps the [`MAX_KNOWN_VALUES`] longest values (a process
+//! declaring more servers than that keeps only the shapes for the rest).
 
 use super::decl::{McpConfig, McpDecl};
 
@@ -48,10 +56,61 @@ pub struct Redactor {
     values: Vec<String>,
 }
 
+/// Most sent values the process-wide registry keeps (longest first).
+pub const MAX_KNOWN_VALUES: usize = 512;
+
+/// Every value a [`Redactor`] of this process was made with, longest
+/// first, so a value inside another is replaced second.
+static KNOWN: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds `values` (as sent; shorter than 8 bytes are ignored) to the
+/// process-wide registry read by [`redact_known`]. Bounded to
+/// [`MAX_KNOWN_VALUES`]: the shortest go first when it is full.
+pub fn remember_sent<'a>(values: impl IntoIterator<Item = &'a str>) {
+    let fresh: Vec<&str> = values
+        .into_iter()
+        .filter(|v| v.len() >= MIN_VALUE_BYTES)
+        .collect();
+    if fresh.is_empty() {
+        return;
+    }
+    // A poisoned lock still holds a valid list (pushes cannot tear it).
+    let mut known = KNOWN.write().unwrap_or_else(|e| e.into_inner());
+    let mut added = false;
+    for v in fresh {
+        if !known.iter().any(|k| k == v) {
+            known.push(v.to_string());
+            added = true;
+        }
+    }
+    if added {
+        known.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        known.truncate(MAX_KNOWN_VALUES);
+    }
+}
+
+/// `text` with every value in the registry ([`remember_sent`]) and the
+/// secret shapes replaced by [`REDACTED`]; not bounded (the caller bounds
+/// its own unit: a log line). For text no single server instance owns.
+pub fn redact_known(text: &str) -> String {
+    let known = KNOWN.read().unwrap_or_else(|e| e.into_inner());
+    let mut out = None::<String>;
+    for v in known.iter() {
+        let cur = out.as_deref().unwrap_or(text);
+        if cur.contains(v.as_str()) {
+            out = Some(cur.replace(v.as_str(), REDACTED));
+        }
+    }
+    drop(known);
+    redact_shapes(out.as_deref().unwrap_or(text))
+}
+
 impl Redactor {
     /// The values of `decl`'s headers (HTTP) or environment (stdio), as
     /// sent: `decl` should be the resolved declaration. For a header
     /// value of the form `<scheme> <token>` the token is a value too.
+    /// The values are also added to the process-wide registry
+    /// ([`remember_sent`]) that log lines are cleaned with.
     pub fn for_decl(decl: &McpDecl) -> Self {
         let map = match &decl.mcp_config {
             McpConfig::Stdio(c) => c.env.as_ref(),
@@ -67,6 +126,7 @@ impl Redactor {
         values.retain(|v| v.len() >= MIN_VALUE_BYTES);
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
+        remember_sent(values.iter().map(String::as_str));
         Redactor { values }
     }
 
@@ -235,6 +295,11 @@ mod tests {
         let r = Redactor::for_decl(&decl);
         let out = r.apply("echo custom-secret-value and zzzzzzzzzz");
         assert_eq!(out, "echo [redacted] and [redacted]");
+        // The registry knows them too, for text no instance owns.
+        assert_eq!(
+            redact_known("worker quit: x-custom: custom-secret-value"),
+            "worker quit: x-custom: [redacted]"
+        );
         let long = "é".repeat(MAX_ECHO_BYTES);
         let out = r.apply_bounded(&long);
         assert!(out.len() < MAX_ECHO_BYTES + 40, "{}", out.len());

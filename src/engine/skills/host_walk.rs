@@ -31,19 +31,30 @@ pub(super) struct HostItem {
     pub mode: u32,
 }
 
+/// What [`walk_host`] found.
+#[derive(Default)]
+pub(super) struct HostWalk {
+    /// What to copy, parents before children, by name.
+    pub items: Vec<HostItem>,
+    /// Special files left out (FIFOs, sockets, devices): their relative
+    /// path and kind, `"a/pipe (a FIFO)"`, for a warning naming each.
+    pub skipped: Vec<String>,
+}
+
 /// Lists host folder `root` recursively (parents before children, by
 /// name) under the link rule of this module. Special files (FIFOs,
-/// sockets, devices) are skipped.
+/// sockets, devices) are not copied; they are listed in
+/// [`HostWalk::skipped`] so the caller can warn about each.
 ///
 /// Errors: [`WorkspaceError::Invalid`](crate::engine::WorkspaceError)
 /// naming the refused link, an unreadable entry, or a tree nested deeper
 /// than [`MAX_HOST_DEPTH`].
-pub(super) fn walk_host(root: &Path) -> WsResult<Vec<HostItem>> {
+pub(super) fn walk_host(root: &Path) -> WsResult<HostWalk> {
     // The folder the user named may itself be reached through a link; the
     // rule is about what is inside it.
     let canon_root = std::fs::canonicalize(root)
         .map_err(|e| invalid(format!("cannot read {}: {e}", root.display())))?;
-    let mut out = Vec::new();
+    let mut out = HostWalk::default();
     visit(root, &canon_root, "", 0, &mut out)?;
     Ok(out)
 }
@@ -53,7 +64,7 @@ fn visit(
     canon_root: &Path,
     rel: &str,
     depth: usize,
-    out: &mut Vec<HostItem>,
+    out: &mut HostWalk,
 ) -> WsResult<()> {
     if depth > MAX_HOST_DEPTH {
         return Err(invalid(format!("{} is nested too deeply", dir.display())));
@@ -76,7 +87,7 @@ fn visit(
             .map_err(|e| invalid(format!("cannot copy {}: {e}", abs.display())))?;
         let kind = meta.file_type();
         if kind.is_dir() {
-            out.push(HostItem {
+            out.items.push(HostItem {
                 rel: r.clone(),
                 abs: abs.clone(),
                 is_dir: true,
@@ -84,14 +95,28 @@ fn visit(
             });
             visit(&abs, canon_root, &r, depth + 1, out)?;
         } else if kind.is_file() {
-            out.push(HostItem {
+            out.items.push(HostItem {
                 rel: r,
                 abs,
                 is_dir: false,
                 mode: meta.permissions().mode(),
             });
         } else if kind.is_symlink() {
-            out.push(link_item(&abs, canon_root, r)?);
+            out.items.push(link_item(&abs, canon_root, r)?);
+        } else {
+            use std::os::unix::fs::FileTypeExt;
+            let what = if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_socket() {
+                "a socket"
+            } else if kind.is_block_device() {
+                "a block device"
+            } else if kind.is_char_device() {
+                "a character device"
+            } else {
+                "not a regular file"
+            };
+            out.skipped.push(format!("{r} ({what})"));
         }
     }
     Ok(())
@@ -326,10 +351,23 @@ mod tests {
         std::fs::create_dir(d.path().join("skill/docs")).unwrap();
         std::fs::write(d.path().join("skill/docs/a.md"), "A").unwrap();
         symlink("docs/a.md", d.path().join("skill/alias.md")).unwrap();
-        let items = walk_host(&d.path().join("skill")).unwrap();
+        let items = walk_host(&d.path().join("skill")).unwrap().items;
         let alias = items.iter().find(|i| i.rel == "alias.md").unwrap();
         assert!(!alias.is_dir);
         assert_eq!(std::fs::read_to_string(&alias.abs).unwrap(), "A");
         assert!(!std::fs::symlink_metadata(&alias.abs).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn special_files_are_listed_as_skipped_by_name_and_kind() {
+        let d = folder();
+        let fifo = d.path().join("skill/pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::fs::write(d.path().join("skill/plain.txt"), "x").unwrap();
+        let w = walk_host(&d.path().join("skill")).unwrap();
+        assert_eq!(w.skipped, ["pipe (a FIFO)"]);
+        assert!(w.items.iter().all(|i| i.rel != "pipe"));
+        assert!(w.items.iter().any(|i| i.rel == "plain.txt"));
     }
 }

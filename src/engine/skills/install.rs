@@ -289,11 +289,20 @@ impl Skills<'_> {
     /// inside the folder becomes a copy, any other refuses the copy.
     pub(super) async fn copy_host_dir(&self, host: &Path, dest: &str) -> WsResult<()> {
         let root = host.to_path_buf();
-        let items = tokio::task::spawn_blocking(move || host_walk::walk_host(&root))
+        let walked = tokio::task::spawn_blocking(move || host_walk::walk_host(&root))
             .await
             .map_err(|e| invalid(format!("copy task failed: {e}")))??;
+        for special in &walked.skipped {
+            self.skill_log(
+                "warn",
+                format!(
+                    "{:?} is not a regular file or directory; not copied",
+                    format!("{}/{special}", host.display())
+                ),
+            );
+        }
         let mut executables = Vec::new();
-        for item in items {
+        for item in walked.items {
             let target = format!("{dest}/{}", item.rel);
             if item.is_dir {
                 self.base.sandbox().mkdir(&target, true).await?;

@@ -224,6 +224,8 @@ fn search_host(
         Ok(RootKind::Dir(p)) => p,
         _ => return Found::Hits(Vec::new(), 0),
     };
+    // The walk runs under the resolved root (a linked folder's target).
+    skipped.show_host_as(&root, &plan.walk_dir);
     let spec = WalkSpec {
         root: root.clone(),
         workdir: host_workdir,
@@ -449,6 +451,12 @@ impl Tool for Glob {
         let found = match (sb.host_path(&plan.base), sb.host_path(&plan.walk_dir)) {
             (Some(host_base), Some(host_walk)) => {
                 let host_workdir = host_workdir(sb.as_ref(), workdir);
+                // Notes name sandbox paths, never where they are on the host.
+                skipped.show_host_as(&host_base, &plan.base);
+                skipped.show_host_as(&host_walk, &plan.walk_dir);
+                if let Some(h) = &host_workdir {
+                    skipped.show_host_as(h, workdir);
+                }
                 let plan = std::sync::Arc::new(plan);
                 let p = plan.clone();
                 let sk = skipped.clone();

@@ -326,10 +326,16 @@ impl Tool for Grep {
         let sb = ctx.env.sandbox.clone();
         let outcome = match sb.host_path(&root) {
             Some(root_host) => {
+                // Notes name sandbox paths, never where they are on the host.
+                skipped.show_host_as(&root_host, &root);
+                let workdir_host = super::glob::host_workdir(sb.as_ref(), workdir);
+                if let Some(h) = &workdir_host {
+                    skipped.show_host_as(h, workdir);
+                }
                 let job = HostJob {
                     root_backend: root.clone(),
                     root_host,
-                    workdir_host: super::glob::host_workdir(sb.as_ref(), workdir),
+                    workdir_host,
                     globs,
                     types,
                     matcher,

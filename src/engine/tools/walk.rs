@@ -438,14 +438,7 @@ where
 }
 
 fn panic_message(e: tokio::task::JoinError) -> String {
-    match e.try_into_panic() {
-        Ok(p) => p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into()),
-        Err(e) => e.to_string(),
-    }
+    crate::backend::host::task::join_error_text(e)
 }
 
 /// `ms` as seconds for messages (`30`, `0.5`).

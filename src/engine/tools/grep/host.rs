@@ -327,6 +327,8 @@ pub(super) fn search_host(job: HostJob, stop: &AtomicBool) -> Outcome {
             return Outcome::Failed(format!("Error: cannot search {}: {e}", job.root_backend));
         }
     };
+    // The walk runs under the resolved root (a linked folder's target).
+    job.skipped.show_host_as(&root, &job.root_backend);
     let override_root = job.workdir_host.clone().unwrap_or_else(|| root.clone());
     let overrides = match build_overrides(&override_root, &job.globs) {
         Ok(o) => o,

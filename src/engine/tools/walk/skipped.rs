@@ -6,10 +6,18 @@ use std::sync::atomic::Ordering;
 /// the OS, a permission error) and files whose names are not UTF-8 (a
 /// tool path is a JSON string, so Read could not open them by name).
 /// Bounded: the first [`Skipped::SHOWN`] are kept, the rest counted.
+///
+/// Paths are named as the sandbox sees them: the walk runs on the host
+/// (bubblewrap's and Docker's bind mounts included), so every host
+/// prefix registered with [`Skipped::show_host_as`] is rewritten to its
+/// sandbox path (`/workspace/…`) before an entry is kept (issue 14: the
+/// note named `/tmp/…/profiles/bwrap/default/…`).
 #[derive(Debug, Default)]
 pub struct Skipped {
     count: std::sync::atomic::AtomicUsize,
     first: std::sync::Mutex<Vec<String>>,
+    /// `(host prefix, sandbox prefix)`, longest host prefix first.
+    shown_as: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl Skipped {
@@ -26,11 +34,55 @@ impl Skipped {
     pub(super) fn add(&self, what: String) {
         let n = self.count.fetch_add(1, Ordering::Relaxed);
         if n < Self::SHOWN {
+            let what = self.in_sandbox_terms(what);
             self.first
                 .lock()
                 .expect("skipped lock")
                 .push(Self::shortened(what));
         }
+    }
+
+    /// From now on, names a path under host directory `host` as the same
+    /// path under `sandbox` (the sandbox path `host` is mounted at). A
+    /// host path that is not UTF-8 is not registered (its entries keep
+    /// their escaped host form).
+    pub fn show_host_as(&self, host: &std::path::Path, sandbox: &str) {
+        let Some(h) = host.to_str() else { return };
+        let h = h.trim_end_matches('/');
+        let sb = sandbox.trim_end_matches('/');
+        if h.is_empty() || h == sb {
+            return;
+        }
+        let mut map = self.shown_as.lock().expect("skipped lock");
+        if !map.iter().any(|(k, _)| k == h) {
+            map.push((h.to_string(), sb.to_string()));
+            map.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+        }
+    }
+
+    /// `what` with every registered host prefix that starts a path
+    /// (followed by `/` or by a byte that cannot continue a name: the
+    /// end, `:`, space, quote, parenthesis) replaced by its sandbox path.
+    fn in_sandbox_terms(&self, what: String) -> String {
+        let map = self.shown_as.lock().expect("skipped lock");
+        let mut out = what;
+        for (host, sb) in map.iter() {
+            let mut acc = String::with_capacity(out.len());
+            let mut rest = out.as_str();
+            while let Some(i) = rest.find(host.as_str()) {
+                let after = &rest[i + host.len()..];
+                let ends = after
+                    .chars()
+                    .next()
+                    .is_none_or(|c| matches!(c, '/' | ':' | ' ' | '"' | '\'' | ')' | ','));
+                acc.push_str(&rest[..i]);
+                acc.push_str(if ends { sb } else { host });
+                rest = after;
+            }
+            acc.push_str(rest);
+            out = acc;
+        }
+        out
     }
 
     /// `what` within [`Self::ENTRY_BYTES`]: its first and last ~240 bytes
@@ -100,5 +152,37 @@ mod tests {
             long.len()
         );
         assert_eq!(Skipped::shortened("short".into()), "short");
+    }
+
+    #[test]
+    fn host_paths_are_named_as_sandbox_paths() {
+        let s = Skipped::default();
+        s.show_host_as(
+            std::path::Path::new("/tmp/h/profiles/bwrap/default"),
+            "/workspace",
+        );
+        s.show_host_as(std::path::Path::new("/tmp/h/other/"), "/tmp");
+        s.add(
+            "IO error for operation on /tmp/h/profiles/bwrap/default/gg/x: File name too long"
+                .into(),
+        );
+        s.add(r"/tmp/h/profiles/bwrap/default/gg/bad-\xFF\xFE-name.txt (the name is not UTF-8: rename it with Bash to open it)".into());
+        s.add("/tmp/h/profiles/bwrap/defaultish/y: kept".into());
+        s.add("/tmp/h/other/z (x)".into());
+        let note = s.note().unwrap();
+        assert!(
+            note.contains("operation on /workspace/gg/x: File"),
+            "{note}"
+        );
+        assert!(
+            note.contains(r"/workspace/gg/bad-\xFF\xFE-name.txt (the"),
+            "{note}"
+        );
+        assert!(
+            note.contains("/tmp/h/profiles/bwrap/defaultish/y"),
+            "{note}"
+        );
+        assert!(note.contains("  /tmp/z (x)"), "{note}");
+        assert!(!note.contains("/tmp/h/profiles/bwrap/default/"), "{note}");
     }
 }

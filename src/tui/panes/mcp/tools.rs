@@ -81,6 +81,7 @@ impl McpPane {
             args: args.clone(),
             call_id: None,
             cancel: None,
+            cancel_reason: None,
         };
         self.busy.insert(server.clone());
         cx.spawn::<McpPane>(async move {
