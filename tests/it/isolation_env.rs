@@ -147,7 +147,10 @@ fn ignored_signals_inside(home: &Path, profile: &[&str]) -> String {
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{o:?}");
     let text = String::from_utf8_lossy(&o.stdout);
-    let hex = text.trim().strip_prefix("SigIgn:").unwrap_or_else(|| panic!("{o:?}"));
+    let hex = text
+        .trim()
+        .strip_prefix("SigIgn:")
+        .unwrap_or_else(|| panic!("{o:?}"));
     // Signals 32 and 33 (bits 31 and 32) are the C library's own and
     // refuse a change from user code; only the others count.
     let mask = u64::from_str_radix(hex.trim(), 16).unwrap() & !(0b11 << 31);
@@ -161,16 +164,9 @@ fn signals_ignored_by_wsbench_s_parent_are_not_ignored_inside() {
     // (the CI failures of the ctrl-c tests).
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let local = [
-        "--workdir".to_string(),
-        work.path().display().to_string(),
-    ];
+    let local = ["--workdir".to_string(), work.path().display().to_string()];
     let local: Vec<&str> = local.iter().map(String::as_str).collect();
-    assert_eq!(
-        ignored_signals_inside(home.path(), &local),
-        "0x0",
-        "local"
-    );
+    assert_eq!(ignored_signals_inside(home.path(), &local), "0x0", "local");
     if !support::have("bwrap") {
         support::skip_or_fail("bwrap is not installed");
         return;
