@@ -2,7 +2,7 @@
 //! over an existing file; the TUI editor saves through Write), so that
 //! concurrent edits of one file never lose each other's changes.
 //!
-//! Two layers:
+//! Three layers:
 //!
 //! * **In this process**, one async mutex per file (keyed by the host path
 //!   where the backend has one, else by sandbox and backend path): every
@@ -16,12 +16,23 @@
 //!   edits of different files in one directory wait for each other (each
 //!   holds the lock for one read and one write).
 //!
-//! Backends without a host view (Kubernetes, the cloud services, Docker
-//! without a bind mount) get no cross-process lock: there the tools check
-//! just before writing that the file is still what they read
-//! ([`ensure_unchanged`]) and refuse with "changed since read" otherwise.
-//! Limit: that check and the write are two operations, so a writer that
-//! lands between them is still overwritten.
+//! * **Across processes** on backends without a host view that name
+//!   their sandbox ([`Sandbox::lock_identity`]: Docker with volume or no
+//!   storage, Kubernetes), an exclusive host lock
+//!   ([`HostLock`], `flock` on a file in wsbench's lock directory) keyed
+//!   by that name and the path, held for the read-modify-write. It waits
+//!   at most [`SHARED_WAIT`]; after that (a holder stuck on a dead
+//!   daemon) the tool goes on with the check below alone, with a warning
+//!   in the log.
+//!
+//! Edit also checks just before writing that the file is still
+//! what was read ([`ensure_unchanged`]) and refuses with "changed since
+//! read" otherwise; that catches writers outside wsbench and wsbench
+//! processes the locks do not cover. Limits: the host locks cover the
+//! wsbench processes of one host only (two hosts editing one Docker
+//! volume or Pod are not serialised), the cloud services name no sandbox
+//! yet (in-process lock only), and the check and the write are two
+//! operations, so a writer landing between them is still overwritten.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -29,6 +40,12 @@ use std::sync::{Arc, LazyLock, Mutex};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::backend::Sandbox;
+use crate::backend::host::lock::HostLock;
+
+/// How long a tool waits for another wsbench process's edit of the same
+/// file in the same sandbox (each holds it for one read and one write:
+/// well under a second, so this bounds a stuck holder, not a queue).
+pub const SHARED_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// In-process locks by key; entries nobody holds are pruned on insert.
 static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
@@ -38,6 +55,7 @@ static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
 /// the next writer in.
 pub struct FileGuard {
     _host: Option<nix::fcntl::Flock<std::fs::File>>,
+    _shared: Option<HostLock>,
     _local: OwnedMutexGuard<()>,
 }
 
@@ -57,6 +75,21 @@ pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> FileGuard {
         map.entry(key).or_default().clone()
     };
     let local = mutex.lock_owned().await;
+    let shared = match (&host, sb.lock_identity()) {
+        (None, Some(id)) => {
+            match HostLock::acquire("file", &format!("{id}\n{path}"), SHARED_WAIT).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(
+                        path,
+                        "editing without the cross-process file lock (the re-read check remains): {e}"
+                    );
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let host = match host.and_then(|p| p.parent().map(|d| d.to_path_buf())) {
         Some(dir) => tokio::task::spawn_blocking(move || {
             let f = std::fs::File::open(dir).ok()?;
@@ -69,6 +102,7 @@ pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> FileGuard {
     };
     FileGuard {
         _host: host,
+        _shared: shared,
         _local: local,
     }
 }
