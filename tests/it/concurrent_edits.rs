@@ -139,13 +139,21 @@ async fn fifty_concurrent_edit_processes_on_a_docker_volume_all_land() {
     };
     let run = tokio::task::spawn_blocking(move || {
         let path = "/workspace/edits.txt";
-        let w = cmd(&[
+        // Under umask 077 a new file is 0600 in the volume too, as with a
+        // bind mount (the container's own umask is 022).
+        let mut write = cmd(&[
             "tool",
             "Write",
             &json!({"file_path": path, "content": original()}).to_string(),
-        ])
-        .output()
-        .unwrap();
+        ]);
+        // SAFETY: umask is async-signal-safe and touches no memory.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut write, || {
+                libc::umask(0o077);
+                Ok(())
+            });
+        }
+        let w = write.output().unwrap();
         let r = std::panic::catch_unwind(|| {
             assert!(w.status.success(), "{w:?}");
             let children: Vec<_> = (0..N)
@@ -175,6 +183,10 @@ async fn fifty_concurrent_edit_processes_on_a_docker_volume_all_land() {
                 .unwrap();
             assert!(o.status.success(), "{o:?}");
             check(&String::from_utf8_lossy(&o.stdout), &results);
+            let o = cmd(&["exec", "--", "stat -c %a /workspace/edits.txt"])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&o.stdout), "600\n", "{o:?}");
         });
         let o = cmd(&["--json", "workspaces", "list"]).output().unwrap();
         if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&o.stdout) {

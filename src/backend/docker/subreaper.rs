@@ -154,9 +154,8 @@ impl FirstStderr {
         if buf[..n] != HEAD[..n] || buf.len() > HOLD_MAX {
             return self.finish();
         }
-        let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
-            return None;
-        };
+        // No newline yet: still held.
+        let nl = buf.iter().position(|&b| b == b'\n')?;
         let mut buf = self.held.take().unwrap_or_default();
         let rest = buf.split_off(nl + 1);
         let mut out = match start_failure_message(&buf) {

@@ -22,8 +22,8 @@
 //!   ([`HostLock`], `flock` on a file in wsbench's lock directory) keyed
 //!   by that name and the path, held for the read-modify-write. It waits
 //!   at most [`SHARED_WAIT`]; after that (a holder stuck on a dead
-//!   daemon) the tool goes on with the check below alone, with a warning
-//!   in the log.
+//!   daemon, or a very long queue) the tool refuses and writes nothing.
+//!   When no lock directory can be made, only the check below applies.
 //!
 //! Edit also checks just before writing that the file is still
 //! what was read ([`ensure_unchanged`]) and refuses with "changed since
@@ -42,10 +42,10 @@ use tokio::sync::OwnedMutexGuard;
 use crate::backend::Sandbox;
 use crate::backend::host::lock::HostLock;
 
-/// How long a tool waits for another wsbench process's edit of the same
-/// file in the same sandbox (each holds it for one read and one write:
-/// well under a second, so this bounds a stuck holder, not a queue).
-pub const SHARED_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How long a tool waits for other wsbench processes' edits of the same
+/// file in the same sandbox (each holds it for a few round trips to the
+/// sandbox; 50 queued edits on a loaded machine took over two minutes).
+pub const SHARED_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// In-process locks by key; entries nobody holds are pruned on insert.
 static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
@@ -60,10 +60,13 @@ pub struct FileGuard {
 }
 
 /// Waits for exclusive use of `path` (a backend path) on `sb`; see the
-/// module docs for what that covers. Never fails: when the host lock
+/// module docs for what that covers. When the host directory's lock
 /// cannot be taken (the parent directory does not exist yet, so there is
 /// nothing to lose) only the in-process lock is held.
-pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> FileGuard {
+///
+/// Errors: a message for the tool's result when another process held the
+/// shared lock for longer than [`SHARED_WAIT`] (nothing was written).
+pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> Result<FileGuard, String> {
     let host = sb.host_path(path);
     let key = match &host {
         Some(p) => format!("host:{}", p.display()),
@@ -80,11 +83,11 @@ pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> FileGuard {
             match HostLock::acquire("file", &format!("{id}\n{path}"), SHARED_WAIT).await {
                 Ok(l) => l,
                 Err(e) => {
-                    tracing::warn!(
-                        path,
-                        "editing without the cross-process file lock (the re-read check remains): {e}"
-                    );
-                    None
+                    return Err(format!(
+                        "Error: {path} is being changed by another wsbench process and its lock \
+                         was not free within {} s ({e}); nothing was written. Try again.",
+                        SHARED_WAIT.as_secs()
+                    ));
                 }
             }
         }
@@ -100,11 +103,11 @@ pub async fn lock(sb: &Arc<dyn Sandbox>, path: &str) -> FileGuard {
         .flatten(),
         None => None,
     };
-    FileGuard {
+    Ok(FileGuard {
         _host: host,
         _shared: shared,
         _local: local,
-    }
+    })
 }
 
 /// Checks, just before a write, that `path` still holds `read` (the bytes
@@ -135,11 +138,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sb: Arc<dyn Sandbox> = Arc::new(LocalSandbox::open(dir.path()).unwrap());
         let p = format!("{}/f.txt", sb.workdir());
-        let g = lock(&sb, &p).await;
+        let g = lock(&sb, &p).await.unwrap();
         let sb2 = sb.clone();
         let p2 = p.clone();
         let mut waiter = tokio::spawn(async move {
-            let _g = lock(&sb2, &p2).await;
+            let _g = lock(&sb2, &p2).await.unwrap();
         });
         // The second lock cannot be had while the first is held.
         assert!(
