@@ -46,6 +46,7 @@ mod options;
 mod provision;
 mod pty;
 mod sandbox;
+mod subreaper;
 mod watchdog;
 
 pub use self::api::connect;

@@ -112,6 +112,16 @@ pub trait Sandbox: Send + Sync {
         })
     }
 
+    /// A name every wsbench process of this host gives this same sandbox
+    /// (Docker: `docker:<container id>`; Kubernetes: `k8s:<namespace>/<pod>`),
+    /// for host locks that serialise work on it across processes where
+    /// there is no host directory to lock (the Edit and Write tools'
+    /// per-file lock). `None` (the default): no such name, so only
+    /// in-process locks apply.
+    fn lock_identity(&self) -> Option<String> {
+        None
+    }
+
     /// Runs one command to completion, streaming its output into `sink`
     /// (if given) as chunks arrive.
     ///

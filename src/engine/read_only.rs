@@ -72,6 +72,10 @@ impl Sandbox for ReadOnlySandbox {
         self.inner.host_root()
     }
 
+    fn lock_identity(&self) -> Option<String> {
+        self.inner.lock_identity()
+    }
+
     async fn exec(&self, req: ExecRequest, _: Option<OutputSink>) -> BackendResult<ExecOutcome> {
         Err(refused("cannot run", &program(&req.argv)))
     }

@@ -393,6 +393,10 @@ impl Sandbox for HealingSandbox {
         self.current().1.host_path(path)
     }
 
+    fn lock_identity(&self) -> Option<String> {
+        self.current().1.lock_identity()
+    }
+
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
         self.call(Repeat::Safe, |sb| {
             let (req, sink) = (req.clone(), sink.clone());

@@ -5,6 +5,7 @@
 //! (`expected_sha256`), which the TUI editor saves with.
 
 use crate::support;
+use crate::support::images;
 
 use serde_json::json;
 use sha2::Digest;
@@ -101,6 +102,105 @@ fn fifty_concurrent_edit_processes_all_land() {
         .collect();
     let content = std::fs::read_to_string(w.path().join("f.txt")).unwrap();
     check(&content, &results);
+}
+
+/// The 50 `wsbench tool Edit` processes on Docker with `storage =
+/// "volume"`: no host directory to lock, so the processes serialise on a
+/// host lock keyed by the container and the path (`filelock`). Before it
+/// every process reported success and one edit landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_edit_processes_on_a_docker_volume_all_land() {
+    if let Err(why) = images::docker_ready(images::DEBIAN_IMAGE).await {
+        support::skip_or_fail(&why);
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let profile = format!("dvol{}", std::process::id());
+    let config = home.path().join("wsbench.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[profiles.{profile}]\nbackend = \"docker\"\n\n[profiles.{profile}.options]\n\
+             image = \"{}\"\npull = \"never\"\nnetwork = \"none\"\nstorage = \"volume\"\nbase_dir = \"{}\"\n",
+            images::DEBIAN_IMAGE,
+            home.path().join("docker").display()
+        ),
+    )
+    .unwrap();
+    let home_path = home.path().to_path_buf();
+    let cmd = move |args: &[&str]| {
+        let mut c = support::cli::wsbench_cmd(&home_path);
+        c.arg("--config")
+            .arg(&config)
+            .args(["--profile", &profile])
+            .args(args)
+            .stdin(std::process::Stdio::null());
+        c
+    };
+    let run = tokio::task::spawn_blocking(move || {
+        let path = "/workspace/edits.txt";
+        // Under umask 077 a new file is 0600 in the volume too, as with a
+        // bind mount (the container's own umask is 022).
+        let mut write = cmd(&[
+            "tool",
+            "Write",
+            &json!({"file_path": path, "content": original()}).to_string(),
+        ]);
+        // SAFETY: umask is async-signal-safe and touches no memory.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut write, || {
+                libc::umask(0o077);
+                Ok(())
+            });
+        }
+        let w = write.output().unwrap();
+        let r = std::panic::catch_unwind(|| {
+            assert!(w.status.success(), "{w:?}");
+            let children: Vec<_> = (0..N)
+                .map(|i| {
+                    let args = json!({"file_path": path, "old_string": format!("L{i:02}=old\n"), "new_string": format!("L{i:02}=new\n")});
+                    cmd(&["tool", "Edit", &args.to_string()])
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            let results: Vec<_> = children
+                .into_iter()
+                .map(|c| {
+                    let o = c.wait_with_output().unwrap();
+                    let text = format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    );
+                    (o.status.success(), text)
+                })
+                .collect();
+            let o = cmd(&["exec", "--", "cat /workspace/edits.txt"])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{o:?}");
+            check(&String::from_utf8_lossy(&o.stdout), &results);
+            let o = cmd(&["exec", "--", "stat -c %a /workspace/edits.txt"])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&o.stdout), "600\n", "{o:?}");
+        });
+        let o = cmd(&["--json", "workspaces", "list"]).output().unwrap();
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&o.stdout) {
+            for w in v["workspaces"].as_array().into_iter().flatten() {
+                if let Some(id) = w["id"].as_str() {
+                    let _ = cmd(&["workspaces", "destroy", "--yes", id]).output();
+                }
+            }
+        }
+        r
+    });
+    if let Err(p) = run.await.unwrap() {
+        std::panic::resume_unwind(p);
+    }
 }
 
 #[tokio::test]

@@ -334,3 +334,85 @@ async fn a_docker_exec_timeout_kills_a_setsid_env_i_child() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_wsbench_exec_on_docker_kills_a_double_forked_env_i_child() {
+    // The newcomer trial of issue 14: the escapee is re-parented before
+    // anything is killed; `docker-init -s` around the command adopts it.
+    with_docker(|home| {
+        let tag = format!("wsbench-dfork-docker-{}", std::process::id());
+        let mut child = docker_cmd(home, &["exec", "--", &double_fork_command(&tag)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Duration::from_secs(60);
+        procs::wait_for_tag(&format!("{tag}-esc"), t, "docker double-forked child");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after SIGKILL");
+        let left = tagged_in_container(home, &tag);
+        assert!(left.is_empty(), "left in the container: {left}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_exec_timeout_kills_a_double_forked_env_i_child() {
+    with_docker(|home| {
+        let tag = format!("wsbench-timeout-dfork-docker-{}", std::process::id());
+        let o = docker_cmd(
+            home,
+            &["exec", "--timeout", "3", "--", &double_fork_command(&tag)],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(124),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after a timeout");
+        let left = tagged_in_container(home, &tag);
+        assert!(left.is_empty(), "left in the container: {left}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_exec_codes_and_output_stay_with_the_subreaper() {
+    // The wrapper must not show: exit codes, a signal's 128+N, both
+    // streams, a missing program's 127 (stdin, and the missing program
+    // run directly with Docker's message: `backend_suite`'s Docker
+    // exec and C12 tests).
+    with_docker(|home| {
+        let o = docker_cmd(home, &["exec", "--", "echo out; echo err >&2; exit 7"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(7), "{o:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("err\n"),
+            "{o:?}"
+        );
+        let o = docker_cmd(home, &["exec", "--", "kill -TERM $$"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(143), "{o:?}");
+        let o = docker_cmd(home, &["exec", "--", "definitely_missing_cmd"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(127), "{o:?}");
+        // The main process is tini's child, not PID 1's: its parent is the
+        // subreaper.
+        let o = docker_cmd(home, &["exec", "--", "tr '\\0' ' ' < /proc/$PPID/cmdline"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stdout).starts_with("/sbin/docker-init -s -- "),
+            "{o:?}"
+        );
+    })
+    .await;
+}

@@ -14,6 +14,9 @@
 //!   the container, not only the wait (docs/contract.md §11 point 17);
 //! * a watchdog exec beside each command (`watchdog.rs`) kills its tree
 //!   when wsbench dies mid-command (SIGKILL included);
+//! * each command runs under Docker's init as a child subreaper
+//!   (`subreaper.rs`), so a double-forked escapee is still its
+//!   descendant when the tree is killed;
 //! * Docker keeps the stream open while a background child holds the
 //!   pipes (up to about 2 s); a command running longer than a moment is
 //!   polled with `inspect_exec`, so its end is seen without that delay.
@@ -34,6 +37,7 @@ use tokio::sync::watch;
 
 use super::api::api_error;
 use super::events::{DockerEvent, EventSink, emit};
+use super::subreaper::{self, FirstStderr};
 use super::watchdog::{self, Watchdog};
 use crate::backend::shell::marker::{MARKER_VAR, kill_argv, new_marker};
 use crate::backend::{
@@ -71,6 +75,9 @@ pub(crate) struct ExecTarget {
     pub env: BTreeMap<String, String>,
     /// Where exec started/exited events go.
     pub events: Option<EventSink>,
+    /// Whether commands run under `docker-init -s` (probed once per
+    /// handle, shared by its clones; see `subreaper.rs`).
+    pub subreaper: Arc<tokio::sync::OnceCell<bool>>,
 }
 
 impl ExecTarget {
@@ -79,6 +86,39 @@ impl ExecTarget {
         env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         env.insert(MARKER_VAR.into(), marker.to_string());
         env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+    }
+
+    /// Whether commands run under the subreaper, probing once (the first
+    /// caller waits for the probe; a failed probe is logged once).
+    pub(crate) async fn has_subreaper(&self) -> bool {
+        *self
+            .subreaper
+            .get_or_init(|| async {
+                match subreaper::probe(self).await {
+                    Ok(()) => true,
+                    Err(why) => {
+                        tracing::warn!(
+                            container = %self.container,
+                            "commands run without {} as child subreaper, so a double-forked \
+                             child may outlive its command's kill: {why}",
+                            subreaper::DOCKER_INIT
+                        );
+                        false
+                    }
+                }
+            })
+            .await
+    }
+
+    /// `argv` as it is run: under the subreaper when the container has
+    /// it; also whether it is. An empty `argv` stays empty (refused by
+    /// `create`).
+    pub(crate) async fn command_argv(&self, argv: &[String]) -> (Vec<String>, bool) {
+        if !argv.is_empty() && self.has_subreaper().await {
+            (subreaper::wrapped(argv), true)
+        } else {
+            (argv.to_vec(), false)
+        }
     }
 
     pub(crate) fn cwd(&self, cwd: Option<&str>) -> String {
@@ -250,10 +290,11 @@ impl ExecTarget {
     ) -> BackendResult<ExecOutcome> {
         let started = Instant::now();
         let marker = new_marker();
+        let (argv, wrapped) = self.command_argv(&req.argv).await;
         let command = async {
             let id = self
                 .create(
-                    &req.argv,
+                    &argv,
                     req.cwd.as_deref(),
                     &req.env,
                     &marker,
@@ -303,6 +344,7 @@ impl ExecTarget {
         let progress_in = progress.clone();
         let pump = tokio::spawn(async move {
             let mut first = true;
+            let mut first_err = FirstStderr::new(wrapped);
             while let Some(item) = output.next().await {
                 progress_in.fetch_add(1, Ordering::Relaxed);
                 let (stream, data) = match item {
@@ -315,6 +357,13 @@ impl ExecTarget {
                         tracing::debug!(error = %e, "exec stream ended with an error");
                         break;
                     }
+                };
+                let data = match stream {
+                    StreamKind::Stderr => match first_err.feed(data) {
+                        Some(d) => d,
+                        None => continue,
+                    },
+                    _ => data,
                 };
                 if std::mem::take(&mut first)
                     && stream == StreamKind::Stdout
@@ -335,6 +384,14 @@ impl ExecTarget {
                     }
                     let _ = sink.send(OutputChunk { stream, data }).await;
                 }
+            }
+            if let (Some(data), Some(sink)) = (first_err.finish(), &sink) {
+                let _ = sink
+                    .send(OutputChunk {
+                        stream: StreamKind::Stderr,
+                        data,
+                    })
+                    .await;
             }
             let _ = done_tx.send(true);
         });
@@ -465,9 +522,10 @@ impl ExecTarget {
     /// Starts a long-lived process with its stdin attached.
     pub(crate) async fn spawn(&self, req: SpawnRequest) -> BackendResult<Process> {
         let marker = new_marker();
+        let (argv, wrapped) = self.command_argv(&req.argv).await;
         let command = async {
             let id = self
-                .create(&req.argv, req.cwd.as_deref(), &req.env, &marker, true)
+                .create(&argv, req.cwd.as_deref(), &req.env, &marker, true)
                 .await?;
             let streams = self.start(&id).await?;
             BackendResult::Ok((id, streams))
@@ -493,6 +551,7 @@ impl ExecTarget {
         let (done_tx, done_rx) = watch::channel(false);
         tokio::spawn(async move {
             let (mut out_open, mut err_open) = (true, true);
+            let mut first_err = FirstStderr::new(wrapped);
             while let Some(item) = output.next().await {
                 match item {
                     Ok(LogOutput::StdOut { message }) if out_open => {
@@ -501,11 +560,18 @@ impl ExecTarget {
                     Ok(LogOutput::StdErr { message }) | Ok(LogOutput::Console { message })
                         if err_open =>
                     {
-                        err_open = err_w.write_all(&message).await.is_ok();
+                        if let Some(m) = first_err.feed(message) {
+                            err_open = err_w.write_all(&m).await.is_ok();
+                        }
                     }
                     Ok(_) => {}
                     Err(_) => break,
                 }
+            }
+            if let Some(m) = first_err.finish()
+                && err_open
+            {
+                let _ = err_w.write_all(&m).await;
             }
             let _ = out_w.shutdown().await;
             let _ = err_w.shutdown().await;

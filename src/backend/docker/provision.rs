@@ -311,7 +311,14 @@ impl DockerProvisioner {
             env: self.exec_env(user.as_deref()),
             user,
             events,
+            subreaper: Arc::default(),
         };
+        // Probe the subreaper now, in the background, so the first
+        // command usually finds the answer ready.
+        let warm = target.clone();
+        tokio::spawn(async move {
+            warm.has_subreaper().await;
+        });
         Ok(DockerSandbox {
             files: ContainerFiles {
                 target: target.clone(),

@@ -1,7 +1,8 @@
 //! The Docker backend's terminal: an exec with `tty: true` and stdin
 //! attached, resized with `resize_exec`, its exit code from
 //! `inspect_exec`, killed as an exec is (every process carrying its
-//! marker, from inside the container).
+//! marker, from inside the container), under Docker's init as child
+//! subreaper as every command.
 //!
 //! With a TTY Docker sends the terminal's bytes unframed (stdout and
 //! stderr are one device), which bollard hands over as they come. The
@@ -36,13 +37,16 @@ pub(crate) async fn start(target: &ExecTarget, req: PtyRequest) -> BackendResult
         });
     }
     let marker = new_marker();
+    // Under the subreaper as every command (`subreaper.rs`); tini makes
+    // the program the terminal's foreground process group.
+    let (argv, _) = target.command_argv(&sized_argv(&req.argv, req.size)).await;
     let opts = CreateExecOptions::<String> {
         attach_stdin: Some(true),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         tty: Some(true),
         env: Some(target.env_list(&req.env_with_term(), &marker)),
-        cmd: Some(sized_argv(&req.argv, req.size)),
+        cmd: Some(argv),
         user: target.user.clone(),
         working_dir: Some(target.cwd(req.cwd.as_deref())),
         ..Default::default()

@@ -72,6 +72,10 @@ impl Sandbox for DockerSandbox {
         self.on_host(path)?.host_path(path)
     }
 
+    fn lock_identity(&self) -> Option<String> {
+        Some(format!("docker:{}", self.target.container))
+    }
+
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
         self.target.exec(req, sink).await
     }

@@ -17,8 +17,9 @@
 //!
 //! Limits: a command killed in the moment before its watchdog started is
 //! not covered (the two are started together); a daemon that was
-//! reparented to PID 1 and cleared its environment before the kill is
-//! not found (see `kill_line`); the watchdog can be killed by someone
+//! reparented to PID 1 (its command already ended, or no subreaper in
+//! the container) and cleared its environment before the kill is not
+//! found (see `kill_line` and `subreaper.rs`); the watchdog can be killed by someone
 //! else in the container, and it runs as the command's user, so a
 //! process that changed user cannot be read or killed.
 

@@ -79,6 +79,21 @@ pub fn resolve_link_target(target: &Path) -> PathBuf {
     }
 }
 
+/// This process's umask, read from `/proc/self/status` (`Umask:`, Linux
+/// 4.7 and later) once; `None` where that line is missing. Read rather
+/// than set and restored, which would race with other threads creating
+/// files. Backends that write through a sandbox's shell apply it there
+/// (`shell::runner::request`), so new files get the same mode as on the
+/// host.
+pub fn process_umask() -> Option<u32> {
+    static UMASK: std::sync::LazyLock<Option<u32>> = std::sync::LazyLock::new(|| {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+        u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+    });
+    *UMASK
+}
+
 /// A new temp file in `dir` for an atomic write: named with
 /// [`TEMP_PREFIX`] (never listed by the tools) and created with mode
 /// `0o666` less the umask, the mode a new file gets from any other writer

@@ -109,6 +109,12 @@ impl Sandbox for KubernetesSandbox {
         POD_WORKDIR
     }
 
+    fn lock_identity(&self) -> Option<String> {
+        // Not the cluster: two clusters with a Pod of one name and
+        // namespace share the lock (a wait, never a lost update).
+        Some(format!("k8s:{}/{}", self.target.namespace, self.target.pod))
+    }
+
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {
         self.target.exec(req, sink).await
     }

@@ -38,7 +38,8 @@ pub fn new_marker() -> String {
 /// double-forked daemon whose middle process already exited) and that
 /// cleared its environment is not found (on the host, local commands'
 /// main processes are subreapers so such an orphan is their child and is
-/// found while they are frozen); a pid of the set that died and
+/// found while they are frozen; on Docker `docker-init -s` around the
+/// command does the same); a pid of the set that died and
 /// was reused within that second would be signalled too. Zombies are
 /// skipped (they are dead, and would otherwise count as survivors until
 /// reaped), and so is the script's own shell. Needs only `sh`, `tr`,

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::confine::{Follow, op_script};
+use crate::backend::host::fs::process_umask;
 use crate::backend::{
     BackendError, BackendResult, ExecOutcome, ExecRequest, OutputChunk, OutputSink, Sandbox,
     StreamKind, path as bpath,
@@ -69,7 +70,9 @@ pub(crate) struct ScriptOutput {
 
 /// The request of one operation: `/bin/sh -c <op_script> wsbench <paths>
 /// <args>`, from `/` (the workdir itself may not exist yet: creating it is
-/// one of these scripts' jobs) with the workdir in `WSBENCH_WORKDIR`.
+/// one of these scripts' jobs) with the workdir in `WSBENCH_WORKDIR`, under
+/// wsbench's own umask ([`process_umask`]): a file a script creates gets
+/// the mode it would get on the host, not the sandbox's default (022).
 pub(crate) fn request<H: ScriptHost + ?Sized>(
     host: &H,
     paths: &[(&str, Follow)],
@@ -78,12 +81,11 @@ pub(crate) fn request<H: ScriptHost + ?Sized>(
     stdin: Option<Bytes>,
 ) -> ExecRequest {
     let follows: Vec<Follow> = paths.iter().map(|(_, f)| *f).collect();
-    let mut argv = vec![
-        "/bin/sh".to_string(),
-        "-c".into(),
-        op_script(&follows, body),
-        "wsbench".into(),
-    ];
+    let script = match process_umask() {
+        Some(m) => format!("umask {:03o}\n{}", m & 0o777, op_script(&follows, body)),
+        None => op_script(&follows, body),
+    };
+    let mut argv = vec!["/bin/sh".to_string(), "-c".into(), script, "wsbench".into()];
     argv.extend(paths.iter().map(|(p, _)| p.to_string()));
     argv.extend(args.iter().map(|a| a.to_string()));
     ExecRequest {
@@ -143,4 +145,48 @@ pub(crate) async fn capture<H: ScriptHost + ?Sized>(
     };
     let (res, (out, err)) = tokio::join!(host.run_script(req, Some(tx)), collect);
     Ok((res?, out, err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nowhere;
+
+    #[async_trait]
+    impl ScriptHost for Nowhere {
+        fn script_workdir(&self) -> String {
+            "/workspace".into()
+        }
+
+        async fn run_script(
+            &self,
+            _req: ExecRequest,
+            _sink: Option<OutputSink>,
+        ) -> BackendResult<ExecOutcome> {
+            unreachable!("only the request is built")
+        }
+    }
+
+    #[test]
+    fn scripts_run_under_wsbench_s_umask() {
+        let m = process_umask().expect("/proc/self/status has Umask");
+        let req = request(&Nowhere, &[("/workspace/f", Follow::No)], "true", &[], None);
+        assert!(
+            req.argv[2].starts_with(&format!("umask {:03o}\n", m & 0o777)),
+            "{}",
+            req.argv[2]
+        );
+        // The shell accepts it and applies it to what it creates.
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("new");
+        let st = std::process::Command::new("sh")
+            .args(["-c", &format!("umask 077\n: > '{}'", f.display())])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
 }

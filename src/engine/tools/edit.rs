@@ -112,7 +112,10 @@ impl Tool for Edit {
         };
         // Read-modify-write: held until the new content is written, so
         // concurrent Edits of one file apply one after the other.
-        let _guard = filelock::lock(ctx.env.sandbox, &path).await;
+        let _guard = match filelock::lock(ctx.env.sandbox, &path).await {
+            Ok(g) => g,
+            Err(e) => return ToolResult::error(e),
+        };
         let sb = ctx.env.sandbox.as_ref();
         let stat = match sb.stat(&path).await {
             Ok(s) => s,

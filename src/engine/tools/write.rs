@@ -100,7 +100,10 @@ impl Tool for Write {
             Ok(p) => p,
             Err(e) => return ToolResult::error(e),
         };
-        let _guard = filelock::lock(ctx.env.sandbox, &path).await;
+        let _guard = match filelock::lock(ctx.env.sandbox, &path).await {
+            Ok(g) => g,
+            Err(e) => return ToolResult::error(e),
+        };
         let sb = ctx.env.sandbox.as_ref();
 
         let stat = match sb.stat(&path).await {
