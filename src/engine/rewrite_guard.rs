@@ -13,9 +13,9 @@
 //! bytes are there) was dropped; it is appended again, in its old order,
 //! and a warning is given once per file and process.
 //!
-//! A rewrite that kept a record keeps it at its offset (the reference
-//! rewrites the old content unchanged and adds at the end), so a record is
-//! never appended twice. A file that is gone (a deleted session) is not
+//! A record not at its offset is looked for in the whole file (a rewrite
+//! that dropped or shortened earlier lines moves ours), and only one found
+//! nowhere is appended again, so a kept record is never appended twice. A file that is gone (a deleted session) is not
 //! recreated: its records are forgotten.
 //!
 //! Limits: only this process's records are checked, and only the newest
@@ -187,7 +187,20 @@ async fn dropped(base: &WorkspaceBase, st: &mut State, path: &str) -> WsResult<V
     let (Some(first), Some(last)) = (track.records.front(), track.records.back()) else {
         return Ok(Vec::new());
     };
-    let (from, to) = (first.offset, last.offset + last.data.len() as u64);
+    // Records are in append order; a rewrite that shrank the file between
+    // two of our appends can make a later record's offset the smaller one.
+    let from = track
+        .records
+        .iter()
+        .map(|r| r.offset)
+        .min()
+        .unwrap_or(first.offset);
+    let to = track
+        .records
+        .iter()
+        .map(|r| r.offset + r.data.len() as u64)
+        .max()
+        .unwrap_or(last.offset + last.data.len() as u64);
     let sb = base.sandbox();
     let window = if sb.capabilities().read_range {
         sb.read(
@@ -213,14 +226,41 @@ async fn dropped(base: &WorkspaceBase, st: &mut State, path: &str) -> WsResult<V
         Err(e) => return Err(e.into()),
     };
     let mut kept = VecDeque::new();
-    let mut lost = Vec::new();
+    let mut moved = Vec::new();
     for r in track.records.drain(..) {
         let at = (r.offset - from) as usize;
         if window.get(at..at + r.data.len()) == Some(&r.data[..]) {
             kept.push_back(r);
         } else {
-            lost.push(r);
+            moved.push(r);
         }
+    }
+    // Not at its offset is not yet lost: a rewrite that dropped or
+    // shortened earlier lines keeps ours at other offsets (the trial of
+    // issue 23 saw 243 duplicates from taking a move for a loss). Only a
+    // record found nowhere in the whole file is lost; a found one is kept
+    // at its new offset. Each record is a whole line holding its
+    // message's unique id, so a match is that record.
+    let mut lost = Vec::new();
+    if !moved.is_empty() {
+        let all = match sb.read(path, None).await {
+            Ok(all) => all,
+            Err(e) if e.is_not_found() => {
+                st.files.remove(path);
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for mut r in moved {
+            match memchr::memmem::find(&all, &r.data) {
+                Some(at) => {
+                    r.offset = at as u64;
+                    kept.push_back(r);
+                }
+                None => lost.push(r),
+            }
+        }
+        kept.make_contiguous().sort_by_key(|r| r.offset);
     }
     track.bytes = kept.iter().map(|r| r.data.len()).sum();
     track.records = kept;

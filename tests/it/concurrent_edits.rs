@@ -88,10 +88,9 @@ fn fifty_concurrent_edit_processes_all_land() {
                 .unwrap()
         })
         .collect();
-    let results: Vec<_> = children
+    let results: Vec<_> = wait_all(children)
         .into_iter()
-        .map(|c| {
-            let o = c.wait_with_output().unwrap();
+        .map(|o| {
             let text = format!(
                 "{}{}",
                 String::from_utf8_lossy(&o.stdout),
@@ -166,10 +165,9 @@ async fn fifty_concurrent_edit_processes_on_a_docker_volume_all_land() {
                         .unwrap()
                 })
                 .collect();
-            let results: Vec<_> = children
+            let results: Vec<_> = wait_all(children)
                 .into_iter()
-                .map(|c| {
-                    let o = c.wait_with_output().unwrap();
+                .map(|o| {
                     let text = format!(
                         "{}{}",
                         String::from_utf8_lossy(&o.stdout),
@@ -240,4 +238,17 @@ async fn write_with_a_stale_expected_hash_is_refused() {
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
         "mine"
     );
+}
+
+/// Waits for every child at once, each on its own thread, so none stays a
+/// zombie while an earlier one is still running (other tests of the
+/// binary check that the process has no zombie children).
+fn wait_all(children: Vec<std::process::Child>) -> Vec<std::process::Output> {
+    std::thread::scope(|s| {
+        let waits: Vec<_> = children
+            .into_iter()
+            .map(|c| s.spawn(move || c.wait_with_output().unwrap()))
+            .collect();
+        waits.into_iter().map(|w| w.join().unwrap()).collect()
+    })
 }

@@ -140,6 +140,30 @@ async fn a_rewrite_that_kept_the_lines_appends_nothing_twice() {
 }
 
 #[tokio::test]
+async fn a_rewrite_that_moved_the_lines_appends_nothing_twice() {
+    // The trial of issue 23: a rewrite that dropped an earlier line (a
+    // compression) keeps ours at smaller offsets. Moved is not lost: no
+    // duplicate, no warning, and later appends still check cleanly.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path(), WorkspaceConfig::default()).await;
+    let mut sub = ws.events().subscribe();
+    let off = ws.offload();
+    let file = dir.path().join("sessions/s1/context.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, reference_line().repeat(3)).unwrap();
+    off.context("s1", &[msg("a")]).await.unwrap();
+    off.context("s1", &[msg("b")]).await.unwrap();
+    let all = std::fs::read_to_string(&file).unwrap();
+    let kept: String = all.lines().skip(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, kept).unwrap();
+    assert_eq!(texts(&file), ["ref", "a", "b"]);
+    off.context("s1", &[msg("c")]).await.unwrap();
+    off.context("s1", &[msg("d")]).await.unwrap();
+    assert_eq!(texts(&file), ["ref", "a", "b", "c", "d"]);
+    assert!(rewrite_warnings(&mut sub).is_empty());
+}
+
+#[tokio::test]
 async fn a_deleted_session_is_not_brought_back() {
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path(), WorkspaceConfig::default()).await;
