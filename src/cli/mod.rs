@@ -352,13 +352,27 @@ pub fn error_json(e: &anyhow::Error) -> serde_json::Value {
     serde_json::json!({ "error": error_line(e), "causes": causes })
 }
 
+/// Writes `bytes` to stdout. A reader that went away (`| head`) is not an
+/// error: the output was wanted only that far, as with any Unix filter
+/// (clap_complete writing to stdout itself panicked on the broken pipe).
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
 /// Runs a sub-command (or, with none, prints the workspace summary: the
 /// binary opens the TUI itself when it can); returns the process exit
 /// code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     if let Some(Command::Completions { shell }) = &cli.command {
         let mut cmd = Cli::command();
-        clap_complete::generate(*shell, &mut cmd, "wsbench", &mut std::io::stdout());
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut cmd, "wsbench", &mut script);
+        write_stdout(&script)?;
         return Ok(0);
     }
     if let Some(Command::Man { command, out }) = &cli.command {
@@ -367,7 +381,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 std::fs::create_dir_all(dir)?;
                 clap_mangen::generate_to(Cli::command(), dir)?;
             }
-            None => std::io::Write::write_all(&mut std::io::stdout(), &man_page(command)?)?,
+            None => write_stdout(&man_page(command)?)?,
         }
         return Ok(0);
     }

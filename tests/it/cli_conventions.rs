@@ -353,3 +353,25 @@ fn dynamic_completions_offer_ids_sessions_and_servers() {
     );
     assert!(complete(&["mcp", "tools", ""]).is_empty());
 }
+
+/// `wsbench completions bash | head -1` and `wsbench man | head -1`: a
+/// reader that stops early is not an error (clap_complete panicked on the
+/// broken pipe, found by the issue 22 trial).
+#[test]
+fn completions_and_man_into_a_closed_pipe_exit_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [&["completions", "bash"][..], &["man"][..]] {
+        let mut child = crate::support::cli::wsbench_cmd(home.path())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read nothing and close the pipe: every write of wsbench fails.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
