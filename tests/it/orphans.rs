@@ -291,23 +291,46 @@ async fn with_docker(body: fn(&Path)) {
     }
 }
 
+/// Starts `wsbench exec` of `command(tag)` on Docker, waits for its
+/// escapee (`tag-esc`), SIGKILLs wsbench and checks that nothing tagged is
+/// left, seen from the host's `/proc` (dockerd is local) and inside.
+fn docker_sigkill_leaves_nothing(home: &Path, tag: &str, command: fn(&str) -> String) {
+    let mut child = docker_cmd(home, &["exec", "--", &command(tag)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Duration::from_secs(60);
+    procs::wait_for_tag(&format!("{tag}-esc"), t, "docker escapee");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    procs::assert_gone(tag, Duration::from_secs(15), "docker exec after SIGKILL");
+    let left = tagged_in_container(home, tag);
+    assert!(left.is_empty(), "left in the container: {left}");
+}
+
+/// `wsbench exec --timeout 3` of `command(tag)` on Docker: exit 124 and
+/// nothing tagged left, on the host or in the container.
+fn docker_timeout_leaves_nothing(home: &Path, tag: &str, command: fn(&str) -> String) {
+    let o = docker_cmd(home, &["exec", "--timeout", "3", "--", &command(tag)])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    procs::assert_gone(tag, Duration::from_secs(15), "docker exec after a timeout");
+    let left = tagged_in_container(home, tag);
+    assert!(left.is_empty(), "left in the container: {left}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_of_wsbench_exec_on_docker_kills_the_command_in_the_container() {
     with_docker(|home| {
         let tag = format!("wsbench-orphan-docker-{}", std::process::id());
-        let mut child = docker_cmd(home, &["exec", "--", &escapee_command(&tag)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // Container processes show in the host's /proc (dockerd is local).
-        let t = Duration::from_secs(60);
-        procs::wait_for_tag(&format!("{tag}-esc"), t, "docker setsid env -i child");
-        child.kill().unwrap();
-        child.wait().unwrap();
-        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after SIGKILL");
-        let left = tagged_in_container(home, &tag);
-        assert!(left.is_empty(), "left in the container: {left}");
+        docker_sigkill_leaves_nothing(home, &tag, escapee_command);
     })
     .await;
 }
@@ -316,21 +339,7 @@ async fn sigkill_of_wsbench_exec_on_docker_kills_the_command_in_the_container() 
 async fn a_docker_exec_timeout_kills_a_setsid_env_i_child() {
     with_docker(|home| {
         let tag = format!("wsbench-timeout-docker-{}", std::process::id());
-        let o = docker_cmd(
-            home,
-            &["exec", "--timeout", "3", "--", &escapee_command(&tag)],
-        )
-        .output()
-        .unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(124),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after a timeout");
-        let left = tagged_in_container(home, &tag);
-        assert!(left.is_empty(), "left in the container: {left}");
+        docker_timeout_leaves_nothing(home, &tag, escapee_command);
     })
     .await;
 }
@@ -341,18 +350,7 @@ async fn sigkill_of_wsbench_exec_on_docker_kills_a_double_forked_env_i_child() {
     // anything is killed; `docker-init -s` around the command adopts it.
     with_docker(|home| {
         let tag = format!("wsbench-dfork-docker-{}", std::process::id());
-        let mut child = docker_cmd(home, &["exec", "--", &double_fork_command(&tag)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t = Duration::from_secs(60);
-        procs::wait_for_tag(&format!("{tag}-esc"), t, "docker double-forked child");
-        child.kill().unwrap();
-        child.wait().unwrap();
-        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after SIGKILL");
-        let left = tagged_in_container(home, &tag);
-        assert!(left.is_empty(), "left in the container: {left}");
+        docker_sigkill_leaves_nothing(home, &tag, double_fork_command);
     })
     .await;
 }
@@ -361,21 +359,7 @@ async fn sigkill_of_wsbench_exec_on_docker_kills_a_double_forked_env_i_child() {
 async fn a_docker_exec_timeout_kills_a_double_forked_env_i_child() {
     with_docker(|home| {
         let tag = format!("wsbench-timeout-dfork-docker-{}", std::process::id());
-        let o = docker_cmd(
-            home,
-            &["exec", "--timeout", "3", "--", &double_fork_command(&tag)],
-        )
-        .output()
-        .unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(124),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        procs::assert_gone(&tag, Duration::from_secs(15), "docker exec after a timeout");
-        let left = tagged_in_container(home, &tag);
-        assert!(left.is_empty(), "left in the container: {left}");
+        docker_timeout_leaves_nothing(home, &tag, double_fork_command);
     })
     .await;
 }
