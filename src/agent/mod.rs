@@ -43,7 +43,9 @@ pub use events::{
     AgentEnvelope, AgentEvent, AgentEvents, AgentOffload, AgentReceived, AgentSubscriber,
     FinishReason,
 };
-pub use model::{Model, ModelDelta, ModelError, ModelRequest, ModelToolCall, ModelTurn};
+pub use model::{
+    Model, ModelDelta, ModelError, ModelRequest, ModelToolCall, ModelTurn, TokenUsage,
+};
 pub use step::StepControl;
 pub use tools::{AgentTool, AgentToolContext, Toolset};
 
@@ -490,7 +492,7 @@ impl Agent {
 
     /// Appends blocks to this reply's assistant message (one message per
     /// reply, as the reference keeps it), creating it when needed.
-    fn save_to_reply(&mut self, reply_id: &str, blocks: Vec<Block>, usage: Option<(u64, u64)>) {
+    fn save_to_reply(&mut self, reply_id: &str, blocks: Vec<Block>, usage: Option<TokenUsage>) {
         let is_ours = self
             .context
             .last()
@@ -508,15 +510,16 @@ impl Agent {
         }
         let msg = self.context.last_mut().expect("reply message");
         msg.content.extend(blocks);
-        if let Some((i, o)) = usage {
-            let (pi, po) = match &msg.usage {
-                Value::Object(u) => (
-                    u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
-                    u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
-                ),
-                _ => (0, 0),
-            };
-            msg.usage = json!({"input_tokens": pi + i, "output_tokens": po + o});
+        if let Some(u) = usage {
+            // Summed per reply, all four counters, as the reference's
+            // `Msg.append_usage` writes them.
+            let sum = TokenUsage::from_json(&msg.usage).unwrap_or_default().add(u);
+            msg.usage = json!({
+                "input_tokens": sum.input_tokens,
+                "output_tokens": sum.output_tokens,
+                "cache_input_tokens": sum.cache_input_tokens,
+                "cache_creation_input_tokens": sum.cache_creation_input_tokens,
+            });
         }
     }
 
@@ -670,11 +673,7 @@ impl Agent {
                     extra,
                 }));
             }
-            self.save_to_reply(
-                &reply_id,
-                blocks,
-                turn.usage.map(|u| (u.input_tokens, u.output_tokens)),
-            );
+            self.save_to_reply(&reply_id, blocks, turn.usage);
             self.emit(AgentEvent::TurnFinished {
                 reply_id: reply_id.clone(),
                 text: turn.text.clone(),

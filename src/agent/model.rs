@@ -72,13 +72,50 @@ pub struct ModelToolCall {
     pub arguments: String,
 }
 
-/// Token usage reported by the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Token usage reported by the server, in the reference's `Usage` shape
+/// (agentscope 2.0.11 `message/_base.py`: the four counters a message's
+/// `usage` holds, summed over the model calls of one reply).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TokenUsage {
     /// Prompt tokens.
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Prompt tokens read from the server's prompt cache (OpenAI's
+    /// `usage.prompt_tokens_details.cached_tokens`; 0 when not reported).
+    pub cache_input_tokens: u64,
+    /// Prompt tokens written to the prompt cache (Anthropic-style servers;
+    /// OpenAI-compatible ones do not report it, so it stays 0 as in the
+    /// reference's OpenAI model).
+    pub cache_creation_input_tokens: u64,
+}
+
+impl TokenUsage {
+    /// The four counters added one by one (the reference's
+    /// `Msg.append_usage`); saturating, so a hostile server cannot wrap them.
+    pub fn add(self, o: TokenUsage) -> TokenUsage {
+        TokenUsage {
+            input_tokens: self.input_tokens.saturating_add(o.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(o.output_tokens),
+            cache_input_tokens: self.cache_input_tokens.saturating_add(o.cache_input_tokens),
+            cache_creation_input_tokens: self
+                .cache_creation_input_tokens
+                .saturating_add(o.cache_creation_input_tokens),
+        }
+    }
+
+    /// Reads a message's `usage` object as written by either side
+    /// (missing counters are 0; `None` when `v` is not an object).
+    pub fn from_json(v: &serde_json::Value) -> Option<TokenUsage> {
+        let u = v.as_object()?;
+        let n = |k: &str| u.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        Some(TokenUsage {
+            input_tokens: n("input_tokens"),
+            output_tokens: n("output_tokens"),
+            cache_input_tokens: n("cache_input_tokens"),
+            cache_creation_input_tokens: n("cache_creation_input_tokens"),
+        })
+    }
 }
 
 /// One complete model answer.

@@ -245,6 +245,12 @@ fn usage_of(v: &Value) -> Option<TokenUsage> {
             .get("completion_tokens")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        // As the reference's OpenAI chat model reads it.
+        cache_input_tokens: u
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        cache_creation_input_tokens: 0,
     })
 }
 

@@ -106,12 +106,31 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
 /// counts 2, a combining mark 0), so `代码 review` lines up under ASCII
 /// text in a terminal; a row shorter than the header leaves its last
 /// cells empty.
+///
+/// A cell holding several lines (a skill description written as a YAML
+/// block scalar, a multi-line error) takes as many output lines as its
+/// longest cell, each continuation line starting at its column, the other
+/// cells blank there; a trailing newline adds no empty line, `\r\n` counts
+/// as one break. Without this a description's second line would start at
+/// column 0 and read as a new row.
 pub fn table_lines(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
     use unicode_width::UnicodeWidthStr;
+    let split = |c: &str| -> Vec<String> {
+        let body = c.strip_suffix('\n').unwrap_or(c);
+        body.split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+            .collect()
+    };
     let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
-    for r in rows {
+    let cells: Vec<Vec<Vec<String>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| split(c)).collect())
+        .collect();
+    for r in &cells {
         for (i, c) in r.iter().enumerate().take(widths.len()) {
-            widths[i] = widths[i].max(c.width());
+            for l in c {
+                widths[i] = widths[i].max(l.width());
+            }
         }
     }
     let line = |cells: Vec<&str>| {
@@ -130,10 +149,16 @@ pub fn table_lines(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
         s.trim_end().to_string()
     };
     let mut out = vec![line(header.to_vec())];
-    out.extend(
-        rows.iter()
-            .map(|r| line(r.iter().map(String::as_str).collect())),
-    );
+    for r in &cells {
+        let height = r.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        for k in 0..height {
+            out.push(line(
+                r.iter()
+                    .map(|c| c.get(k).map(String::as_str).unwrap_or(""))
+                    .collect(),
+            ));
+        }
+    }
     out
 }
 
@@ -157,5 +182,27 @@ mod tests {
         assert_eq!(lines[0], "ID           STATE  NOTE");
         assert_eq!(lines[1], "代码 review  ok     x");
         assert_eq!(lines[2], "plain        ok     y");
+    }
+
+    #[test]
+    fn a_multi_line_cell_continues_under_its_column() {
+        let rows = vec![
+            vec![
+                "deploy".to_string(),
+                "ok".to_string(),
+                "Ships the build.\r\nAsks first.\n".to_string(),
+            ],
+            vec!["lint".to_string(), "ok".to_string(), "Checks.".to_string()],
+        ];
+        let lines = super::table_lines(&["NAME", "STATUS", "DESCRIPTION"], &rows);
+        assert_eq!(
+            lines,
+            vec![
+                "NAME    STATUS  DESCRIPTION",
+                "deploy  ok      Ships the build.",
+                "                Asks first.",
+                "lint    ok      Checks.",
+            ]
+        );
     }
 }

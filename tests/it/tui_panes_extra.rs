@@ -280,6 +280,32 @@ async fn mcp_pane() {
     assert_eq!(ws.mcp().runtime().live_stateful(), 0);
 }
 
+/// Issue 23 point 3 in the TUI: a server whose `.mcp` values use
+/// `${VAR}` says, where it is looked at, that the reference sends them as
+/// written (the note `mcp add` and `mcp list` print).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_pane_notes_a_variable_the_reference_will_not_fill() {
+    let (_dir, ws) = fixture(|p| {
+        let path = p.join(".mcp");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text.replacen("\"X-Team\": \"demo\"", "\"X-Team\": \"${TEAM_TOKEN}\"", 1);
+        std::fs::write(&path, text).unwrap();
+    })
+    .await;
+    let mut hs = Harness::new(ws.clone(), mcp_options(), 120, 40).await;
+    hs.keys("esc 9 z").await;
+    let text = hs.draw().await;
+    assert!(
+        text.contains("fills ${TEAM_TOKEN} from wsbench's environment"),
+        "{text}"
+    );
+    assert!(text.contains("mcp add --literal"), "{text}");
+    // The other server uses no variable: no note when it is selected.
+    hs.keys("j").await;
+    let text = hs.draw().await;
+    assert!(!text.contains("from wsbench's environment"), "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_add_start_failure_and_remove() {
     let (dir, ws) = fixture(|_| {}).await;

@@ -142,7 +142,8 @@ pub fn text_chunk(text: &str) -> Value {
 /// A chunk ending the answer.
 pub fn finish_chunk(reason: &str) -> Value {
     json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}],
-           "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+           "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
+                     "prompt_tokens_details": {"cached_tokens": 40}}})
 }
 
 /// `text` streamed in `pieces` chunks, then `stop`.

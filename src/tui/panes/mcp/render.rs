@@ -150,6 +150,22 @@ impl McpPane {
         if let Some(p) = &sel.process {
             put(f, &mut y, &format!("process {p}"), t.muted);
         }
+        if !sel.expands.is_empty() {
+            // The same fact `mcp list` notes (issue 23 point 3): a
+            // workspace shared with the reference behaves differently
+            // for this server, so say it where the server is looked at.
+            let vars: Vec<String> = sel.expands.iter().map(|v| format!("${{{v}}}")).collect();
+            put(
+                f,
+                &mut y,
+                &format!(
+                    "fills {} from wsbench's environment; the reference sends it as written \
+                     (mcp add --literal stores the value)",
+                    vars.join(", ")
+                ),
+                t.warn,
+            );
+        }
         if let McpState::Failed { stderr_tail, .. } = &sel.state {
             put(f, &mut y, &sel.state.summary(), t.error);
             let tail: Vec<&str> = stderr_tail.lines().collect();
