@@ -513,7 +513,7 @@ impl Agent {
         if let Some(u) = usage {
             // Summed per reply, all four counters, as the reference's
             // `Msg.append_usage` writes them.
-            let sum = TokenUsage::from_json(&msg.usage).unwrap_or_default().add(u);
+            let sum = TokenUsage::from_json(&msg.usage).unwrap_or_default() + u;
             msg.usage = json!({
                 "input_tokens": sum.input_tokens,
                 "output_tokens": sum.output_tokens,

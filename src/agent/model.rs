@@ -90,10 +90,12 @@ pub struct TokenUsage {
     pub cache_creation_input_tokens: u64,
 }
 
-impl TokenUsage {
+impl std::ops::Add for TokenUsage {
+    type Output = TokenUsage;
+
     /// The four counters added one by one (the reference's
     /// `Msg.append_usage`); saturating, so a hostile server cannot wrap them.
-    pub fn add(self, o: TokenUsage) -> TokenUsage {
+    fn add(self, o: TokenUsage) -> TokenUsage {
         TokenUsage {
             input_tokens: self.input_tokens.saturating_add(o.input_tokens),
             output_tokens: self.output_tokens.saturating_add(o.output_tokens),
@@ -103,7 +105,9 @@ impl TokenUsage {
                 .saturating_add(o.cache_creation_input_tokens),
         }
     }
+}
 
+impl TokenUsage {
     /// Reads a message's `usage` object as written by either side
     /// (missing counters are 0; `None` when `v` is not an object).
     pub fn from_json(v: &serde_json::Value) -> Option<TokenUsage> {
