@@ -367,8 +367,14 @@ impl Sandbox for LocalSandbox {
 /// Control of a local long-lived process.
 struct LocalProcess {
     pid: i32,
+    /// The root's start time, read right after the spawn (see
+    /// [`process_tree::kill_tree_of`]): a kill after the root was reaped
+    /// must not signal a new process group that got the same pid.
+    start: Option<u64>,
     marker: String,
-    child: ChildStatus,
+    /// `None` only inside `Drop`, which moves the child to the kill thread
+    /// so the root stays unreaped (its pid reserved) until the kill ends.
+    child: Option<ChildStatus>,
     /// Kills the tree if wsbench dies while the process runs, or while a
     /// kill of it is under way (see `Drop`).
     reaper: Option<reaper::Reaper>,
@@ -378,10 +384,17 @@ impl LocalProcess {
     fn new(child: Child, pid: i32, marker: String, reaper: Option<reaper::Reaper>) -> Self {
         LocalProcess {
             pid,
+            start: process_tree::start_time(pid),
             marker,
-            child: ChildStatus::new(child),
+            child: Some(ChildStatus::new(child)),
             reaper,
         }
+    }
+
+    fn status(&self) -> &ChildStatus {
+        self.child
+            .as_ref()
+            .expect("the child is taken only in Drop")
     }
 }
 
@@ -392,24 +405,25 @@ impl ProcessControl for LocalProcess {
     }
 
     async fn wait(&self) -> BackendResult<Option<i32>> {
-        self.child.wait(&self.id()).await
+        self.status().wait(&self.id()).await
     }
 
     fn try_status(&self) -> Option<Option<i32>> {
-        self.child.try_status()
+        self.status().try_status()
     }
 
     async fn kill(&self) -> BackendResult<()> {
         if self.try_status().is_some() {
             // The leader is gone; still sweep anything it left behind.
-            let (pid, marker) = (self.pid, self.marker.clone());
-            let _ = tokio::task::spawn_blocking(move || {
-                process_tree::kill_tree(pid, &marker, Duration::ZERO)
-            })
-            .await;
+            // Reaped: its pid may name another process by now, so the
+            // start time keeps the sweep to the marker then.
+            let (pid, start, marker) = (self.pid, self.start, self.marker.clone());
+            process_tree::kill_tree_of_async(pid, start, marker, Duration::ZERO).await;
             return Ok(());
         }
-        process_tree::kill_tree_async(self.pid, self.marker.clone(), KILL_GRACE).await;
+        // A `wait` in another task may reap the root during the kill.
+        process_tree::kill_tree_of_async(self.pid, self.start, self.marker.clone(), KILL_GRACE)
+            .await;
         let _ = self.wait().await;
         Ok(())
     }
@@ -418,7 +432,12 @@ impl ProcessControl for LocalProcess {
 impl Drop for LocalProcess {
     fn drop(&mut self) {
         if self.try_status().is_none() {
-            let (pid, marker) = (self.pid, self.marker.clone());
+            let (pid, start, marker) = (self.pid, self.start, self.marker.clone());
+            // The child goes with the kill and is dropped (handed to
+            // tokio's orphan reaping) only after it: unreaped, the root
+            // keeps its pid, so no new process group can take the number
+            // the group signals use (issue 15: a reused pid was killed).
+            let child = self.child.take();
             // The watch goes with the kill and is withdrawn only once the
             // tree is gone: `kill_tree` stops the tree before it kills it,
             // and a wsbench that exits in between (this thread is not
@@ -427,7 +446,8 @@ impl Drop for LocalProcess {
             // kill when wsbench's pipe closes.
             let reaper = self.reaper.take();
             std::thread::spawn(move || {
-                process_tree::kill_tree(pid, &marker, Duration::from_millis(200));
+                process_tree::kill_tree_of(pid, start, &marker, Duration::from_millis(200));
+                drop(child);
                 drop(reaper);
             });
         }
