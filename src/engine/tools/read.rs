@@ -53,6 +53,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::fmt::Write as _;
 
 use super::textfile::{
     self, ACCEPTED_IMAGE_TYPES, READ_CHUNK_BYTES, SNIFF_BYTES, Sniff, UNKNOWN_BINARY, human_size,
@@ -222,16 +223,19 @@ struct LineCollector {
     cap_bytes: usize,
     /// Number of the line being read.
     line_no: u64,
-    /// Bytes of the current line (wanted lines only, at most `cap_bytes`).
-    cur: Vec<u8>,
+    /// Bytes of every kept line, back to back: one buffer for all lines
+    /// instead of one allocation per line (2,000 lines of a 1 MiB file).
+    buf: Vec<u8>,
+    /// Where the current line starts in `buf`.
+    cur_start: usize,
     /// The current line had more than `cap_bytes` bytes.
     overflow: bool,
     /// The current line has at least one byte.
     started: bool,
     /// The previous piece ended in CR (an LF next is part of that break).
     pending_cr: bool,
-    /// Kept lines: number, bytes, cut at `cap_bytes`.
-    out: Vec<(u64, Vec<u8>, bool)>,
+    /// Kept lines: number, byte range in `buf`, cut at `cap_bytes`.
+    out: Vec<(u64, std::ops::Range<usize>, bool)>,
     /// Every wanted line is complete (or a wanted line holds binary data).
     done: bool,
     /// First wanted line found to hold a NUL byte: the file turns binary
@@ -246,7 +250,8 @@ impl LineCollector {
             last: offset.saturating_add(limit - 1),
             cap_bytes: max_chars.saturating_add(1).saturating_mul(4),
             line_no: 1,
-            cur: Vec::new(),
+            buf: Vec::new(),
+            cur_start: 0,
             overflow: false,
             started: false,
             pending_cr: false,
@@ -304,14 +309,14 @@ impl LineCollector {
         if !self.wanted() || self.overflow {
             return;
         }
-        let room = self.cap_bytes - self.cur.len();
+        let room = self.cap_bytes - (self.buf.len() - self.cur_start);
         if bytes[..bytes.len().min(room)].contains(&0) {
             self.binary_line = Some(self.line_no);
             self.done = true;
             return;
         }
         if bytes.len() > room {
-            self.cur.extend_from_slice(&bytes[..room]);
+            self.buf.extend_from_slice(&bytes[..room]);
             self.overflow = true;
             // The last wanted line is known to be cut: no need to read on
             // to its end (a 2 GB single-line file stops here).
@@ -319,22 +324,29 @@ impl LineCollector {
                 self.end_line();
             }
         } else {
-            self.cur.extend_from_slice(bytes);
+            self.buf.extend_from_slice(bytes);
         }
     }
 
     fn end_line(&mut self) {
         if self.wanted() {
             self.out
-                .push((self.line_no, std::mem::take(&mut self.cur), self.overflow));
+                .push((self.line_no, self.cur_start..self.buf.len(), self.overflow));
         }
-        self.cur.clear();
+        self.cur_start = self.buf.len();
         self.overflow = false;
         self.started = false;
         if self.line_no >= self.last {
             self.done = true;
         }
         self.line_no += 1;
+    }
+
+    /// The kept lines: number, bytes, cut at `cap_bytes`.
+    fn lines(&self) -> impl Iterator<Item = (u64, &[u8], bool)> {
+        self.out
+            .iter()
+            .map(|(n, r, cut)| (*n, &self.buf[r.clone()], *cut))
     }
 
     /// End of file: a last line without a line break still counts.
@@ -353,6 +365,26 @@ fn truncate_line(line: String, max: usize, cut: bool) -> String {
         None if cut => format!("{line}[truncated]"),
         None => line,
     }
+}
+
+/// Appends one kept line to `out`, cut to `max` characters plus
+/// `[truncated]` when it is longer (or was already cut at the byte cap);
+/// returns whether it held bytes that are not UTF-8.
+///
+/// The common line (valid UTF-8, not longer in bytes than `max`, so not
+/// longer in characters either) is copied as is: no decoding into a
+/// String of its own and no count of its characters.
+fn push_line(out: &mut String, bytes: &[u8], max: usize, cut: bool) -> bool {
+    if !cut
+        && bytes.len() <= max
+        && let Ok(s) = std::str::from_utf8(bytes)
+    {
+        out.push_str(s);
+        return false;
+    }
+    let (text, bad) = textfile::decode_lossy(bytes, cut);
+    out.push_str(&truncate_line(text, max, cut));
+    bad
 }
 
 async fn read_text(
@@ -385,7 +417,9 @@ async fn read_text(
             Err(e) => return read_error(path, e),
         };
         let len = chunk.len() as u64;
-        let eof = !ranged || len == 0 || (len < READ_CHUNK_BYTES && pos + len >= size);
+        // Up to the size seen by `stat`: a file of exactly N chunks needs no
+        // extra empty read to find its end.
+        let eof = !ranged || len == 0 || pos + len >= size;
         if sniff_invalid.is_none() {
             let n = chunk.len().min(SNIFF_BYTES);
             let sample = &chunk[..n];
@@ -408,13 +442,17 @@ async fn read_text(
 
     let max_chars = limits.read_max_line_chars;
     let mut invalid = sniff_invalid.unwrap_or(false);
-    let mut formatted = Vec::with_capacity(lines.out.len());
-    for (no, bytes, cut) in std::mem::take(&mut lines.out) {
-        let (text, bad) = textfile::decode_lossy(&bytes, cut);
-        invalid |= bad;
-        formatted.push(format!("{no:>6}\t{}", truncate_line(text, max_chars, cut)));
+    // One output buffer sized for the kept bytes plus the `{no:>6}\t` and
+    // `\n` around each line; lines are written straight into it.
+    let returned = lines.out.len();
+    let mut text = String::with_capacity(lines.buf.len() + returned * 8 + 256);
+    for (i, (no, bytes, cut)) in lines.lines().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        let _ = write!(text, "{no:>6}\t");
+        invalid |= push_line(&mut text, bytes, max_chars, cut);
     }
-    let returned = formatted.len();
     let mut notes = Vec::new();
     if let Some(n) = lines.binary_line {
         notes.push(format!(
@@ -430,17 +468,15 @@ async fn read_text(
              first (e.g. `iconv -f latin1 -t utf-8`) or replace it whole with Write.]"
         ));
     }
-    let text = formatted
-        .into_iter()
-        .chain(notes.into_iter().enumerate().map(|(i, n)| {
-            // A blank line keeps notes apart from the numbered lines.
-            if i == 0 && returned > 0 {
-                format!("\n{n}")
-            } else {
-                n
-            }
-        }));
-    let text = text.collect::<Vec<_>>().join("\n");
+    for (i, n) in notes.iter().enumerate() {
+        // A blank line keeps notes apart from the numbered lines.
+        if i == 0 && returned > 0 {
+            text.push_str("\n\n");
+        } else if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(n);
+    }
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path));
     meta.insert("offset".into(), json!(offset));
@@ -694,9 +730,8 @@ mod tests {
             c.feed(p);
         }
         c.finish();
-        c.out
-            .into_iter()
-            .map(|(n, b, cut)| (n, String::from_utf8_lossy(&b).into_owned(), cut))
+        c.lines()
+            .map(|(n, b, cut)| (n, String::from_utf8_lossy(b).into_owned(), cut))
             .collect()
     }
 
@@ -733,8 +768,9 @@ mod tests {
         let mut c = LineCollector::new(1, 1, 3);
         c.feed(&[b'x'; 100]);
         assert!(c.done);
-        assert_eq!(c.out[0].1.len(), 16);
-        assert!(c.out[0].2);
+        let got: Vec<_> = c.lines().collect();
+        assert_eq!(got[0].1.len(), 16);
+        assert!(got[0].2);
         assert_eq!(truncate_line("x".repeat(16), 3, true), "xxx[truncated]");
         assert_eq!(truncate_line("abcd".into(), 3, false), "abc[truncated]");
         assert_eq!(truncate_line("abc".into(), 3, false), "abc");
@@ -747,7 +783,8 @@ mod tests {
         c.feed(b"\0skipped\nok\nbin\0ary\nnever\n");
         assert!(c.done);
         assert_eq!(c.binary_line, Some(3));
-        assert_eq!(c.out, [(2, b"ok".to_vec(), false)]);
+        let got: Vec<_> = c.lines().collect();
+        assert_eq!(got, [(2, &b"ok"[..], false)]);
     }
 
     #[test]
