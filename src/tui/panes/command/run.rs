@@ -130,7 +130,13 @@ impl CommandPane {
 
     pub(super) fn finish(&mut self, end: &Finished<'_>, cx: &mut Ctx) {
         let (err_style, muted) = (cx.theme.warn, cx.theme.muted);
-        self.pull(err_style, muted);
+        // After a kill only the newest output is parsed: the status line
+        // must not wait behind output nobody asked to see.
+        let how = match &self.running {
+            Some(r) if r.stopping => super::Pull::Tail(super::STOPPED_TAIL_BYTES),
+            _ => super::Pull::All,
+        };
+        self.pull(err_style, muted, how);
         self.end_partial_lines(err_style);
         self.raw = false;
         self.input = None;
