@@ -420,6 +420,78 @@ mod tests {
         let _ = last;
     }
 
+    /// A source that always has output (the merge refilled before every
+    /// frame) never makes a frame parse past its deadline: with the
+    /// deadline already passed, one slice is parsed and the rest waits in
+    /// the merge, first in line, counted nowhere as lost; the pane asks
+    /// for the next frame until it has caught up.
+    #[test]
+    fn a_frame_out_of_time_parses_one_slice_and_defers_the_rest() {
+        // A ring that holds every line, so the count shows nothing lost.
+        let cfg = TuiConfig {
+            output_frame_bytes: 256 << 10,
+            output_buffer_lines: 1 << 20,
+            output_buffer_bytes: 64 << 20,
+            ..Default::default()
+        };
+        let mut p = CommandPane::new(&cfg);
+        p.begin_run("yes", Style::default());
+        let merge = p.running.as_ref().unwrap().merge.clone();
+        let frame = bytes::Bytes::from("y\n".repeat(64 << 10)); // 128 KiB
+        merge
+            .lock()
+            .unwrap()
+            .push(StreamKind::Stdout, frame.clone());
+        let past = Instant::now();
+        p.pull(Style::default(), Style::default(), Pull::Until(past));
+        assert_eq!(p.waiting_output(), frame.len() - PULL_SLICE);
+        assert!(p.has_deferred_output(), "the next frame is asked for");
+        assert_eq!(p.skipped(), 0, "nothing is lost");
+        let shown = p.output().len();
+        assert_eq!(shown, 1 + PULL_SLICE / 2, "the command line and one slice");
+
+        // New output arrives behind the deferred bytes; each frame takes
+        // the oldest first, and a frame with time catches up.
+        merge
+            .lock()
+            .unwrap()
+            .push(StreamKind::Stdout, bytes::Bytes::from("end\n"));
+        p.pull(Style::default(), Style::default(), Pull::Until(past));
+        assert_eq!(p.waiting_output(), frame.len() - 2 * PULL_SLICE + 4);
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        p.pull(Style::default(), Style::default(), Pull::Until(later));
+        assert_eq!(p.waiting_output(), 0);
+        assert!(!p.has_deferred_output());
+        assert_eq!(p.skipped(), 0);
+        let last = p.output().iter().last().unwrap();
+        assert_eq!(last.line.text, "end");
+        assert_eq!(p.output().len(), 1 + frame.len() / 2 + 1);
+    }
+
+    /// After Ctrl-C or Ctrl-X the end parses only the newest bytes; the
+    /// older ones are counted and named, and the newest line is shown.
+    #[test]
+    fn a_stopped_command_ends_on_its_newest_output() {
+        let mut p = CommandPane::new(&TuiConfig::default());
+        p.begin_run("yes", Style::default());
+        let merge = p.running.as_ref().unwrap().merge.clone();
+        let body = "y\n".repeat(100 << 10);
+        merge.lock().unwrap().push(
+            StreamKind::Stdout,
+            bytes::Bytes::from(body.clone() + "last\n"),
+        );
+        p.pull(Style::default(), Style::default(), Pull::Tail(1024));
+        assert_eq!(p.skipped(), (body.len() + 5 - 1024) as u64);
+        let texts: Vec<&str> = p.output().iter().map(|l| l.line.text.as_str()).collect();
+        assert!(
+            texts[1].starts_with("… "),
+            "the skip is named: {:?}",
+            texts[1]
+        );
+        assert_eq!(texts.last(), Some(&"last"));
+        assert!(p.output().len() < 1024, "only the tail was parsed");
+    }
+
     #[test]
     fn signal_exits_are_named() {
         assert_eq!(exit_label(143), "143 (SIGTERM)");
