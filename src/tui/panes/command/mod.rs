@@ -129,6 +129,9 @@ struct Running {
 pub(crate) enum Msg {
     /// New output waits in the run's merge (taken when drawn).
     Output,
+    /// The run's processes are gone (call id); its tool result is still
+    /// being written. A run the user stopped shows it at once.
+    Ended(String, crate::engine::tools::ProcessEnded),
     Finished {
         call_id: String,
         exit_code: Option<i32>,
