@@ -14,7 +14,8 @@
 //!
 //! `cargo bench --bench flood` (release); `WSBENCH_BIN` picks another
 //! binary, `FLOOD_MB` scales the 1 GB runs down, `FLOOD_EXEC_ONLY=1`
-//! stops after the `exec` figures. Needs tmux; prints
+//! stops after the `exec` figures, `FLOOD_KEYS_ONLY=1` runs only the key
+//! and kill figures (no `exec`, no RSS runs). Needs tmux; prints
 //! `SKIPPED` without it. Latency is measured by polling `capture-pane`,
 //! so it includes tmux's own round trip (a few ms).
 
@@ -150,6 +151,14 @@ fn tui_figures() {
     let pid = t.pid();
     let idle = rss_mib(pid);
     println!("tui idle RSS: {idle:.1} MiB");
+    if std::env::var_os("FLOOD_KEYS_ONLY").is_none() {
+        rss_figures(&t, pid);
+    }
+    key_figures(&t);
+}
+
+/// RSS after 1 GB of `yes` and after 10 runs without newlines.
+fn rss_figures(t: &Tmux, pid: u32) {
     // 1 GB of `yes`, then RSS.
     t.run(&format!("yes | head -c {}M", mb()));
     t.wait("✓ exit 0", Duration::from_secs(600));
@@ -171,6 +180,10 @@ fn tui_figures() {
             );
         }
     }
+}
+
+/// Key-to-screen latency under `yes`, then Ctrl-C and Ctrl-X + `y`.
+fn key_figures(t: &Tmux) {
     // Latency under `yes`.
     t.run("yes");
     t.wait("running", Duration::from_secs(20));
@@ -294,7 +307,9 @@ fn main() {
     // useful either: both run everything.
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average: {}", load.trim());
-    exec_figures();
+    if std::env::var_os("FLOOD_KEYS_ONLY").is_none() {
+        exec_figures();
+    }
     if std::env::var_os("FLOOD_EXEC_ONLY").is_some() {
         return;
     }

@@ -176,6 +176,27 @@ impl OutputMerge {
         }
         self.bytes += data.len();
         self.chunks.push_back(OutputChunk { stream, data });
+        self.trim();
+    }
+
+    /// Puts back, before everything held, output a consumer took but had
+    /// no time to handle (`rest`, oldest first, as [`OutputMerge::take`]
+    /// gave it): it is handed out again by the next take. When the cap
+    /// no longer holds it and what arrived since, its oldest bytes are
+    /// dropped and counted, as with [`OutputMerge::push`].
+    pub fn put_back(&mut self, rest: Vec<OutputChunk>) {
+        for c in rest.into_iter().rev() {
+            if c.data.is_empty() {
+                continue;
+            }
+            self.bytes += c.data.len();
+            self.chunks.push_front(c);
+        }
+        self.trim();
+    }
+
+    /// Drops the oldest bytes past the cap, counting them.
+    fn trim(&mut self) {
         while self.bytes > self.cap {
             let front = self.chunks.front_mut().expect("bytes > 0");
             let over = self.bytes - self.cap;
@@ -295,6 +316,46 @@ mod tests {
         );
         assert!(m.is_empty());
         assert_eq!(m.take().skipped, 0);
+    }
+
+    /// What a consumer could not handle in its frame comes back first,
+    /// before what arrived since; past the cap its oldest bytes are
+    /// counted as skipped, never silently lost.
+    #[test]
+    fn output_put_back_comes_first_and_is_counted_when_it_no_longer_fits() {
+        let mut m = OutputMerge::new(8);
+        m.push(StreamKind::Stdout, Bytes::from_static(b"abcdef"));
+        let mut got = m.take();
+        m.push(StreamKind::Stdout, Bytes::from_static(b"gh"));
+        let rest = got.chunks.pop().unwrap();
+        m.put_back(vec![OutputChunk {
+            stream: rest.stream,
+            data: rest.data.slice(2..),
+        }]);
+        assert_eq!(m.len(), 6);
+        let again = m.take();
+        assert_eq!(again.skipped, 0);
+        assert_eq!(&again.chunks[0].data[..], b"cdefgh");
+
+        m.push(StreamKind::Stdout, Bytes::from_static(b"12345"));
+        m.put_back(vec![OutputChunk {
+            stream: StreamKind::Stderr,
+            data: Bytes::from_static(b"xyzw"),
+        }]);
+        let last = m.take();
+        assert_eq!(last.skipped, 1, "the oldest put-back byte is dropped");
+        let parts: Vec<(StreamKind, &[u8])> = last
+            .chunks
+            .iter()
+            .map(|c| (c.stream, &c.data[..]))
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                (StreamKind::Stderr, &b"yzw"[..]),
+                (StreamKind::Stdout, &b"12345"[..])
+            ]
+        );
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub struct CallOptions {
     /// Input for the running command (lines, end of file, Ctrl-C); its
     /// stdin is then a FIFO instead of `/dev/null`.
     pub input: Option<tokio::sync::mpsc::Receiver<InputMsg>>,
+    /// Told when the command's processes are gone, before the tool
+    /// writes its tool-result file (the TUI shows a kill at once).
+    pub ended: Option<tokio::sync::oneshot::Sender<super::tools::ProcessEnded>>,
 }
 
 /// The reference's default instructions (docs/contract.md §1.1), in our words.
@@ -448,7 +451,7 @@ impl Workspace {
             call_id: &call_id,
             cancel: call.cancel.clone().unwrap_or_default(),
             output: call.output.clone(),
-            bash: BashOptions::new(opts.session_shell, opts.input),
+            bash: BashOptions::new(opts.session_shell, opts.input).with_ended(opts.ended),
         };
         let result = tool.call(&ctx, call.args).await;
         // A tool that measured itself (Bash) gave the one figure shown

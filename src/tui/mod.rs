@@ -595,6 +595,9 @@ async fn event_loop(
     let mut last_draw = Instant::now() - budget;
     let mut frames = 0u64;
     loop {
+        // Keys that came while the last turn worked are acted on before
+        // the frame is drawn (a kill is never drawn late).
+        take_input(app, input_rx);
         if dirty && last_draw.elapsed() >= budget {
             if frames == 1 {
                 match fault.as_str() {
@@ -605,7 +608,9 @@ async fn event_loop(
             }
             term.draw(|f| app.render(f))?;
             frames += 1;
-            dirty = false;
+            // A pane that ran out of its frame's time (deferred output)
+            // gets the next frame without waiting for a message.
+            dirty = app.needs_frame();
             last_draw = Instant::now();
         }
         for req in app.take_requests() {

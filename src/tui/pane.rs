@@ -376,6 +376,13 @@ pub trait Pane: Send {
         false
     }
 
+    /// Whether the pane left work its last draw had no time for (output
+    /// deferred by a frame's time budget) and wants the next frame even
+    /// if no message comes; asked of the panes on screen only.
+    fn needs_frame(&self) -> bool {
+        false
+    }
+
     /// Draws the pane into `area` (border included).
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx);
 

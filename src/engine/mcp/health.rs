@@ -280,12 +280,22 @@ impl ServerLog {
             std::mem::take(&mut l.suppressed)
         };
         if suppressed > 0 {
-            self.publish(
-                "warn",
-                format!("{suppressed} log lines of this server were not published (rate limit)"),
-            );
+            self.publish("warn", suppressed_note(suppressed));
         }
         self.publish(level, message);
+    }
+
+    /// Publishes how many lines the rate limit held back since the last
+    /// published line, if any; true when it did. Called when the server
+    /// has been quiet for [`SUPPRESSED_FLUSH_AFTER`] and at the end of its
+    /// stderr ([`read_flushing`]), so a flood that stops is counted at
+    /// once, not only when the server next logs a line.
+    pub fn flush_suppressed(&self) -> bool {
+        let n = std::mem::take(&mut self.limiter.lock().expect("limiter lock").suppressed);
+        if n > 0 {
+            self.publish("warn", suppressed_note(n));
+        }
+        n > 0
     }
 
     /// Logs a warning.
@@ -318,6 +328,39 @@ impl ServerLog {
             .cloned()
             .collect()
     }
+}
+
+fn suppressed_note(n: u64) -> String {
+    format!("{n} log lines of this server were not published (rate limit)")
+}
+
+/// Quiet time after which the count of held-back lines is published
+/// ([`ServerLog::flush_suppressed`]).
+pub const SUPPRESSED_FLUSH_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads `r` into `buf` as `AsyncReadExt::read` does (same result);
+/// meanwhile `log`'s held-back count is published once the stream has
+/// been quiet for [`SUPPRESSED_FLUSH_AFTER`], and again at its end
+/// (`Ok(0)`) or error. The read itself is never cut short.
+pub(crate) async fn read_flushing(
+    log: &ServerLog,
+    r: &mut (dyn tokio::io::AsyncRead + Send + Unpin),
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    use tokio::io::AsyncReadExt as _;
+    let read = r.read(buf);
+    tokio::pin!(read);
+    let got = match tokio::time::timeout(SUPPRESSED_FLUSH_AFTER, &mut read).await {
+        Ok(got) => got,
+        Err(_) => {
+            log.flush_suppressed();
+            read.await
+        }
+    };
+    if matches!(got, Ok(0) | Err(_)) {
+        log.flush_suppressed();
+    }
+    got
 }
 
 fn cut(message: &str) -> String {
@@ -523,5 +566,54 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, LOG_EVENTS_PER_SEC as usize);
+    }
+
+    /// Issue 16: a stderr flood that stops has its held-back count
+    /// published when the server goes quiet, without another line.
+    #[tokio::test]
+    async fn the_held_back_count_is_published_when_a_flood_stops() {
+        let bus = EventBus::new(100_000);
+        let mut sub = bus.subscribe();
+        let log = ServerLog::new(bus, "w", "srv");
+        for i in 0..(LOG_EVENTS_PER_SEC + 50) {
+            log.info(&format!("line {i}"));
+        }
+        let notes = |sub: &mut crate::engine::events::Subscriber| {
+            let mut found = Vec::new();
+            while let Some(Received::Event(e)) = sub.try_recv() {
+                if let Event::Log { message, .. } = &e.event
+                    && message.contains("not published")
+                {
+                    found.push(message.clone());
+                }
+            }
+            found
+        };
+        assert!(notes(&mut sub).is_empty(), "nothing said yet");
+        // A stream that stays open and quiet: the quiet spell publishes.
+        let (mut quiet, _keep_open) = tokio::io::duplex(64);
+        let mut buf = [0u8; 16];
+        let read = read_flushing(&log, &mut quiet, &mut buf);
+        assert!(
+            tokio::time::timeout(SUPPRESSED_FLUSH_AFTER * 2, read)
+                .await
+                .is_err()
+        );
+        assert_eq!(
+            notes(&mut sub),
+            ["50 log lines of this server were not published (rate limit)"]
+        );
+        // At the end of the stream too (a new log: a fresh window).
+        let log = ServerLog::new(log.bus.clone(), "w", "srv");
+        for i in 0..(LOG_EVENTS_PER_SEC + 7) {
+            log.info(&format!("line {i}"));
+        }
+        let mut eof = tokio::io::empty();
+        assert_eq!(read_flushing(&log, &mut eof, &mut buf).await.unwrap(), 0);
+        assert_eq!(
+            notes(&mut sub),
+            ["7 log lines of this server were not published (rate limit)"]
+        );
+        assert!(!log.flush_suppressed(), "published once");
     }
 }

@@ -765,7 +765,7 @@ async fn drain_stderr(
         }
     };
     loop {
-        let n = match stderr.read(&mut buf).await {
+        let n = match super::health::read_flushing(&log, &mut *stderr, &mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };

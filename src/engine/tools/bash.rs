@@ -198,6 +198,11 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         Err(e) => return ToolResult::error(format!("Command failed: {command}\nError: {e}")),
     };
 
+    ctx.bash.send_ended(super::ProcessEnded {
+        exit_code: outcome.exit_code,
+        timed_out: outcome.timed_out,
+        cancelled: outcome.cancelled,
+    });
     let stdout = normalize_newlines(&out.head);
     let stderr = normalize_newlines(&err.head);
     let total_bytes = out.total + err.total;

@@ -255,6 +255,21 @@ pub struct BashOptions {
     /// `None`: as [`ToolEnv::bash_session`]; `Some(b)`: the caller's choice.
     pub session_shell: Option<bool>,
     input: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<InputMsg>>>,
+    ended: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<ProcessEnded>>>,
+}
+
+/// The command of a Bash call has ended and its process tree is gone;
+/// sent before the tool writes its tool-result file, so a front end can
+/// show a kill at once (issue 16). Every output chunk was sent to the
+/// call's output sink before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessEnded {
+    /// Exit code (`None` if unknown).
+    pub exit_code: Option<i32>,
+    /// The timeout fired.
+    pub timed_out: bool,
+    /// The call was cancelled.
+    pub cancelled: bool,
 }
 
 impl BashOptions {
@@ -266,6 +281,21 @@ impl BashOptions {
         BashOptions {
             session_shell,
             input: std::sync::Mutex::new(input),
+            ended: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// These options telling `ended` when the command's processes are
+    /// gone ([`ProcessEnded`]).
+    pub fn with_ended(self, ended: Option<tokio::sync::oneshot::Sender<ProcessEnded>>) -> Self {
+        *self.ended.lock().expect("ended lock") = ended;
+        self
+    }
+
+    /// Says the command ended (once; later calls do nothing).
+    pub fn send_ended(&self, end: ProcessEnded) {
+        if let Some(tx) = self.ended.lock().expect("ended lock").take() {
+            let _ = tx.send(end);
         }
     }
 

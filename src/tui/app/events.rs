@@ -140,6 +140,17 @@ impl App {
         });
     }
 
+    /// Whether a pane drawn in the last frame left work for the next one
+    /// ([`crate::tui::pane::Pane::needs_frame`]): the loop then draws
+    /// again at the frame rate without waiting for a message. Panes off
+    /// screen are not asked (they are not drawn, so they would ask
+    /// forever).
+    pub fn needs_frame(&self) -> bool {
+        self.panes
+            .iter()
+            .any(|p| p.needs_frame() && self.areas.iter().any(|(id, _)| *id == p.id()))
+    }
+
     /// Whether any pane still runs a command or an agent.
     pub fn is_busy(&self) -> bool {
         self.panes.iter().any(|p| p.busy().is_some())

@@ -65,7 +65,7 @@ mod output;
 mod pane;
 mod run;
 
-pub use output::exit_label;
+pub use output::{PULL_FRAME_TIME, PULL_SLICE, Pull, STOPPED_TAIL_BYTES, exit_label};
 
 /// Pane id (and keymap context outside the prompt).
 pub const ID: &str = "command";
@@ -119,11 +119,19 @@ struct Running {
     /// Set when the forwarding task has told the pane about new output
     /// it has not taken yet: at most one message in flight per run.
     woken: Arc<AtomicBool>,
+    /// The last frame ran out of time with output left in `merge`.
+    deferred: bool,
+    /// The user asked it to stop (Ctrl-C, Ctrl-X): its end shows only the
+    /// newest output ([`output::Pull::Tail`]) so the status is not late.
+    stopping: bool,
 }
 
 pub(crate) enum Msg {
     /// New output waits in the run's merge (taken when drawn).
     Output,
+    /// The run's processes are gone (call id); its tool result is still
+    /// being written. A run the user stopped shows it at once.
+    Ended(String, crate::engine::tools::ProcessEnded),
     Finished {
         call_id: String,
         exit_code: Option<i32>,

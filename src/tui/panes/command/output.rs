@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::StreamKind;
+use crate::backend::{OutputChunk, StreamKind};
 use crate::engine::bus::OutputMerge;
 use crate::tui::pane::{Ctx, placeholder};
 use crate::tui::widgets::ansi::{AnsiParser, StyledLine};
@@ -48,19 +48,33 @@ impl CommandPane {
     }
 
     /// Takes what the running command printed since the last call (at
-    /// most `output_frame_bytes`, the newest) into the ring; the bytes
-    /// that did not fit are named on a line of their own. Called once a
-    /// frame (when drawn) and before the exit status.
-    pub(super) fn pull(&mut self, err_style: Style, muted: Style) {
-        let Some(r) = &self.running else {
+    /// most `output_frame_bytes`, the newest) into the ring, as `how`
+    /// says; the bytes that did not fit are named on a line of their own.
+    /// Called once a frame (when drawn, [`Pull::Until`]) and before the
+    /// exit status ([`Pull::All`], or [`Pull::Tail`] after a kill).
+    ///
+    /// With [`Pull::Until`] the bytes are parsed [`PULL_SLICE`] at a time
+    /// and the deadline is looked at between slices: what is left when it
+    /// passes goes back into the run's merge, in front of newer output,
+    /// and is taken first next frame ([`Self::has_deferred_output`] asks
+    /// for that frame). So a frame's output work is bounded in time
+    /// whatever the rate, and nothing is dropped but what the merge's
+    /// byte cap drops (counted, and named in the pane).
+    pub(super) fn pull(&mut self, err_style: Style, muted: Style, how: Pull) {
+        let Some(r) = &mut self.running else {
             return;
         };
         r.woken.store(false, Ordering::SeqCst);
-        let merged = match r.merge.lock() {
+        r.deferred = false;
+        let merge = r.merge.clone();
+        let mut merged = match merge.lock() {
             Ok(mut m) => m.take(),
             Err(_) => return,
         };
         let (run, session) = (r.run, r.session.clone());
+        if let Pull::Tail(keep) = how {
+            merged.skipped += cut_to_tail(&mut merged.chunks, keep);
+        }
         self.skipped += merged.skipped;
         if merged.skipped > 0 {
             // The lines around the gap are cut: end the partial ones so
@@ -73,9 +87,52 @@ impl CommandPane {
             let l = StyledLine::plain(&note, muted);
             push_line(self.ring_for(&session), OutLine { run, line: l });
         }
-        for c in merged.chunks {
-            self.feed(c.stream, &c.data, err_style);
+        let until = match how {
+            Pull::Until(t) => Some(t),
+            Pull::All | Pull::Tail(_) => None,
+        };
+        let mut chunks = merged.chunks.into_iter();
+        while let Some(c) = chunks.next() {
+            let mut at = 0;
+            while at < c.data.len() {
+                let end = (at + PULL_SLICE).min(c.data.len());
+                self.feed(c.stream, &c.data[at..end], err_style);
+                at = end;
+                if until.is_some_and(|t| Instant::now() >= t) {
+                    // Out of time: the rest waits for the next frame.
+                    let mut rest = Vec::new();
+                    if at < c.data.len() {
+                        rest.push(OutputChunk {
+                            stream: c.stream,
+                            data: c.data.slice(at..),
+                        });
+                    }
+                    rest.extend(chunks);
+                    if let Ok(mut m) = merge.lock() {
+                        m.put_back(rest);
+                    }
+                    if let Some(r) = &mut self.running {
+                        r.deferred = true;
+                    }
+                    return;
+                }
+            }
         }
+    }
+
+    /// Whether the last frame ran out of time and left output in the
+    /// run's merge: the loop then draws again next frame without waiting
+    /// for a message (new output wakes it anyway).
+    pub fn has_deferred_output(&self) -> bool {
+        self.running.as_ref().is_some_and(|r| r.deferred)
+    }
+
+    /// Bytes waiting in the running command's merge (tests).
+    pub fn waiting_output(&self) -> usize {
+        self.running
+            .as_ref()
+            .and_then(|r| r.merge.lock().ok().map(|m| m.len()))
+            .unwrap_or(0)
     }
 
     /// Ends the partial lines of the running command (at a skip or at
@@ -121,6 +178,8 @@ impl CommandPane {
             err: AnsiParser::new(),
             merge: Arc::new(Mutex::new(OutputMerge::new(self.frame_bytes))),
             woken: Arc::new(AtomicBool::new(false)),
+            deferred: false,
+            stopping: false,
         });
         run
     }
@@ -215,6 +274,51 @@ impl CommandPane {
     }
 }
 
+/// How much of the run's waiting output [`CommandPane::pull`] handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pull {
+    /// Slices until the instant passes; the rest waits for the next
+    /// frame (the render path).
+    Until(Instant),
+    /// All of it (at most `output_frame_bytes`): the command ended.
+    All,
+    /// Only the newest this-many bytes, the older counted as skipped:
+    /// the user stopped the command (Ctrl-C, Ctrl-X), so its status line
+    /// must not wait behind parsing output nobody asked to see.
+    Tail(usize),
+}
+
+/// Bytes of output parsed between two looks at a frame's deadline.
+pub const PULL_SLICE: usize = 16 << 10;
+
+/// Time a frame spends parsing command output at most (plus one
+/// [`PULL_SLICE`]); the rest is deferred to the next frame. Small enough
+/// that a key pressed during a flood is answered within the frame.
+pub const PULL_FRAME_TIME: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// Newest output shown after the user stopped a command ([`Pull::Tail`]):
+/// a few screens, parsed in a few milliseconds even in a debug build.
+pub const STOPPED_TAIL_BYTES: usize = 32 << 10;
+
+/// Cuts `chunks` (oldest first) to their newest `keep` bytes; returns the
+/// bytes cut.
+fn cut_to_tail(chunks: &mut Vec<OutputChunk>, keep: usize) -> u64 {
+    let total: usize = chunks.iter().map(|c| c.data.len()).sum();
+    let mut over = total.saturating_sub(keep);
+    let cut = over as u64;
+    while over > 0 && !chunks.is_empty() {
+        let n = chunks[0].data.len();
+        if n <= over {
+            chunks.remove(0);
+            over -= n;
+        } else {
+            chunks[0].data = chunks[0].data.slice(over..);
+            over = 0;
+        }
+    }
+    cut
+}
+
 /// Pushes `l` into `ring`, weighed by its heap bytes and its own size.
 pub(super) fn push_line(ring: &mut Ring<OutLine>, l: OutLine) {
     let size = l.line.heap_bytes() + std::mem::size_of::<OutLine>();
@@ -296,7 +400,7 @@ mod tests {
                 fed += last.len();
                 merge.lock().unwrap().push(StreamKind::Stdout, last.clone());
             }
-            p.pull(Style::default(), Style::default());
+            p.pull(Style::default(), Style::default(), Pull::All);
             frames += 1;
             assert!(
                 p.output().bytes() <= 1 << 20,
@@ -314,6 +418,78 @@ mod tests {
         );
         assert!(p.output().bytes() > (1 << 20) / 2, "the budget is used");
         let _ = last;
+    }
+
+    /// A source that always has output (the merge refilled before every
+    /// frame) never makes a frame parse past its deadline: with the
+    /// deadline already passed, one slice is parsed and the rest waits in
+    /// the merge, first in line, counted nowhere as lost; the pane asks
+    /// for the next frame until it has caught up.
+    #[test]
+    fn a_frame_out_of_time_parses_one_slice_and_defers_the_rest() {
+        // A ring that holds every line, so the count shows nothing lost.
+        let cfg = TuiConfig {
+            output_frame_bytes: 256 << 10,
+            output_buffer_lines: 1 << 20,
+            output_buffer_bytes: 64 << 20,
+            ..Default::default()
+        };
+        let mut p = CommandPane::new(&cfg);
+        p.begin_run("yes", Style::default());
+        let merge = p.running.as_ref().unwrap().merge.clone();
+        let frame = bytes::Bytes::from("y\n".repeat(64 << 10)); // 128 KiB
+        merge
+            .lock()
+            .unwrap()
+            .push(StreamKind::Stdout, frame.clone());
+        let past = Instant::now();
+        p.pull(Style::default(), Style::default(), Pull::Until(past));
+        assert_eq!(p.waiting_output(), frame.len() - PULL_SLICE);
+        assert!(p.has_deferred_output(), "the next frame is asked for");
+        assert_eq!(p.skipped(), 0, "nothing is lost");
+        let shown = p.output().len();
+        assert_eq!(shown, 1 + PULL_SLICE / 2, "the command line and one slice");
+
+        // New output arrives behind the deferred bytes; each frame takes
+        // the oldest first, and a frame with time catches up.
+        merge
+            .lock()
+            .unwrap()
+            .push(StreamKind::Stdout, bytes::Bytes::from("end\n"));
+        p.pull(Style::default(), Style::default(), Pull::Until(past));
+        assert_eq!(p.waiting_output(), frame.len() - 2 * PULL_SLICE + 4);
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        p.pull(Style::default(), Style::default(), Pull::Until(later));
+        assert_eq!(p.waiting_output(), 0);
+        assert!(!p.has_deferred_output());
+        assert_eq!(p.skipped(), 0);
+        let last = p.output().iter().last().unwrap();
+        assert_eq!(last.line.text, "end");
+        assert_eq!(p.output().len(), 1 + frame.len() / 2 + 1);
+    }
+
+    /// After Ctrl-C or Ctrl-X the end parses only the newest bytes; the
+    /// older ones are counted and named, and the newest line is shown.
+    #[test]
+    fn a_stopped_command_ends_on_its_newest_output() {
+        let mut p = CommandPane::new(&TuiConfig::default());
+        p.begin_run("yes", Style::default());
+        let merge = p.running.as_ref().unwrap().merge.clone();
+        let body = "y\n".repeat(100 << 10);
+        merge.lock().unwrap().push(
+            StreamKind::Stdout,
+            bytes::Bytes::from(body.clone() + "last\n"),
+        );
+        p.pull(Style::default(), Style::default(), Pull::Tail(1024));
+        assert_eq!(p.skipped(), (body.len() + 5 - 1024) as u64);
+        let texts: Vec<&str> = p.output().iter().map(|l| l.line.text.as_str()).collect();
+        assert!(
+            texts[1].starts_with("… "),
+            "the skip is named: {:?}",
+            texts[1]
+        );
+        assert_eq!(texts.last(), Some(&"last"));
+        assert!(p.output().len() < 1024, "only the tail was parsed");
     }
 
     #[test]

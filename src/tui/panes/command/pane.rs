@@ -107,6 +107,9 @@ impl CommandPane {
             // else it clears the line being typed.
             CommandAction::Interrupt => {
                 if self.send_input(InputMsg::Interrupt) {
+                    if let Some(r) = &mut self.running {
+                        r.stopping = true;
+                    }
                     cx.toast(Level::Info, "SIGINT sent (ctrl-x kills the tree)");
                 } else if self.typing {
                     self.prompt.clear();
@@ -269,6 +272,10 @@ impl Pane for CommandPane {
         true
     }
 
+    fn needs_frame(&self) -> bool {
+        self.has_deferred_output()
+    }
+
     fn busy(&self) -> Option<String> {
         self.running
             .as_ref()
@@ -283,8 +290,9 @@ impl Pane for CommandPane {
 
     fn on_event(&mut self, ev: &PaneEvent<'_>, cx: &mut Ctx) {
         match ev {
-            PaneEvent::Confirmed(DialogTag::KillCommand) => match &self.running {
+            PaneEvent::Confirmed(DialogTag::KillCommand) => match &mut self.running {
                 Some(r) => {
+                    r.stopping = true;
                     r.cancel.cancel();
                     cx.toast(Level::Info, "killing the command and its children");
                 }
@@ -332,7 +340,8 @@ impl Pane for CommandPane {
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         // Output is taken once a frame, here: however fast a command
         // prints, the pane parses at most `output_frame_bytes` per frame.
-        self.pull(cx.theme.warn, cx.theme.muted);
+        let until = std::time::Instant::now() + super::PULL_FRAME_TIME;
+        self.pull(cx.theme.warn, cx.theme.muted, super::Pull::Until(until));
         let t = &cx.theme;
         let mut note = String::new();
         if let Some(r) = &self.running {

@@ -57,13 +57,33 @@ impl CommandPane {
         };
         // Never waits on the UI: output goes into the merge (bounded,
         // newest kept) and the pane is told once until it takes it.
+        // The end comes after every chunk (the tool sends them first);
+        // `biased` takes queued chunks before it, so the pane merges all
+        // output before it hears of the end.
+        let (etx, mut erx) = tokio::sync::oneshot::channel();
+        let ended_call = call_id.clone();
         let forward = tokio::spawn(async move {
-            while let Some(chunk) = orx.recv().await {
-                if let Ok(mut m) = merge.lock() {
-                    m.push(chunk.stream, chunk.data);
-                }
-                if !woken.swap(true, Ordering::SeqCst) && !tx.send(Msg::Output).await {
-                    break;
+            let mut ended_open = true;
+            loop {
+                tokio::select! {
+                    biased;
+                    chunk = orx.recv() => {
+                        let Some(chunk) = chunk else { break };
+                        if let Ok(mut m) = merge.lock() {
+                            m.push(chunk.stream, chunk.data);
+                        }
+                        if !woken.swap(true, Ordering::SeqCst) && !tx.send(Msg::Output).await {
+                            break;
+                        }
+                    }
+                    end = &mut erx, if ended_open => {
+                        ended_open = false;
+                        if let Ok(end) = end
+                            && !tx.send(Msg::Ended(ended_call.clone(), end)).await
+                        {
+                            break;
+                        }
+                    }
                 }
             }
             // Keep draining so the tool never blocks on a gone pane.
@@ -82,6 +102,7 @@ impl CommandPane {
         let opts = CallOptions {
             session_shell: Some(self.session_shell),
             input: Some(irx),
+            ended: Some(etx),
         };
         cx.spawn::<CommandPane>(async move {
             let r = ws.call_tool_with(call, opts).await;
@@ -128,9 +149,46 @@ impl CommandPane {
         self.send_input(InputMsg::Data(line.into()));
     }
 
+    /// The processes of a run the user stopped (Ctrl-C, Ctrl-X) are gone:
+    /// its newest output and a status line are shown now, before the
+    /// tool has written its tool-result file (up to 64 MiB, which can
+    /// take far longer than the kill). The final line, with the call's
+    /// one duration, follows in [`Self::finish`]. A run nobody stopped
+    /// shows its end once, there.
+    fn ended(&mut self, end: &crate::engine::tools::ProcessEnded, cx: &mut Ctx) {
+        if !self.running.as_ref().is_some_and(|r| r.stopping) {
+            return;
+        }
+        let (err_style, muted) = (cx.theme.warn, cx.theme.muted);
+        self.pull(
+            err_style,
+            muted,
+            super::Pull::Tail(super::STOPPED_TAIL_BYTES),
+        );
+        self.end_partial_lines(err_style);
+        let Some(r) = &self.running else { return };
+        let (session, run) = (r.session.clone(), r.run);
+        let what = if end.cancelled {
+            "✗ killed".to_string()
+        } else {
+            match end.exit_code {
+                Some(c) => format!("✗ exit {}", exit_label(c)),
+                None => "✗ ended".to_string(),
+            }
+        };
+        let msg = format!("{what} · the processes are gone; saving the output…");
+        self.push_status(&session, run, msg, cx.theme.warn);
+    }
+
     pub(super) fn finish(&mut self, end: &Finished<'_>, cx: &mut Ctx) {
         let (err_style, muted) = (cx.theme.warn, cx.theme.muted);
-        self.pull(err_style, muted);
+        // After a kill only the newest output is parsed: the status line
+        // must not wait behind output nobody asked to see.
+        let how = match &self.running {
+            Some(r) if r.stopping => super::Pull::Tail(super::STOPPED_TAIL_BYTES),
+            _ => super::Pull::All,
+        };
+        self.pull(err_style, muted, how);
         self.end_partial_lines(err_style);
         self.raw = false;
         self.input = None;
@@ -199,6 +257,11 @@ impl TaskPane for CommandPane {
         match &msg {
             // Taken when drawn: this message only wakes the loop.
             Msg::Output => {}
+            Msg::Ended(call_id, end)
+                if self.running.as_ref().is_some_and(|r| &r.call_id == call_id) =>
+            {
+                self.ended(end, cx);
+            }
             Msg::Finished {
                 call_id,
                 exit_code,
