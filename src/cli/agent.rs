@@ -336,9 +336,9 @@ async fn print_session_summary(
     }
     say!();
     say!(
-        "session {session}: {} tool call(s) journalled, {} offload(s), context.jsonl {}",
-        detail.journal.entries.len(),
-        detail.summary.offloads,
+        "session {session}: {} journalled, {}, context.jsonl {}",
+        crate::root::words::count(detail.journal.entries.len(), "tool call", "tool calls"),
+        crate::root::words::count(detail.summary.offloads as usize, "offload", "offloads"),
         if detail.summary.context_bytes > 0 {
             output::size(detail.summary.context_bytes)
         } else {

@@ -157,11 +157,11 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
     say!("sessions: {}", sessions.len());
     for s in sessions.iter().take(10) {
         say!(
-            "  {:<20} {}  {} tool calls, {} offloads",
+            "  {:<20} {}  {}, {}",
             s.id,
             output::time(s.last_activity),
-            s.tool_calls,
-            s.offloads
+            crate::root::words::count(s.tool_calls as usize, "tool call", "tool calls"),
+            crate::root::words::count(s.offloads as usize, "offload", "offloads")
         );
     }
     say!(

@@ -416,14 +416,35 @@ pub enum Nav {
     Down,
     /// One row up (`k`).
     Up,
-    /// One page down.
+    /// One page down (PageDown).
     PageDown,
-    /// One page up.
+    /// One page up (PageUp).
     PageUp,
+    /// Half a page down (`ctrl-d`, as vim and less).
+    HalfDown,
+    /// Half a page up (`ctrl-u`).
+    HalfUp,
     /// The first row (`g`).
     Top,
     /// The last row (`G`).
     Bottom,
+}
+
+impl Nav {
+    /// The signed rows a paging verb moves when a page is `page` rows
+    /// (at least 1): ±`page` for PageDown/PageUp, ±half of it (at least
+    /// 1) for HalfDown/HalfUp; `None` for the other verbs.
+    pub fn page_rows(self, page: usize) -> Option<isize> {
+        let page = page.max(1) as isize;
+        let half = (page / 2).max(1);
+        match self {
+            Nav::PageDown => Some(page),
+            Nav::PageUp => Some(-page),
+            Nav::HalfDown => Some(half),
+            Nav::HalfUp => Some(-half),
+            _ => None,
+        }
+    }
 }
 
 /// Applies a navigation verb to a list of `len` rows.
@@ -433,6 +454,10 @@ pub fn nav(cursor: &mut ListCursor, verb: Nav, len: usize) {
         Nav::Up => cursor.step(-1, len),
         Nav::PageDown => cursor.page(1, len),
         Nav::PageUp => cursor.page(-1, len),
+        Nav::HalfDown | Nav::HalfUp => {
+            let rows = verb.page_rows(cursor.height).unwrap_or(0);
+            cursor.step(rows, len)
+        }
         Nav::Top => cursor.top(),
         Nav::Bottom => cursor.bottom(len),
     }
@@ -603,6 +628,8 @@ mod tests {
                 Some(DemoAction::Nav(Nav::Up)),
                 Some(DemoAction::Nav(Nav::PageDown)),
                 Some(DemoAction::Nav(Nav::PageUp)),
+                Some(DemoAction::Nav(Nav::HalfDown)),
+                Some(DemoAction::Nav(Nav::HalfUp)),
                 Some(DemoAction::Nav(Nav::Top)),
                 Some(DemoAction::Nav(Nav::Bottom)),
             ]

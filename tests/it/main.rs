@@ -69,5 +69,6 @@ mod tui_recovery;
 mod tui_search;
 mod tui_snapshots;
 mod tui_tmux;
+mod tui_trial;
 mod tui_unicode;
 mod write_edit_cost;

@@ -123,7 +123,7 @@ async fn explore_demo_steps_to_the_end_on_a_copy_of_this_crate() {
         "full result offloaded to",
         "context compressed",
         "▌ reply completed",
-        "tool call(s) journalled",
+        "tool calls journalled",
     ] {
         assert!(conv.contains(needle), "missing {needle:?} in:\n{conv}");
     }

@@ -92,7 +92,7 @@ impl McpState {
     /// [`McpState::summary`].
     pub fn detail(&self) -> Option<String> {
         match self {
-            McpState::Ready { tool_count: tools } => Some(format!("{tools} tools")),
+            McpState::Ready { tool_count: tools } => Some(tools_word(*tools)),
             McpState::Failed {
                 reason,
                 exit_status,
@@ -118,7 +118,7 @@ impl McpState {
     /// out (see [`McpState::detail`]).
     pub fn summary(&self) -> String {
         match self {
-            McpState::Ready { tool_count } => format!("ready ({tool_count} tools)"),
+            McpState::Ready { tool_count } => format!("ready ({})", tools_word(*tool_count)),
             McpState::Failed {
                 reason,
                 exit_status,
@@ -425,8 +425,27 @@ impl Tail {
     }
 }
 
+/// `1 tool`, `0 tools`, `3 tools` (issue 22's plurals; the engine cannot
+/// use `root::words::count`, which sits above it).
+fn tools_word(n: usize) -> String {
+    if n == 1 {
+        "1 tool".to_string()
+    } else {
+        format!("{n} tools")
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_tool_is_singular() {
+        let one = McpState::Ready { tool_count: 1 };
+        assert_eq!(one.summary(), "ready (1 tool)");
+        assert_eq!(one.detail().as_deref(), Some("1 tool"));
+        let two = McpState::Ready { tool_count: 2 };
+        assert_eq!(two.summary(), "ready (2 tools)");
+    }
+
     use super::*;
     use crate::engine::events::Received;
 

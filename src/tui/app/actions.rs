@@ -103,6 +103,57 @@ mod tests {
     use crate::tui::keymap::GLOBAL;
     use crate::tui::panes;
 
+    /// The README's keys table lists every key bound everywhere, and the
+    /// list keys its text promises are the ones the table binds.
+    #[test]
+    fn the_readme_keys_table_agrees_with_the_key_map() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let everywhere: String = readme
+            .lines()
+            .filter(|l| l.starts_with("| everywhere |"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let specs = super::all_actions();
+        let (m, _) =
+            crate::tui::keymap::KeyMap::build(&specs, &std::collections::BTreeMap::new(), false);
+        for b in m.all().iter().filter(|b| b.spec.context == GLOBAL) {
+            for k in &b.keys {
+                let k = k.to_string();
+                let in_range = k.len() == 1
+                    && ('1'..='6').contains(&k.chars().next().unwrap_or(' '))
+                    && everywhere.contains("`1`–`6`");
+                assert!(
+                    in_range || everywhere.contains(&format!("`{k}`")),
+                    "README's `everywhere` rows miss `{k}` ({})",
+                    b.spec.name
+                );
+            }
+        }
+        // Every list pane: j/k, pgdn/pgup, ctrl-d/ctrl-u, g/G, as the
+        // README's text says.
+        for key in ["[j]/[k]", "[pgdn]/[pgup]", "[ctrl-d]/[ctrl-u]", "[g]/[G]"] {
+            assert!(readme.contains(key), "README misses {key}");
+        }
+        for (key, verb) in [
+            ("ctrl-d", "half_down"),
+            ("ctrl-u", "half_up"),
+            ("pgdn", "page_down"),
+            ("g", "top"),
+            ("G", "bottom"),
+        ] {
+            let chord = crate::tui::keymap::KeyChord::parse(key).expect(key);
+            for pane in ["files", "sessions", "logs", "viewer", "help"] {
+                let got = m.lookup(pane, chord).map(|s| s.name);
+                assert_eq!(
+                    got,
+                    Some(format!("{pane}.{verb}")).as_deref(),
+                    "{key} in {pane}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_built_in_table_has_no_conflict() {
         let (_, problems) = crate::tui::keymap::KeyMap::build(

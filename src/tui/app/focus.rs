@@ -9,6 +9,13 @@ impl App {
             self.modal = None;
         } else if self.pane_index(id).is_some() {
             self.modal = Some(id);
+        } else {
+            // Not silent: a user pressing a focus key learns why nothing
+            // moved.
+            self.apply(crate::tui::action::Effect::Toast(
+                crate::tui::action::Level::Info,
+                format!("no {id} pane in this session"),
+            ));
         }
         self.blur_unfocused();
     }

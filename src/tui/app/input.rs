@@ -88,6 +88,14 @@ impl App {
         }
         if let Some(spec) = self.cx.keymap.lookup(GLOBAL, chord).copied() {
             self.run_action(spec.name);
+        } else if let Some(d) = unbound_digit(&key) {
+            // A k9s user tries every number: a digit with no pane says so
+            // instead of doing nothing.
+            let keys = self.focus_keys();
+            self.apply(Effect::Toast(
+                Level::Info,
+                format!("no pane on {d}; focus keys: {keys}"),
+            ));
         } else if chord == KeyChord::parse("esc").expect("a valid chord")
             && self.panes[i].clear_filter()
         {
@@ -108,6 +116,29 @@ impl App {
                 format!("ctrl-c stops a running command or agent; {quit} quits wsbench"),
             ));
         }
+    }
+
+    /// The bound focus keys as `1 Sessions · 2 Files · …`, for the toast
+    /// of a digit with no pane.
+    fn focus_keys(&self) -> String {
+        let mut v: Vec<(String, &str)> = self
+            .cx
+            .keymap
+            .all()
+            .iter()
+            .filter(|b| b.spec.name.starts_with("app.focus_") && !b.keys.is_empty())
+            .map(|b| {
+                let label = crate::tui::keymap::keys_label(&b.keys);
+                let what = b.spec.desc.strip_prefix("focus ").unwrap_or(b.spec.desc);
+                (label, what)
+            })
+            .filter(|(label, _)| label.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        v.sort();
+        v.iter()
+            .map(|(k, w)| format!("{k} {w}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
     }
 
     /// Runs an action by name, as a key or the palette would.
@@ -417,4 +448,20 @@ pub(super) fn is_printable(k: &KeyChord) -> bool {
     use ratatui::crossterm::event::{KeyCode, KeyModifiers};
     matches!(k.code, KeyCode::Char(_))
         && !k.mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+}
+
+/// The digit of a plain digit key (no ctrl/alt), else `None`.
+fn unbound_digit(key: &KeyEvent) -> Option<char> {
+    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+    match key.code {
+        KeyCode::Char(c)
+            if c.is_ascii_digit()
+                && !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            Some(c)
+        }
+        _ => None,
+    }
 }

@@ -8,7 +8,9 @@
 /// A pane's `ACTIONS` table: its own actions first, then the list
 /// navigation ones. `pane_actions!("files"; act(...), ...)` adds
 /// `files.down`, `files.up`, `files.page_down`, `files.page_up`,
-/// `files.top`, `files.bottom` (j/k, pgdn/pgup, g/G).
+/// `files.half_down`, `files.half_up`, `files.top`, `files.bottom` (j/k,
+/// pgdn/pgup a full page, ctrl-d/ctrl-u half a page as in vim and less,
+/// g/G).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! pane_actions {
@@ -17,8 +19,10 @@ macro_rules! pane_actions {
         $($extra,)*
         $crate::tui::pane::act(concat!($id, ".down"), $id, "down", &["j", "down"], false, false),
         $crate::tui::pane::act(concat!($id, ".up"), $id, "up", &["k", "up"], false, false),
-        $crate::tui::pane::act(concat!($id, ".page_down"), $id, "page down", &["pgdn", "ctrl-d"], false, false),
-        $crate::tui::pane::act(concat!($id, ".page_up"), $id, "page up", &["pgup", "ctrl-u"], false, false),
+        $crate::tui::pane::act(concat!($id, ".page_down"), $id, "page down", &["pgdn"], false, false),
+        $crate::tui::pane::act(concat!($id, ".page_up"), $id, "page up", &["pgup"], false, false),
+        $crate::tui::pane::act(concat!($id, ".half_down"), $id, "half a page down", &["ctrl-d"], false, false),
+        $crate::tui::pane::act(concat!($id, ".half_up"), $id, "half a page up", &["ctrl-u"], false, false),
         $crate::tui::pane::act(concat!($id, ".top"), $id, "first", &["g", "home"], false, false),
         $crate::tui::pane::act(concat!($id, ".bottom"), $id, "last", &["G", "end"], false, false),
         ]
@@ -106,6 +110,8 @@ macro_rules! pane_action_enum {
                     concat!($id, ".up") => Self::Nav(Nav::Up),
                     concat!($id, ".page_down") => Self::Nav(Nav::PageDown),
                     concat!($id, ".page_up") => Self::Nav(Nav::PageUp),
+                    concat!($id, ".half_down") => Self::Nav(Nav::HalfDown),
+                    concat!($id, ".half_up") => Self::Nav(Nav::HalfUp),
                     concat!($id, ".top") => Self::Nav(Nav::Top),
                     concat!($id, ".bottom") => Self::Nav(Nav::Bottom),
                     _ => return None,

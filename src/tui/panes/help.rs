@@ -3,7 +3,7 @@
 //! names its action, which is the key to rebind it in `[tui.keys]`.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
@@ -23,6 +23,10 @@ crate::pane_action_enum! {
     Up => act("help.up", ID, "scroll up", &["k", "up"], false, true),
     PageDown => act("help.page_down", ID, "page down", &["pgdn", "space"], false, true),
     PageUp => act("help.page_up", ID, "page up", &["pgup"], false, true),
+    HalfDown => act("help.half_down", ID, "half a page down", &["ctrl-d"], false, false),
+    HalfUp => act("help.half_up", ID, "half a page up", &["ctrl-u"], false, false),
+    Top => act("help.top", ID, "first", &["g", "home"], false, false),
+    Bottom => act("help.bottom", ID, "last", &["G", "end"], false, false),
 }
 
 /// Keys of the overlay.
@@ -137,19 +141,19 @@ impl HelpOverlay {
             Some(HelpAction::Up) => self.scroll(-1),
             Some(HelpAction::PageDown) => self.scroll(page),
             Some(HelpAction::PageUp) => self.scroll(-page),
+            Some(HelpAction::HalfDown) => self.scroll((page / 2).max(1)),
+            Some(HelpAction::HalfUp) => self.scroll(-(page / 2).max(1)),
+            Some(HelpAction::Top) => self.offset = 0,
+            Some(HelpAction::Bottom) => self.scroll(isize::MAX / 2),
             None => {}
         }
         true
     }
 
-    /// An unbound key (home/end).
-    pub fn on_key(&mut self, key: &KeyEvent) {
-        match key.code {
-            KeyCode::Home => self.offset = 0,
-            KeyCode::End => self.scroll(isize::MAX / 2),
-            _ => {}
-        }
-    }
+    /// An unbound key: none moves help any more (home/end are bound to
+    /// top/bottom with g/G); kept so the app's overlay routing stays one
+    /// shape.
+    pub fn on_key(&mut self, _key: &KeyEvent) {}
 
     /// Draws the overlay centred in `area`.
     pub fn render(&mut self, f: &mut Frame<'_>, area: Rect, cx: &Ctx) {
@@ -189,5 +193,38 @@ impl HelpOverlay {
             })
             .collect();
         f.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_moves_like_every_list() {
+        let specs: Vec<ActionSpec> = crate::tui::app::all_actions().to_vec();
+        let (map, _) = KeyMap::build(&specs, &Default::default(), false);
+        let mut h = HelpOverlay::new(&map, GLOBAL);
+        h.height = 10;
+        let max = h.rows.len() - 10;
+        assert!(max > 20, "help is longer than two pages");
+        for (key, want) in [
+            ("G", max),
+            ("g", 0),
+            ("j", 1),
+            ("ctrl-d", 6),
+            ("ctrl-u", 1),
+            ("k", 0),
+            ("pgdn", 10),
+            ("end", max),
+            ("home", 0),
+        ] {
+            let chord = crate::tui::keymap::KeyChord::parse(key).expect(key);
+            let spec = map
+                .lookup(ID, chord)
+                .unwrap_or_else(|| panic!("{key} unbound in help"));
+            assert!(h.on_action(spec.name));
+            assert_eq!(h.offset, want, "after {key}");
+        }
     }
 }

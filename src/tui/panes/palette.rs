@@ -198,6 +198,22 @@ fn first_word(s: &str) -> String {
     s.split_whitespace().next().unwrap_or("").to_string()
 }
 
+/// The focus action of a pane named by a palette word (`ws`, `files`,
+/// `mcp`, …), for `:name` with no argument; `None` for other words.
+pub fn pane_focus_action(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "ws" | "workspace" | "workspaces" => "app.focus_workspaces",
+        "session" | "sessions" | "s" => "app.focus_sessions",
+        "files" | "file" => "app.focus_files",
+        "skills" | "skill" => "app.focus_skills",
+        "offload" => "app.focus_offload",
+        "command" | "cmd" => "app.focus_command",
+        "logs" | "log" => "app.focus_logs",
+        "mcp" => "app.focus_mcp",
+        _ => return None,
+    })
+}
+
 /// Parses a palette line.
 pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
     let line = line.trim().trim_start_matches(':').trim();
@@ -216,6 +232,11 @@ pub fn parse(line: &str, actions: &[String]) -> PaletteCommand {
             _ => PaletteCommand::Session(arg.to_string()),
         },
         ("theme", name) if !name.is_empty() => PaletteCommand::Theme(name.to_string()),
+        // `:ws`, `:files`, `:mcp` … alone focus their pane, as k9s's
+        // `:pods` shows pods.
+        (w, "") if pane_focus_action(w).is_some() => {
+            PaletteCommand::Action(pane_focus_action(w).unwrap_or_default().into())
+        }
         ("ws", arg) => PaletteCommand::OpenWorkspace(first_word(arg)),
         ("profile", arg) => PaletteCommand::SwitchProfile(first_word(arg)),
         (w, "") if actions.iter().any(|a| a == w) => PaletteCommand::Action(w.to_string()),
@@ -535,6 +556,19 @@ mod tests {
             parse("ws abc", &acts),
             PaletteCommand::OpenWorkspace(_)
         ));
+        // `:ws` alone focuses the pane (k9s `:pods`), as every pane name.
+        for (w, a) in [
+            ("ws", "app.focus_workspaces"),
+            (":mcp", "app.focus_mcp"),
+            ("files", "app.focus_files"),
+            ("sessions", "app.focus_sessions"),
+            ("logs", "app.focus_logs"),
+        ] {
+            assert!(
+                matches!(parse(w, &acts), PaletteCommand::Action(ref n) if n == a),
+                "{w}"
+            );
+        }
         assert!(matches!(
             parse("frobnicate", &acts),
             PaletteCommand::Unknown(_)

@@ -94,12 +94,35 @@ impl PromptField {
     }
 
     /// An editing key; false for the keys [`PromptField::leaves`] to the
-    /// key map.
+    /// key map. Ctrl chords are a shell's (readline's), not the text
+    /// area's defaults: ctrl-u deletes to the start of the line (the text
+    /// area would undo), ctrl-k to its end, ctrl-w the word before the
+    /// cursor, ctrl-a/ctrl-e go to its start/end. Undo is the editor's
+    /// (ctrl-z/ctrl-y), not the prompt's: ctrl-z suspends like a shell job.
     pub fn key(&mut self, key: &KeyEvent) -> bool {
         if Self::leaves(key) {
             return false;
         }
-        self.area.input(*key);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('u') if ctrl => {
+                self.area.delete_line_by_head();
+            }
+            KeyCode::Char('k') if ctrl => {
+                self.area.delete_line_by_end();
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.area.delete_word();
+            }
+            KeyCode::Char('a') if ctrl => self.area.move_cursor(CursorMove::Head),
+            KeyCode::Char('e') if ctrl => self.area.move_cursor(CursorMove::End),
+            // ctrl-r is the text area's redo: with no undo in the prompt
+            // there is nothing to redo, so it types nothing.
+            KeyCode::Char('r') if ctrl => {}
+            _ => {
+                self.area.input(*key);
+            }
+        }
         true
     }
 
@@ -138,6 +161,35 @@ mod tests {
 
     fn k(code: KeyCode, m: KeyModifiers) -> KeyEvent {
         KeyEvent::new_with_kind(code, m, KeyEventKind::Press)
+    }
+
+    #[test]
+    fn ctrl_keys_are_a_shells() {
+        let ctrl = |c| k(KeyCode::Char(c), KeyModifiers::CONTROL);
+        let mut p = PromptField::new("type");
+        p.set_lines(&["echo hello world".to_string()]);
+        // ctrl-w: the word before the cursor.
+        assert!(p.key(&ctrl('w')));
+        assert_eq!(p.text(), "echo hello ");
+        // ctrl-a, then ctrl-k: all after the start of the line.
+        p.key(&ctrl('a'));
+        assert_eq!(p.cursor(), (0, 0));
+        p.key(&ctrl('e'));
+        assert_eq!(p.cursor(), (0, 11));
+        for _ in 0..6 {
+            p.key(&k(KeyCode::Left, KeyModifiers::NONE));
+        }
+        p.key(&ctrl('k'));
+        assert_eq!(p.text(), "echo ");
+        // ctrl-u clears to the start of the line, not one character of
+        // undo; ctrl-r does not bring it back.
+        p.key(&k(KeyCode::Char('x'), KeyModifiers::NONE));
+        p.key(&ctrl('u'));
+        assert_eq!((p.text().as_str(), p.cursor()), ("", (0, 0)));
+        p.key(&ctrl('r'));
+        assert_eq!(p.text(), "");
+        // ctrl-z is the key map's (suspend), not an undo.
+        assert!(!p.key(&ctrl('z')));
     }
 
     #[test]

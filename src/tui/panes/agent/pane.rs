@@ -108,13 +108,13 @@ impl AgentPane {
             AgentAction::Nav(verb @ (Nav::Down | Nav::Up | Nav::Top | Nav::Bottom)) => {
                 nav(&mut self.cursor, verb, self.demos.len());
             }
-            AgentAction::Nav(Nav::PageDown) => {
-                self.back = self.back.saturating_sub(self.view_height.max(1));
+            AgentAction::Nav(
+                verb @ (Nav::PageDown | Nav::PageUp | Nav::HalfDown | Nav::HalfUp),
+            ) => {
+                let rows = verb.page_rows(self.view_height).unwrap_or(0);
+                // Down the page is toward the newest line (back 0).
+                self.back = self.back.saturating_add_signed(-rows);
                 self.follow = self.back == 0;
-            }
-            AgentAction::Nav(Nav::PageUp) => {
-                self.back += self.view_height.max(1);
-                self.follow = false;
             }
             AgentAction::Run => self.run_demo(cx),
             AgentAction::StepMode => {

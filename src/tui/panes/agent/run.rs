@@ -329,9 +329,9 @@ async fn run_job(
     };
     let summary = match ws.sessions().detail(&session).await {
         Ok(d) => Some(format!(
-            "session {session}: {} tool call(s) journalled · {} offload(s) · context.jsonl {}",
-            d.journal.entries.len(),
-            d.summary.offloads,
+            "session {session}: {} journalled · {} · context.jsonl {}",
+            crate::root::words::count(d.journal.entries.len(), "tool call", "tool calls"),
+            crate::root::words::count(d.summary.offloads as usize, "offload", "offloads"),
             if d.summary.context_bytes > 0 {
                 text::human_size(d.summary.context_bytes)
             } else {

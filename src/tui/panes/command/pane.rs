@@ -179,8 +179,10 @@ impl CommandPane {
                     match verb {
                         Nav::Down => self.back = self.back.saturating_sub(1),
                         Nav::Up => self.back += 1,
-                        Nav::PageDown => self.back = self.back.saturating_sub(page),
-                        Nav::PageUp => self.back += page,
+                        Nav::PageDown | Nav::PageUp | Nav::HalfDown | Nav::HalfUp => {
+                            let rows = verb.page_rows(page).unwrap_or(0);
+                            self.back = self.back.saturating_add_signed(-rows);
+                        }
                         Nav::Top => self.back = total,
                         Nav::Bottom => self.back = 0,
                     }

@@ -459,10 +459,13 @@ impl LogsPane {
                 self.selected = (self.selected + 1).min(n.saturating_sub(1))
             }
             LogsAction::Nav(Nav::Up) => self.selected = self.selected.saturating_sub(1),
-            LogsAction::Nav(Nav::PageDown) => {
-                self.selected = (self.selected + page).min(n.saturating_sub(1))
+            LogsAction::Nav(verb @ (Nav::PageDown | Nav::PageUp | Nav::HalfDown | Nav::HalfUp)) => {
+                let rows = verb.page_rows(page).unwrap_or(0);
+                self.selected = self
+                    .selected
+                    .saturating_add_signed(rows)
+                    .min(n.saturating_sub(1));
             }
-            LogsAction::Nav(Nav::PageUp) => self.selected = self.selected.saturating_sub(page),
             LogsAction::Nav(Nav::Top) => self.selected = 0,
             LogsAction::Nav(Nav::Bottom) => self.selected = n.saturating_sub(1),
             LogsAction::Follow => {

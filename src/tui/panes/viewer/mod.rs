@@ -227,8 +227,12 @@ impl ViewerPane {
         match action {
             ViewerAction::Nav(Nav::Down) => self.offset = (self.offset + 1).min(max),
             ViewerAction::Nav(Nav::Up) => self.offset = self.offset.saturating_sub(1),
-            ViewerAction::Nav(Nav::PageDown) => self.offset = (self.offset + h).min(max),
-            ViewerAction::Nav(Nav::PageUp) => self.offset = self.offset.saturating_sub(h),
+            ViewerAction::Nav(
+                verb @ (Nav::PageDown | Nav::PageUp | Nav::HalfDown | Nav::HalfUp),
+            ) => {
+                let rows = verb.page_rows(h).unwrap_or(0);
+                self.offset = self.offset.saturating_add_signed(rows).min(max);
+            }
             ViewerAction::Back if self.search.active() => self.search.set(""),
             ViewerAction::Nav(Nav::Top) => match self.cut.clone().filter(|c| c.tail) {
                 Some(c) => self.load_part(c, false, cx),
