@@ -2,7 +2,7 @@
 //! (docs/contract.md §8): id, profile / backend, state, user / agent, age, idle
 //! time / TTL left and labels. Enter opens one (the whole app switches to
 //! it), `n` creates one (after asking) and opens it, `c` closes
-//! (suspends) one, `D` destroys one after asking, `R` retries a failed
+//! (suspends) one after asking, `D` destroys one after asking, `R` retries a failed
 //! one; failures show their reason. `C` runs the gc sweep of `wsbench
 //! workspaces gc` for the profile (`gc.rs`).
 //!
@@ -247,6 +247,7 @@ impl Pane for WorkspacesPane {
                 });
             }
             PaneEvent::Confirmed(DialogTag::WorkspaceGc) => self.gc(true, cx),
+            PaneEvent::Confirmed(DialogTag::WorkspaceClose { id }) => self.close_confirmed(id, cx),
             PaneEvent::Confirmed(DialogTag::WorkspaceDestroy { id }) => {
                 let Some(m) = cx.manager.clone() else { return };
                 let id = id.clone();
