@@ -253,6 +253,11 @@ pub enum DialogTag {
         /// Workspace id.
         id: String,
     },
+    /// Workspaces: close (suspend) a workspace.
+    WorkspaceClose {
+        /// Workspace id.
+        id: String,
+    },
     /// Workspaces: run the gc sweep for real (close what its dry run
     /// listed as idle past the TTL).
     WorkspaceGc,

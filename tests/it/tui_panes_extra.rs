@@ -670,9 +670,15 @@ async fn new_workspace_asks_then_opens_it() {
 async fn closing_another_workspace_leaves_the_header_alone() {
     let (_base, m, alpha) = manager().await;
     let mut hs = Harness::new(alpha, with_manager(&m), 120, 40).await;
-    // ws-beta is the second row; closing it publishes `closed` on the
-    // bus the open workspace shares with it.
+    // ws-beta is the second row; `c` asks first (issue 21), `n` keeps it
+    // open, `y` closes it, which publishes `closed` on the bus the open
+    // workspace shares with it.
     hs.keys("esc 0 j c").await;
+    assert_eq!(hs.app.overlay_kind(), Some("confirm"));
+    hs.keys("n").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    assert!(m.open_ids().contains(&"ws-beta".to_string()));
+    hs.keys("c y").await;
     until(&mut hs, "ws-beta to close", |_| {
         m.open_ids() == ["ws-alpha".to_string()]
     })
