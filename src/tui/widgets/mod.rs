@@ -12,5 +12,6 @@ pub mod paste;
 pub mod prompt;
 pub mod rect;
 pub mod ring;
+pub mod search;
 pub mod single_flight;
 pub mod text;

@@ -2,11 +2,11 @@
 //! result or text file with line numbers, a rendered `SKILL.md`, or a
 //! blob's metadata. `workspace:///` links in a document can be selected
 //! (Tab) and opened (Enter), which shows that blob's metadata; Esc goes
-//! back through what was opened, then closes. `/` searches as in `less`
-//! (a substring, smart case as the list filters: an upper-case letter
-//! makes it exact; `n` / `N` for the next / previous line holding it,
-//! wrapping around), the line found marked; Esc clears an applied search
-//! before it goes back.
+//! back through what was opened, then closes. `/` and `?` search as in
+//! `less` (the shared [`Search`] widget: a substring, smart case; `n` /
+//! `N` for the next / previous line holding it in the search's direction,
+//! wrapping around; matches highlighted, `3/17` in the bar), the line
+//! found marked; Esc clears an applied search before it goes back.
 
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
@@ -23,7 +23,8 @@ use crate::tui::pane::Nav;
 use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder, wheel_nav};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::ansi::StyledLine;
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::filter::FilterOutcome;
+use crate::tui::widgets::search::{self, Search};
 use crate::tui::widgets::text;
 
 mod docs;
@@ -46,6 +47,7 @@ crate::pane_action_enum! {
     PrevLink => act("viewer.prev_link", ID, "previous link", &["shift-tab"], false, false),
     // `/`, `n`, `N` as in less and vim (issue 22).
     Search => act("viewer.search", ID, "search", &["/"], false, true),
+    SearchBack => act("viewer.search_back", ID, "search backward", &["?"], false, false),
     NextMatch => act("viewer.next_match", ID, "next match", &["n"], false, false),
     PrevMatch => act("viewer.prev_match", ID, "previous match", &["N"], false, false),
     OpenLink => act("viewer.open_link", ID, "open link", &["enter"], false, true),
@@ -71,7 +73,7 @@ pub struct ViewerPane {
     /// Where closing the last document goes (`None`: the layout).
     back: Option<&'static str>,
     /// The `/` search (typed or applied).
-    search: Filter,
+    search: Search,
     /// The document on show is one part of a longer text file.
     cut: Option<Cut>,
 }
@@ -114,7 +116,7 @@ impl ViewerPane {
             wrap: false,
             mark: None,
             back: None,
-            search: Filter::default(),
+            search: Search::default(),
             cut: None,
         }
     }
@@ -182,25 +184,21 @@ impl ViewerPane {
     /// Marks the next (or previous) line holding the search, from the
     /// marked line or the top of the screen, wrapping around; false when
     /// no line holds it.
-    fn find(&mut self, forward: bool) -> bool {
+    fn find(&mut self, reverse: bool) -> bool {
         let Some(doc) = &self.doc else { return false };
         let n = doc.lines.len();
-        if n == 0 || !self.search.active() {
-            return false;
-        }
-        let from = self
-            .mark
-            .unwrap_or(self.offset.saturating_sub(1))
-            .min(n - 1);
-        let hit = (1..=n)
-            .map(|step| {
-                if forward {
-                    (from + step) % n
-                } else {
-                    (from + n - step % n) % n
-                }
-            })
-            .find(|&i| self.search.matches(&doc.lines[i].text));
+        let from = match self.mark {
+            Some(m) => m,
+            // From the top of the screen: forward finds it first, `?`
+            // the first line above it.
+            None if self.search.backward != reverse => self.offset,
+            None => (self.offset + n).saturating_sub(1) % n.max(1),
+        };
+        let lines = &doc.lines;
+        let q = self.search.clone();
+        let hit = q.next(n, from, reverse, |i| q.matches(&lines[i].text));
+        self.search
+            .set_count(n, hit.unwrap_or(from), |i| q.matches(&lines[i].text));
         match hit {
             Some(i) => self.goto_line(i + 1),
             None => false,
@@ -233,7 +231,7 @@ impl ViewerPane {
                 let rows = verb.page_rows(h).unwrap_or(0);
                 self.offset = self.offset.saturating_add_signed(rows).min(max);
             }
-            ViewerAction::Back if self.search.active() => self.search.set(""),
+            ViewerAction::Back if self.search.active() => self.search.clear(),
             ViewerAction::Nav(Nav::Top) => match self.cut.clone().filter(|c| c.tail) {
                 Some(c) => self.load_part(c, false, cx),
                 None => self.offset = 0,
@@ -287,11 +285,12 @@ impl ViewerPane {
                 };
                 cx.toast(Level::Info, m);
             }
-            ViewerAction::Search => self.search.begin(),
+            ViewerAction::Search => self.search.begin(false),
+            ViewerAction::SearchBack => self.search.begin(true),
             ViewerAction::NextMatch | ViewerAction::PrevMatch => {
                 if !self.search.active() {
-                    cx.toast(Level::Info, "no search: / starts one");
-                } else if !self.find(action == ViewerAction::NextMatch) {
+                    cx.toast(Level::Info, "no search: / or ? starts one");
+                } else if !self.find(action == ViewerAction::PrevMatch) {
                     cx.toast(Level::Info, format!("no match for {}", self.search.text));
                 }
             }
@@ -332,7 +331,7 @@ impl Pane for ViewerPane {
             FilterOutcome::Done => {
                 // Enter: the first line holding it, from the mark or the
                 // top of the screen; Esc cleared it.
-                if self.search.active() && !self.find(true) {
+                if self.search.active() && !self.find(false) {
                     cx.toast(Level::Info, format!("no match for {}", self.search.text));
                 }
                 true
@@ -420,7 +419,7 @@ impl Pane for ViewerPane {
         let block = cx.block_for(area, &self.title(), &note, focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        let inner = crate::tui::pane::filter_bar(f, inner, &self.search, cx);
+        let inner = search::bar(f, inner, &self.search, cx.theme.accent);
         self.height = inner.height as usize;
         let Some(doc) = &self.doc else {
             let msg = if self.loading.is_some() {
@@ -483,6 +482,7 @@ impl Pane for ViewerPane {
                 ln = ln.patch_style(t.selection);
             }
             buf.set_line(r.x, r.y, &ln, r.width);
+            search::highlight(buf, &self.search, &l.text, r.x, r.y, r.width, t.matched);
         }
     }
 }
