@@ -17,8 +17,13 @@ pub enum SessionsCmd {
         id: String,
         /// Render the session's offloaded context (context.jsonl) as a
         /// conversation instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "timeline")]
         context: bool,
+        /// Show the merged timeline (journal.jsonl, agent.jsonl,
+        /// context.jsonl, agent_state.json): one row per turn, tool call,
+        /// offload and compression; with `--json`, the rows as JSON.
+        #[arg(long)]
+        timeline: bool,
     },
 }
 
@@ -56,11 +61,31 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                 );
             }
         }
-        SessionsCmd::Show { id, context: true } => {
+        SessionsCmd::Show {
+            id, timeline: true, ..
+        } => {
+            let t = ws.sessions().timeline(&id).await?;
+            if t.rows.is_empty() && t.notes.is_empty() {
+                anyhow::bail!(
+                    "no timeline for session `{id}` in {}",
+                    ws.layout().workdir()
+                );
+            }
+            if ctx.json {
+                output::json(&t)?;
+            } else {
+                print_timeline(&t);
+            }
+        }
+        SessionsCmd::Show {
+            id, context: true, ..
+        } => {
             let path = ws.layout().context_file(&id)?;
             return super::offload::show(ctx, &ws, &path).await;
         }
-        SessionsCmd::Show { id, context: false } => {
+        SessionsCmd::Show {
+            id, context: false, ..
+        } => {
             let d = ws.sessions().detail(&id).await?;
             if d.summary.last_activity.is_none()
                 && d.journal.entries.is_empty()
@@ -129,4 +154,62 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Prints a timeline as one line per row (time, kind/tool, state,
+/// duration, size, arguments), offload and compression rows indented.
+fn print_timeline(t: &crate::engine::timeline::Timeline) {
+    use crate::engine::timeline::RowKind;
+    say!(
+        "session {}  ({} tool calls, {} errors)",
+        t.session,
+        t.tool_calls,
+        t.errors
+    );
+    for r in &t.rows {
+        let at = r.at.as_deref().map_or("", |a| a.get(..19).unwrap_or(a));
+        match r.kind {
+            RowKind::Turn => say!(
+                "{at:<19}  turn  {}{}",
+                r.tokens.map_or(String::new(), |n| format!("~{n} tokens  ")),
+                r.args
+            ),
+            RowKind::ToolCall => say!(
+                "{at:<19}  {:<8} {:>9} {:>8} {:>10}  {}",
+                r.tool.as_deref().unwrap_or("?"),
+                r.state.as_deref().unwrap_or("-"),
+                r.duration_ms.map_or("-".into(), |d| format!("{d}ms")),
+                r.result_size.map_or("-".into(), |n| n.to_string()),
+                r.args
+            ),
+            RowKind::Offload => {
+                let o = r.offload.clone().unwrap_or_default();
+                let kept = match (o.kept_chars, o.full) {
+                    (Some(k), Some(f)) => format!("kept {k} of {f} chars"),
+                    (None, Some(f)) => format!("{f} bytes offloaded"),
+                    _ => "offloaded".into(),
+                };
+                say!("{at:<19}    ✂ {kept} → {}", o.path);
+            }
+            RowKind::Compression => {
+                let c = r.compression.clone().unwrap_or_default();
+                let tok = match (c.tokens_before, c.tokens_after) {
+                    (Some(b), Some(a)) => format!("~{b} → ~{a} tokens"),
+                    _ => "summary".into(),
+                };
+                say!("{at:<19}  ⇊ compression {tok}");
+                for l in c.summary.lines() {
+                    say!("      │ {l}");
+                }
+            }
+            RowKind::Error => say!(
+                "{at:<19}  error {}: {}",
+                r.tool.as_deref().unwrap_or(""),
+                r.error.as_deref().unwrap_or("")
+            ),
+        }
+    }
+    for n in &t.notes {
+        say!("note: {n}");
+    }
 }

@@ -19,6 +19,7 @@ pub mod serve;
 pub mod sessions;
 pub mod shell_session;
 pub mod skills;
+pub mod timeline;
 pub mod tools;
 pub mod workspace;
 

@@ -105,8 +105,16 @@ impl<'a> Sessions<'a> {
                 s.offloads += 1;
             }
         }
-        if entries.iter().any(|e| e.name == names::JOURNAL_FILE) {
-            s.tool_calls = Journal::new(self.base).read(id).await?.entries.len();
+        // Tool calls are counted in the merged timeline, so a session the
+        // reference wrote (context.jsonl only) counts its calls too.
+        let sources = [
+            names::JOURNAL_FILE,
+            names::CONTEXT_FILE,
+            super::timeline::AGENT_LOG_FILE,
+            super::timeline::AGENT_STATE_FILE,
+        ];
+        if entries.iter().any(|e| sources.contains(&e.name.as_str())) {
+            s.tool_calls = self.timeline(id).await?.tool_calls;
         }
         Ok(s)
     }
@@ -133,6 +141,52 @@ impl<'a> Sessions<'a> {
             journal: Journal::new(self.base).read(id).await?,
             offloads: self.offload.list(Some(id)).await?,
         })
+    }
+
+    /// The merged timeline of one session (see [`super::timeline`]); each
+    /// file is read to at most [`super::timeline::FILE_BYTES`], cut back
+    /// to its last whole line, and what was left is noted. A missing
+    /// session gives an empty timeline.
+    pub async fn timeline(self, id: &str) -> WsResult<super::timeline::Timeline> {
+        use super::timeline as tl;
+        let dir = self.base.layout().session_dir(id)?;
+        let entries = match self.base.sandbox().list(&dir).await {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let mut inputs = tl::TimelineInputs::default();
+        for e in entries.iter().filter(|e| e.kind == FileKind::File) {
+            let path = format!("{dir}/{}", e.name);
+            let slot = match e.name.as_str() {
+                names::JOURNAL_FILE => &mut inputs.journal,
+                tl::AGENT_LOG_FILE => &mut inputs.agent_log,
+                names::CONTEXT_FILE => &mut inputs.context,
+                tl::AGENT_STATE_FILE => &mut inputs.state,
+                n if n.starts_with("tool_result-") => {
+                    inputs.result_files.push((path, e.size));
+                    continue;
+                }
+                _ => continue,
+            };
+            let range = crate::backend::ByteRange {
+                offset: 0,
+                len: tl::FILE_BYTES,
+            };
+            let bytes = self.base.sandbox().read(&path, Some(range)).await?;
+            if e.name == tl::AGENT_STATE_FILE && e.size > bytes.len() as u64 {
+                inputs.notes.push(format!(
+                    "{}: {} bytes, over the {} read; not read",
+                    e.name,
+                    e.size,
+                    tl::FILE_BYTES
+                ));
+                continue;
+            }
+            *slot = Some(tl::bound_lines(bytes, e.size, &e.name, &mut inputs.notes));
+        }
+        inputs.result_files.sort();
+        Ok(tl::build(id, inputs))
     }
 
     /// Reads a session's `context.jsonl` back as messages.
