@@ -160,8 +160,8 @@ pub(super) async fn summary(ctx: &Ctx) -> anyhow::Result<i32> {
             "  {:<20} {}  {}, {}",
             s.id,
             output::time(s.last_activity),
-            crate::root::words::count(s.tool_calls as usize, "tool call", "tool calls"),
-            crate::root::words::count(s.offloads as usize, "offload", "offloads")
+            crate::root::words::count(s.tool_calls, "tool call", "tool calls"),
+            crate::root::words::count(s.offloads, "offload", "offloads")
         );
     }
     say!(

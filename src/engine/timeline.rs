@@ -548,15 +548,14 @@ pub fn build(session: &str, inputs: TimelineInputs) -> Timeline {
         },
         logged_turns: false,
     };
-    let mut note_bad =
-        |file: &str, bad: &[(usize, String)], torn: usize, notes: &mut Vec<String>| {
-            for (line, msg) in bad {
-                notes.push(format!("{file} line {line} unreadable: {msg}"));
-            }
-            if torn > 0 {
-                notes.push(format!("{file}: {torn} torn record(s)"));
-            }
-        };
+    let note_bad = |file: &str, bad: &[(usize, String)], torn: usize, notes: &mut Vec<String>| {
+        for (line, msg) in bad {
+            notes.push(format!("{file} line {line} unreadable: {msg}"));
+        }
+        if torn > 0 {
+            notes.push(format!("{file}: {torn} torn record(s)"));
+        }
+    };
     let log: Vec<Value> = match &inputs.agent_log {
         Some(bytes) => {
             let p = super::jsonl::parse::<Value>(bytes);

@@ -331,7 +331,7 @@ async fn run_job(
         Ok(d) => Some(format!(
             "session {session}: {} journalled · {} · context.jsonl {}",
             crate::root::words::count(d.journal.entries.len(), "tool call", "tool calls"),
-            crate::root::words::count(d.summary.offloads as usize, "offload", "offloads"),
+            crate::root::words::count(d.summary.offloads, "offload", "offloads"),
             if d.summary.context_bytes > 0 {
                 text::human_size(d.summary.context_bytes)
             } else {
