@@ -202,9 +202,9 @@ mod tests {
 
     #[test]
     fn help_moves_like_every_list() {
-        // The overlay's own table is enough to move it (and keeps the
-        // test from importing `tui::app`, which sits above the panes).
-        let specs: Vec<ActionSpec> = ACTIONS.to_vec();
+        // Every pane's table (not the app's own, which `tui::app` holds
+        // above the panes): more than two pages of help to move through.
+        let specs: Vec<ActionSpec> = crate::tui::panes::pane_actions();
         let (map, _) = KeyMap::build(&specs, &Default::default(), false);
         let mut h = HelpOverlay::new(&map, GLOBAL);
         h.height = 10;
