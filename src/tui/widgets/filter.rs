@@ -110,15 +110,7 @@ impl Filter {
         if !self.editing {
             return FilterOutcome::Ignored;
         }
-        let clean: String = s
-            .chars()
-            .filter_map(|c| match c {
-                '\n' | '\r' | '\t' => Some(' '),
-                c if text::is_control(c) => None,
-                c => Some(c),
-            })
-            .collect();
-        let t = format!("{}{clean}", self.text);
+        let t = format!("{}{}", self.text, one_line_paste(s));
         self.set(&t);
         FilterOutcome::Changed
     }
@@ -143,6 +135,20 @@ impl Filter {
             format!("/{}", text::display(&self.text))
         }
     }
+}
+
+/// Pasted text for a one-line query field (the `/` filter, the viewer
+/// search): line breaks and tabs become spaces, other control characters
+/// (ESC and the like) are dropped, so a paste can neither submit nor
+/// inject terminal escapes.
+pub fn one_line_paste(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if text::is_control(c) => None,
+            c => Some(c),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::Style;
 
-use super::filter::FilterOutcome;
+use super::filter::{FilterOutcome, one_line_paste};
 use super::text;
 
 /// Earlier queries kept for Up / Down.
@@ -175,15 +175,7 @@ impl Search {
         if !self.editing {
             return FilterOutcome::Ignored;
         }
-        let clean: String = s
-            .chars()
-            .filter_map(|c| match c {
-                '\n' | '\r' | '\t' => Some(' '),
-                c if text::is_control(c) => None,
-                c => Some(c),
-            })
-            .collect();
-        let t = format!("{}{clean}", self.text);
+        let t = format!("{}{}", self.text, one_line_paste(s));
         self.set(&t);
         FilterOutcome::Changed
     }
