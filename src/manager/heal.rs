@@ -163,6 +163,17 @@ pub(crate) struct HealingSandbox {
 impl HealingSandbox {
     /// Wraps `sandbox`, provisioned by `manager` for `req`.
     pub(crate) fn wrap(manager: &Arc<Inner>, req: Request, sandbox: Arc<dyn Sandbox>) -> Arc<Self> {
+        Self::wrap_weak(Arc::downgrade(manager), req, sandbox)
+    }
+
+    /// [`HealingSandbox::wrap`] for a holder of a weak manager (the
+    /// pre-warm pool: its sandboxes heal once claimed into the cache;
+    /// before that, `Inner::recover` does not know them and errors pass).
+    pub(crate) fn wrap_weak(
+        manager: Weak<Inner>,
+        req: Request,
+        sandbox: Arc<dyn Sandbox>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| HealingSandbox {
             id: req.id.clone(),
             kind: sandbox.kind(),
@@ -172,7 +183,7 @@ impl HealingSandbox {
             generation: AtomicU64::new(0),
             last: Mutex::new(None),
             req,
-            manager: Arc::downgrade(manager),
+            manager,
             ws: OnceLock::new(),
             me: me.clone(),
         })

@@ -246,6 +246,9 @@ impl WorkspaceManager {
             tracker: TaskTracker::new(),
             prewarm,
         });
+        if let Some(pool) = &inner.prewarm {
+            pool.attach(&inner);
+        }
         if tokio::runtime::Handle::try_current().is_ok() {
             inner.start_sweeper();
         }

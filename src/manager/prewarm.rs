@@ -10,15 +10,16 @@
 //! builds included, so the pool never leaks a sandbox.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::{labels as mlabels, lock};
-use crate::backend::{ProvisionSpec, Provisioner, labels};
+use super::heal::HealingSandbox;
+use super::{Inner, Request, labels as mlabels, lock};
+use crate::backend::{ProvisionSpec, Provisioner, Sandbox, labels};
 use crate::engine::events::{Event, EventBus, WorkspaceState};
 use crate::engine::{Workspace, WorkspaceConfig};
 
@@ -64,6 +65,10 @@ pub(crate) struct PrewarmPool {
     profile: String,
     permits: Arc<Semaphore>,
     state: Mutex<PoolState>,
+    /// The manager, set once it exists ([`PrewarmPool::attach`]); weak, so
+    /// the pool never keeps it alive. Its sandboxes are wrapped in a
+    /// [`HealingSandbox`] for it, so a claimed workspace heals like any.
+    manager: OnceLock<Weak<Inner>>,
 }
 
 impl PrewarmPool {
@@ -81,6 +86,7 @@ impl PrewarmPool {
             bus,
             workspace,
             profile,
+            manager: OnceLock::new(),
             state: Mutex::new(PoolState {
                 ready: VecDeque::new(),
                 building: 0,
@@ -88,6 +94,12 @@ impl PrewarmPool {
                 tasks: JoinSet::new(),
             }),
         })
+    }
+
+    /// Ties the pool to the manager that owns it; builds started before
+    /// this make workspaces that do not heal. Later calls are ignored.
+    pub(super) fn attach(&self, manager: &Arc<Inner>) {
+        let _ = self.manager.set(Arc::downgrade(manager));
     }
 
     /// Starts builds until ready + building reaches the pool size. Needs a
@@ -172,9 +184,29 @@ impl PrewarmPool {
             workspace_id: Some(id.clone()),
             ..self.workspace.clone()
         };
+        // Healing, like every managed workspace (issue 15); the request
+        // names no user: a recovery reprovisions with the pool's labels,
+        // the ones the claimed sandbox carries.
+        let heal = self.manager.get().map(|m| {
+            let req = Request {
+                id: id.clone(),
+                user: String::new(),
+                agent: String::new(),
+                session: String::new(),
+                labels: labels.clone(),
+            };
+            HealingSandbox::wrap_weak(m.clone(), req, sandbox.clone())
+        });
+        let opened: Arc<dyn Sandbox> = match &heal {
+            Some(h) => h.clone(),
+            None => sandbox,
+        };
         // `Provisioning` is published above, before the sandbox is made.
-        match Workspace::open_provisioned(sandbox, config, self.bus.clone()).await {
+        match Workspace::open_provisioned(opened, config, self.bus.clone()).await {
             Ok(ws) => {
+                if let Some(h) = &heal {
+                    h.bind(&ws);
+                }
                 labels.insert(labels::WORKSPACE_ID.to_string(), id);
                 Some(Prewarmed {
                     ws,

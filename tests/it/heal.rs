@@ -121,6 +121,41 @@ async fn local_directory_removed_is_made_again_once() {
     m.shutdown().await.unwrap();
 }
 
+/// A pre-warmed workspace heals like any other once claimed: the pool
+/// wraps its sandboxes for the manager, so a claimed workspace whose
+/// directory is removed is made again on the next listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_prewarmed_workspace_heals() {
+    let base = tempfile::tempdir().unwrap();
+    let prov: Arc<dyn Provisioner> = Arc::new(LocalProvisioner::new(base.path()));
+    let mut opts = ManagerOptions::for_provisioner(prov.as_ref());
+    opts.isolation = wsbench::manager::IsolationPolicy::PerSession;
+    opts.prewarm = wsbench::manager::PrewarmConfig {
+        size: 1,
+        max_creating: 1,
+    };
+    let m = WorkspaceManager::new("heal", prov, opts, Default::default());
+    m.warm_up();
+    while m.prewarmed() < 1 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let ws = m.get_workspace("u", "a", "s", None).await.unwrap();
+    let sb = ws.sandbox().clone();
+    let claimed_dir = sb.host_root().unwrap().to_path_buf();
+    sb.write("a.txt", b"a").await.unwrap();
+    let mut sub = m.events().subscribe();
+    std::fs::remove_dir_all(&claimed_dir).unwrap();
+
+    let listed = sb.list(sb.workdir()).await.unwrap();
+    assert!(listed.iter().any(|f| f.name == "skills"), "{listed:?}");
+    let s: Vec<WorkspaceState> = states(&mut sub);
+    assert_eq!(lost(&s), Health::Gone);
+    let (restarted, _) = notice(&s);
+    assert!(!restarted);
+    assert!(claimed_dir.is_dir(), "made again at the same place");
+    m.shutdown().await.unwrap();
+}
+
 /// Twenty callers hit the dead sandbox at once: one recovery, all
 /// twenty calls succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,12 +46,12 @@ use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, PtyRequest, PtySession, Sandbox, SpawnRequest,
-    Watch,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
 };
 
 mod argfd;
 mod isolation;
+mod process;
 mod provision;
 mod pty;
 mod setup;
@@ -59,6 +59,7 @@ mod tmpdir;
 mod wrapper;
 
 use isolation::isolation_args;
+use process::BwrapProcess;
 pub use provision::BubblewrapProvisioner;
 pub(crate) use setup::diagnose_setup_failure;
 use setup::missing_bwrap;
@@ -530,8 +531,9 @@ impl Sandbox for BubblewrapSandbox {
         let stderr = child.stderr.take().expect("piped");
         let control = Arc::new(BwrapProcess {
             pid,
+            start: process_tree::start_time(pid),
             marker,
-            child: ChildStatus::new(child),
+            child: Some(ChildStatus::new(child)),
         });
         Ok(Process {
             stdin: Box::new(stdin),
@@ -602,48 +604,6 @@ impl Sandbox for BubblewrapSandbox {
 
     async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
         pty::start(self, req).await
-    }
-}
-
-/// Control of a long-lived process inside bwrap.
-struct BwrapProcess {
-    pid: i32,
-    marker: String,
-    child: ChildStatus,
-}
-
-#[async_trait]
-impl ProcessControl for BwrapProcess {
-    fn id(&self) -> String {
-        format!("bwrap pid {}", self.pid)
-    }
-
-    async fn wait(&self) -> BackendResult<Option<i32>> {
-        self.child.wait(&self.id()).await
-    }
-
-    fn try_status(&self) -> Option<Option<i32>> {
-        self.child.try_status()
-    }
-
-    async fn kill(&self) -> BackendResult<()> {
-        if self.try_status().is_some() {
-            return Ok(());
-        }
-        kill_tree_async(self.pid, self.marker.clone()).await;
-        let _ = self.wait().await;
-        Ok(())
-    }
-}
-
-impl Drop for BwrapProcess {
-    fn drop(&mut self) {
-        if self.try_status().is_none() {
-            let (pid, marker) = (self.pid, self.marker.clone());
-            std::thread::spawn(move || {
-                process_tree::kill_tree(pid, &marker, Duration::from_millis(200))
-            });
-        }
     }
 }
 

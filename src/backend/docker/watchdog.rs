@@ -65,6 +65,17 @@ impl Watchdog {
         };
         match started.await {
             Ok((output, input)) => Some(Watchdog { input, output }),
+            // A container that is gone, stopped or paused fails the exec
+            // itself right after this, and the manager recovers it (issue
+            // 15): the watchdog's failure says nothing new then, so it is
+            // only a debug line. Any other cause is worth a warning.
+            Err(e) if e.is_recoverable() => {
+                tracing::debug!(
+                    container = %target.container,
+                    "no watchdog for the exec: the container is lost ({e})"
+                );
+                None
+            }
             Err(e) => {
                 tracing::warn!(
                     container = %target.container,

@@ -57,6 +57,7 @@ pub(crate) fn start(
         control: Arc::new(HostPty {
             status: ChildStatus::new(child),
             pid,
+            start: process_tree::start_time(pid),
             marker,
             grace,
             master,
@@ -92,6 +93,10 @@ impl AsyncRead for EioIsEof {
 struct HostPty {
     status: ChildStatus,
     pid: i32,
+    /// The program's start time, read right after the spawn: a `wait` in
+    /// another task may reap it during a kill, and a reused pid must not
+    /// get the group signals ([`process_tree::kill_tree_of`]).
+    start: Option<u64>,
     marker: String,
     grace: Duration,
     /// A duplicate of the master, for `TIOCSWINSZ` while the halves are
@@ -124,7 +129,8 @@ impl PtyControl for HostPty {
 
     async fn kill(&self) -> BackendResult<()> {
         if self.status.try_status().is_none() && self.pid > 0 {
-            process_tree::kill_tree_async(self.pid, self.marker.clone(), self.grace).await;
+            process_tree::kill_tree_of_async(self.pid, self.start, self.marker.clone(), self.grace)
+                .await;
         }
         Ok(())
     }
