@@ -46,6 +46,17 @@ fn bubblewrap_does_not_leak_wsbench_environment() {
     // The host side holds no copy either (the workspace dir, the journal).
     let hits = leak::files_holding(&base, leak::VALUE.as_bytes());
     assert!(hits.is_empty(), "probe written to {hits:?}");
+    // Nor the host's name: the UTS namespace has its own.
+    let o = run(
+        home.path(),
+        "box",
+        &["exec", "--", "cat /proc/sys/kernel/hostname"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "wsbench-bwrap",
+        "{o:?}"
+    );
 }
 
 #[test]

@@ -28,6 +28,9 @@ const ETC_BINDS: &[&str] = &[
     "/etc/localtime",
 ];
 
+/// The host name inside every bubblewrap sandbox.
+pub(super) const SANDBOX_HOSTNAME: &str = "wsbench-bwrap";
+
 /// Top-level system dirs: bound read-only, or recreated as the same
 /// symlink on merged-/usr systems.
 const SYSTEM_DIRS: &[&str] = &["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
@@ -41,6 +44,11 @@ pub(super) fn isolation_args(opts: &BubblewrapOptions, workdir: &Path, tmp: &Pat
     if opts.share_net {
         a.push("--share-net".into());
     }
+    // The UTS namespace of `--unshare-all` starts as a copy of the host's
+    // name, so `hostname` and a shell prompt inside would name the host
+    // (issue 17's trial): a fixed name says where the shell is and tells
+    // nothing of the machine. Docker's container id plays the same part.
+    a.extend([String::from("--hostname"), String::from(SANDBOX_HOSTNAME)]);
     let s = |p: &Path| p.display().to_string();
     a.extend(
         [

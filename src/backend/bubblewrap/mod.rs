@@ -698,6 +698,7 @@ mod tests {
         assert!(joined.contains("--die-with-parent --new-session"));
         assert!(joined.contains("--clearenv"));
         assert!(joined.contains("--setenv HOME /workspace"));
+        assert!(joined.contains("--hostname wsbench-bwrap"), "{joined}");
         assert!(joined.ends_with("--chdir /workspace -- true"), "{joined}");
         let net = BubblewrapSandbox::open(
             d.path(),
