@@ -54,6 +54,9 @@ pub struct HeaderInfo {
     pub user: String,
     /// Connection / workspace state text (`ready`, `failed: ...`).
     pub state: String,
+    /// When a passing state (`replaced`, `restarted` after a recovery)
+    /// goes back to `ready`, on the app's clock; `None` for lasting ones.
+    pub state_until: Option<SystemTime>,
 }
 
 /// Shared state every pane sees, and the way back to the app.

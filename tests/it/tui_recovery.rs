@@ -28,6 +28,13 @@ async fn workspaces_pane_shows_a_replaced_workspace() {
         .unwrap();
     let mut o = options();
     o.manager = Some(m.clone());
+    // A clock the test moves: the header's `replaced` passes after 60 s.
+    let later = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let fixed = o.clock.clone();
+    let l = later.clone();
+    o.clock = Arc::new(move || {
+        fixed() + std::time::Duration::from_secs(l.load(std::sync::atomic::Ordering::Relaxed))
+    });
     let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
     hs.keys("esc 0 z").await;
     let before = hs.draw().await;
@@ -45,6 +52,18 @@ async fn workspaces_pane_shows_a_replaced_workspace() {
     };
     assert!(row("ws-alpha").contains("replaced"), "{text}");
     assert!(!row("ws-beta").contains("replaced"), "{text}");
+    // The header says `replaced` and keeps its ids; the notice is a toast.
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("○ replaced"), "{header}");
+    assert!(
+        header.contains("ws ws-alpha") && header.contains("session s-001"),
+        "{header}"
+    );
+    assert!(!header.contains("files"), "{header}");
+    assert!(
+        text.contains("workspace replaced: the workspace directory was removed"),
+        "{text}"
+    );
     let mut s = settings(base.path());
     s.add_filter(r"\b(59m|1h)\b", "[TTL]");
     s.add_filter(r"\[TTL\] (\[DUR\]|0m)", "[TTL]");
@@ -58,6 +77,13 @@ async fn workspaces_pane_shows_a_replaced_workspace() {
         assert!(text.contains("replaced"), "{w}x{h}:\n{text}");
         s.bind(|| insta::assert_snapshot!(format!("workspaces_replaced_{w}x{h}"), text));
     }
+    // A minute on, the header is back to `ready`.
+    hs.resize(120, 40);
+    later.store(61, std::sync::atomic::Ordering::Relaxed);
+    hs.app.tick();
+    let text = hs.draw().await;
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("● ready"), "{header}");
     m.shutdown().await.unwrap();
 }
 

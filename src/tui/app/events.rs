@@ -52,11 +52,38 @@ impl App {
                 if let Event::Workspace { state } = &env.event
                     && env.workspace == self.cx.ws.id()
                 {
-                    self.cx.header.state = state_label(state);
+                    self.on_own_state(state);
                 }
                 self.on_envelope(&env);
             }
             Received::Missed(n) => self.broadcast(&PaneEvent::Missed(n)),
+        }
+    }
+
+    /// The open workspace's state in the header. A recovery's notice is
+    /// long (what happened, whether files were kept): it is shown once as
+    /// a toast (Logs has it too), and the header says only `replaced` or
+    /// `restarted` for [`RECOVERY_SHOWN`], then `ready` again, so the
+    /// header keeps its ids (issue 15's trial: the notice stayed there and
+    /// pushed out the workspace, user, agent and session).
+    fn on_own_state(&mut self, state: &WorkspaceState) {
+        let now = (self.cx.clock)();
+        let passing = match state {
+            WorkspaceState::Replaced { notice } => Some(("replaced", notice)),
+            WorkspaceState::Restarted { notice } => Some(("restarted", notice)),
+            _ => None,
+        };
+        match passing {
+            Some((word, notice)) => {
+                self.cx.header.state = word.to_string();
+                self.cx.header.state_until = Some(now + RECOVERY_SHOWN);
+                self.toast =
+                    Some(self.new_toast(Level::Warn, format!("workspace {word}: {notice}")));
+            }
+            None => {
+                self.cx.header.state = state_label(state);
+                self.cx.header.state_until = None;
+            }
         }
     }
 
@@ -70,6 +97,10 @@ impl App {
         let now = (self.cx.clock)();
         if self.toast.as_ref().is_some_and(|t| t.left(now).is_zero()) {
             self.toast = None;
+        }
+        if self.cx.header.state_until.is_some_and(|t| now >= t) {
+            self.cx.header.state = "ready".into();
+            self.cx.header.state_until = None;
         }
         if self.last_tick.elapsed() >= Duration::from_secs(1) {
             self.last_tick = Instant::now();
@@ -205,6 +236,10 @@ impl App {
         }
     }
 }
+
+/// How long the header says `replaced` / `restarted` after a recovery
+/// (the Workspaces pane's STATE cell shows it as long).
+const RECOVERY_SHOWN: Duration = Duration::from_secs(60);
 
 fn state_label(s: &WorkspaceState) -> String {
     match s {

@@ -242,6 +242,7 @@ impl App {
                 } else {
                     "closed".into()
                 },
+                state_until: None,
             },
             clock: opts.clock.clone(),
             effects: Vec::new(),
