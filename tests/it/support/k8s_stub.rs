@@ -45,7 +45,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+// Paths spelt out so the file also builds when included by path
+// (`examples/fakes`), where a child module would be looked up beside it.
+#[path = "k8s_stub/behind.rs"]
 mod behind;
+#[path = "k8s_stub/tty.rs"]
 mod tty;
 
 /// Knobs a test flips at run time.
@@ -787,6 +791,8 @@ struct PodRuntime {
     tmp: PathBuf,
     env: Vec<(String, String)>,
     ro_binds: Vec<PathBuf>,
+    /// The Pod's name, its host name as in a real Pod.
+    hostname: String,
 }
 
 async fn exec(
@@ -859,6 +865,7 @@ async fn exec(
             tmp: st.pod_tmp(&ns, &name),
             env,
             ro_binds: st.ro_binds.lock().unwrap().clone(),
+            hostname: name.clone(),
         }
     };
     if command.is_empty() {
@@ -919,7 +926,9 @@ fn frame(channel: u8, data: &[u8]) -> Message {
 
 fn bwrap_command(rt: &PodRuntime, command: &[String]) -> tokio::process::Command {
     let mut c = tokio::process::Command::new("bwrap");
-    c.args(["--die-with-parent", "--ro-bind", "/usr", "/usr"]);
+    c.args(["--die-with-parent", "--unshare-uts", "--hostname"]);
+    c.arg(&rt.hostname);
+    c.args(["--ro-bind", "/usr", "/usr"]);
     for (link, target) in [
         ("/bin", "usr/bin"),
         ("/sbin", "usr/sbin"),
