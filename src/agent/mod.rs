@@ -66,11 +66,13 @@ pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an agent working in a workspace
 /// `ReActConfig.max_iters`).
 pub const DEFAULT_MAX_ITERS: usize = 20;
 
-/// Live conversation of a session (wsbench's file).
-pub const STATE_FILE: &str = "agent_state.json";
+/// Live conversation of a session (wsbench's file). Named in the engine,
+/// whose session timeline reads it and which may not import this layer.
+pub const STATE_FILE: &str = crate::engine::timeline::AGENT_STATE_FILE;
 
-/// One JSON line per agent step (wsbench's file).
-pub const AGENT_LOG_FILE: &str = "agent.jsonl";
+/// One JSON line per agent step (wsbench's file); named in the engine as
+/// [`STATE_FILE`] is.
+pub const AGENT_LOG_FILE: &str = crate::engine::timeline::AGENT_LOG_FILE;
 
 /// Longest text kept per event in `agent.jsonl`, in characters.
 const LOG_TEXT_CHARS: usize = 4000;

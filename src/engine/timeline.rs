@@ -34,11 +34,12 @@ pub const ARGS_CHARS: usize = 120;
 /// `agent_state.json`).
 pub const SUMMARY_CHARS: usize = 4000;
 
-/// Name of wsbench's agent log in a session directory (mirrors
-/// `agent::AGENT_LOG_FILE`; the engine may not import the agent layer).
+/// Name of wsbench's agent log in a session directory; the agent layer
+/// writes it under this name (`agent::AGENT_LOG_FILE` is this constant).
 pub const AGENT_LOG_FILE: &str = "agent.jsonl";
 
-/// Name of wsbench's live agent state (mirrors `agent::STATE_FILE`).
+/// Name of wsbench's live agent state (`agent::STATE_FILE` is this
+/// constant).
 pub const AGENT_STATE_FILE: &str = "agent_state.json";
 
 /// What a row stands for.

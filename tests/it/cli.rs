@@ -3,6 +3,7 @@
 
 use crate::support::{self, cli};
 
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -128,6 +129,103 @@ fn fixture_sessions_and_offloads() {
     let o = env.run(&["sessions", "show", "nope", "--workdir", w]);
     assert_ne!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no session `nope`"));
+}
+
+/// `sessions show --timeline` on sessions the reference wrote: its tool
+/// calls are counted and paired across messages (call in one message,
+/// result in the next: `tests/fixtures/reference-lines/make.py`), with the
+/// time between them; offloaded results are rows of their own; `sessions
+/// list` counts the same calls (issue 20).
+#[test]
+fn fixture_session_timeline() {
+    let env = Env::new();
+    let f = support::fixture_copy();
+    let w = f.path().to_str().unwrap();
+    let dir = f.path().join("sessions/ref-calls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reference-lines/tool-call.jsonl");
+    std::fs::copy(lines, dir.join("context.jsonl")).unwrap();
+
+    let o = env.run(&[
+        "sessions",
+        "show",
+        "ref-calls",
+        "--timeline",
+        "--workdir",
+        w,
+    ]);
+    let text = stdout(&o);
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        rows[0], "session ref-calls  (2 tool calls, 0 errors)",
+        "{text}"
+    );
+    assert!(
+        rows[1].contains("turn") && rows[1].contains("Looking."),
+        "{text}"
+    );
+    assert!(
+        rows[2].contains("Glob")
+            && rows[2].contains("success")
+            && rows[2].contains("1000ms")
+            && rows[2].contains("pattern=*.rs"),
+        "{text}"
+    );
+    assert!(
+        rows[3].contains("Bash") && rows[3].contains("command=ls"),
+        "{text}"
+    );
+
+    let o = env.run(&[
+        "sessions",
+        "show",
+        "ref-calls",
+        "--timeline",
+        "--json",
+        "--workdir",
+        w,
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["tool_calls"], 2, "{v}");
+    let calls: Vec<(&str, &str)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "tool_call")
+        .map(|r| (r["tool"].as_str().unwrap(), r["call_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(calls, [("Glob", "call-1"), ("Bash", "call-2")], "{v}");
+
+    // The fixture's own session: a turn and its two offloaded results.
+    let o = env.run(&[
+        "sessions",
+        "show",
+        "s-001",
+        "--timeline",
+        "--json",
+        "--workdir",
+        w,
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kinds: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["turn", "offload", "offload"], "{v}");
+    assert!(v["rows"][1]["offload"]["full"] == 115889, "{v}");
+
+    let o = env.run(&["sessions", "list", "--workdir", w, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let listed = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "ref-calls")
+        .unwrap();
+    assert_eq!(listed["tool_calls"], 2, "{listed}");
 }
 
 #[test]
