@@ -24,6 +24,9 @@ use crate::tui::widgets::text;
 /// Pane id.
 pub const ID: &str = "offload";
 
+/// Columns a name keeps before the age and kind columns give way.
+const NAME_MIN: usize = 16;
+
 crate::pane_action_enum! {
     /// An action of the pane (an entry of [`ACTIONS`]).
     pub(crate) enum OffloadAction in "offload";
@@ -247,14 +250,25 @@ impl Pane for OffloadPane {
             t.selection,
             |i| {
                 let o = &items[shown[i]];
-                let left = format!(
+                let size = format!(" {:>9}", text::human_size(o.bytes));
+                // The name matters most: in a narrow pane the age and kind
+                // columns go before it is cut below NAME_MIN columns.
+                let mut left = format!(
                     "{:>4} {:<7} ",
                     text::age(o.modified, now),
                     kind_label(o.kind)
                 );
-                let size = format!(" {:>9}", text::human_size(o.bytes));
+                if w < text::width(&left) + text::width(&size) + NAME_MIN {
+                    left.clear();
+                }
                 let room = w.saturating_sub(text::width(&left) + text::width(&size));
-                let name = text::fit(&text::display(item_name(o)), room);
+                // Cut in the middle: offloads of one session share the
+                // `tool_result-call_` head and differ at the end
+                // (`…_1.txt`, `…_1(1).txt`).
+                let name = text::fit(
+                    &text::truncate_middle(&text::display(item_name(o)), room),
+                    room,
+                );
                 let kstyle = match o.kind {
                     OffloadKind::Context => t.accent,
                     OffloadKind::ToolResult => t.base,
