@@ -1,4 +1,4 @@
-//! `wsbench sessions list | show ID`.
+//! `wsbench sessions list | show ID | export ID`.
 
 use super::output::say;
 use clap::Subcommand;
@@ -24,6 +24,20 @@ pub enum SessionsCmd {
         /// offload and compression; with `--json`, the rows as JSON.
         #[arg(long)]
         timeline: bool,
+    },
+    /// Write a self-contained report of one session (timeline, compression
+    /// summary, the conversation with tool results folded, images inline,
+    /// tokens per turn) for sharing a demo or a bug.
+    Export {
+        /// Session id.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::sessions))]
+        id: String,
+        /// Report format (default: from `--output`'s extension, else md).
+        #[arg(long, value_enum)]
+        format: Option<crate::root::export::Format>,
+        /// Write the report to this file (atomically) instead of stdout.
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
     },
 }
 
@@ -60,6 +74,9 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                     &rows,
                 );
             }
+        }
+        SessionsCmd::Export { id, format, output } => {
+            return export(&ws, &id, format, output.as_deref()).await;
         }
         SessionsCmd::Show {
             id, timeline: true, ..
@@ -152,6 +169,42 @@ pub(super) async fn run(ctx: &Ctx, cmd: SessionsCmd) -> anyhow::Result<i32> {
                 );
             }
         }
+    }
+    Ok(0)
+}
+
+/// `sessions export`: the report of session `id`, to `output` or stdout.
+async fn export(
+    ws: &crate::engine::Workspace,
+    id: &str,
+    format: Option<crate::root::export::Format>,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<i32> {
+    use crate::root::export::{self, Format};
+    let format = match (format, output) {
+        (Some(f), _) => f,
+        (None, Some(p)) => Format::from_path(p).unwrap_or(Format::Md),
+        (None, None) => Format::Md,
+    };
+    let report = export::gather(ws, id).await?;
+    if report.timeline.rows.is_empty()
+        && report.offloaded.messages.is_empty()
+        && report.live.is_empty()
+    {
+        anyhow::bail!("no session `{id}` in {}", ws.layout().workdir());
+    }
+    let text = export::render(&report, format);
+    match output {
+        Some(p) => {
+            crate::backend::host::fs::atomic_write_host(p, text.as_bytes())
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+            super::output::say_err!(
+                "wrote {} ({})",
+                p.display(),
+                output::size(text.len() as u64)
+            );
+        }
+        None => super::output::say_part!("{text}"),
     }
     Ok(0)
 }

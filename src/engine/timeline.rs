@@ -134,7 +134,9 @@ pub struct TimelineRow {
 }
 
 impl TimelineRow {
-    fn new(kind: RowKind, source: Source) -> Self {
+    /// An empty row of `kind` placed by `source` (every other field
+    /// `None` or empty).
+    pub fn new(kind: RowKind, source: Source) -> Self {
         TimelineRow {
             kind,
             at: None,

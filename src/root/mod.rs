@@ -14,6 +14,7 @@
 //! * [`JournalWatch`] collects journal failures to print at exit;
 //! * [`safe_text`] is the one rule that keeps workspace and server text
 //!   from driving the terminal (both front ends print through it);
+//! * [`export`] writes a session's report (Markdown or HTML);
 //! * [`attach`] joins the real terminal to a shell on a sandbox PTY, for
 //!   the TUI's `!` and `wsbench shell` alike.
 //!
@@ -22,6 +23,7 @@
 //! knows about argument parsing; the only terminal code is [`attach`].
 
 pub mod attach;
+pub mod export;
 mod journal_watch;
 pub mod line_mode;
 pub mod profile;

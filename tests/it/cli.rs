@@ -228,6 +228,59 @@ fn fixture_session_timeline() {
     assert_eq!(listed["tool_calls"], 2, "{listed}");
 }
 
+/// `sessions export` of the fixture session (issue 20 point 7): the
+/// Markdown report is stable (snapshot; the workspace path filtered), the
+/// HTML one is one page with the picture embedded and every element
+/// closed, `-o` picks the format from the extension and writes the file,
+/// and an unknown session is an error.
+#[test]
+fn fixture_session_export() {
+    let env = Env::new();
+    let f = support::fixture_copy();
+    let w = f.path().to_str().unwrap();
+    let o = env.run(&["sessions", "export", "s-001", "--workdir", w]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let md = stdout(&o);
+    let mut s = insta::Settings::clone_current();
+    s.add_filter(&regex::escape(w), "[WORKDIR]");
+    s.add_filter(r"exported by wsbench [0-9.]+\S*", "exported by wsbench [VERSION]");
+    s.bind(|| insta::assert_snapshot!("session_export_md", md));
+
+    let out = f.path().join("report.html");
+    let o = env.run(&[
+        "sessions",
+        "export",
+        "s-001",
+        "--workdir",
+        w,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let h = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        h.starts_with("<!DOCTYPE html>") && h.ends_with("</html>\n"),
+        "{h}"
+    );
+    assert!(
+        h.contains("<img alt=\"shot.png\" src=\"data:image/png;base64,iVBORw0KGgo"),
+        "{h}"
+    );
+    for tag in ["html", "body", "table", "tr", "p", "h4"] {
+        assert_eq!(
+            h.matches(&format!("<{tag}>")).count() + h.matches(&format!("<{tag} ")).count(),
+            h.matches(&format!("</{tag}>")).count(),
+            "<{tag}> balanced:\n{h}"
+        );
+    }
+    let o = env.run(&["sessions", "export", "nope", "--workdir", w]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no session `nope`"),
+        "{o:?}"
+    );
+}
+
 #[test]
 fn tool_command_and_errors() {
     let env = Env::new();
