@@ -40,6 +40,7 @@ mod layers;
 mod manager;
 mod mcp_call_timeout;
 mod mcp_decl;
+mod mcp_http_errors;
 mod mcp_literal;
 mod mcp_real;
 mod mcp_redact;
