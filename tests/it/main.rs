@@ -65,6 +65,7 @@ mod tui_agent;
 mod tui_cases;
 mod tui_habits;
 mod tui_keys;
+mod tui_mcp_heal;
 mod tui_panes_extra;
 mod tui_recovery;
 mod tui_search;

@@ -185,3 +185,50 @@ async fn the_declarations_http_timeout_bounds_a_call() {
     assert!(text.contains("the server's timeout"), "{text}");
     ws.close().await;
 }
+
+/// `mcp-server-everything streamableHttp` on `port`, once it listens.
+async fn everything_on(port: u16) -> Option<Server> {
+    let Some(bin) = node_server("mcp-server-everything") else {
+        crate::support::skip_or_fail(
+            "mcp-server-everything not found (npm install @modelcontextprotocol/server-everything; set WSBENCH_MCP_NODE_BIN)",
+        );
+        return None;
+    };
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("streamableHttp").env("PORT", port.to_string());
+    let server = Server::start(cmd);
+    if !wait_port(port, Duration::from_secs(20)).await {
+        crate::support::skip_or_fail("mcp-server-everything streamableHttp did not listen");
+        return None;
+    }
+    Some(server)
+}
+
+/// The trial itself: the real server restarted under a stateful
+/// session answers 400 with a null id; the next call re-initializes
+/// and works, without waiting for any timeout.
+#[tokio::test]
+async fn a_restarted_server_everything_is_reinitialized_on_the_next_call() {
+    let port = free_port();
+    let Some(server) = everything_on(port).await else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (_d, ws, _bus) = workspace(vec![McpDecl::http("ev", &url, true)]).await;
+    let l = ws.mcp().list(AGENT, SESSION).await.unwrap();
+    assert!(l.servers[0].state.is_ready(), "{:?}", l.servers[0]);
+    let echo = |m: &str| call("ev", "echo", json!({ "message": m }));
+    let r = no_hang(ws.mcp().call_tool(echo("one"))).await;
+    assert_eq!(r.text(), "Echo: one");
+    drop(server);
+    let Some(_server) = everything_on(port).await else {
+        return;
+    };
+    let r = no_hang(ws.mcp().call_tool(echo("two"))).await;
+    assert_eq!(r.state, ToolState::Success, "{}", r.text());
+    assert_eq!(r.text(), "Echo: two");
+    let st = ws.mcp().status(AGENT, SESSION).await.unwrap();
+    assert!(st.servers[0].state.is_ready(), "{:?}", st.servers[0]);
+    assert_eq!(st.servers[0].restarts, 1);
+    ws.close().await;
+}

@@ -209,6 +209,12 @@ impl Pane for McpPane {
                     self.load(cx);
                 }
             }
+            // `.mcp` written by another process (`wsbench mcp add`):
+            // read the declarations again, as `r` does.
+            PaneEvent::File(change) if change.path == cx.ws.layout().mcp_file() => {
+                self.reread = true;
+                self.load(cx);
+            }
             PaneEvent::SessionChanged => {
                 self.in_tools = false;
                 self.cursor = ListCursor::default();
