@@ -2,7 +2,7 @@
 //! visibility filter.
 
 use super::connect::died_or;
-use super::heal::session_expired;
+use super::heal::{session_expired, too_large};
 use super::*;
 
 impl McpInstance {
@@ -63,8 +63,8 @@ impl McpInstance {
 
     /// The time one call may take and the setting that gave it: the
     /// declaration's `execution_timeout`; else, for an HTTP server, its
-    /// `timeout` (seconds, default 30: the reference's HTTP client gives
-    /// up on a request after it); else [`McpOptions::call_timeout`], so
+    /// `timeout` (seconds, default 30; the reference hands it to its HTTP
+    /// client as the request timeout); else [`McpOptions::call_timeout`], so
     /// a server that never answers cannot hang a call for ever. `None`
     /// only when all three are unset (`timeout: null` and
     /// `call_timeout_secs = 0`).
@@ -194,14 +194,18 @@ impl McpInstance {
                         .unavailable(format!("during `{tool}`: {reason}"))
                         .into());
                 }
+                let own = too_large(&e);
                 let why = match e {
                     ServiceError::TransportClosed => "the connection to the server closed".into(),
                     e => root_cause(&e),
                 };
                 let text = format!("calling `{tool}` failed: {why}");
                 // The server is down or refusing: the pane, `mcp list`
-                // and the bus say so until a call succeeds again.
-                self.transport_failed(conn, text.clone());
+                // and the bus say so until a call succeeds again. A reply
+                // over the frame limit fails only its own request.
+                if !own {
+                    self.transport_failed(conn, text.clone());
+                }
                 Err(self.server_error(&text).into())
             }
         }

@@ -1,7 +1,8 @@
 //! Bringing a lost server back on its own (issue 15 point 5).
 //!
 //! * Streamable HTTP: a request answered 404 for its session id (the
-//!   server expired or forgot the session) gets one new `initialize` and
+//!   server expired or forgot the session; or 400 with an error naming
+//!   the session, `http.rs`) gets one new `initialize` and
 //!   is sent once more; callers that hit the same expired session share
 //!   that one re-initialization. rmcp's own recovery is switched off
 //!   (`reinit_on_expired_session`), so the state and the error are ours.
@@ -25,6 +26,21 @@ pub(super) fn session_expired(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
     while let Some(c) = cur {
         if let Some(StreamableHttpError::SessionExpired) =
+            c.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return true;
+        }
+        cur = next_cause(c);
+    }
+    false
+}
+
+/// True when `e` or one of its causes is a reply over the frame limit:
+/// only that request fails, the server itself is fine.
+pub(super) fn too_large(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(StreamableHttpError::ResponseBodyTooLarge { .. }) =
             c.downcast_ref::<StreamableHttpError<reqwest::Error>>()
         {
             return true;
