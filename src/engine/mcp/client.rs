@@ -170,7 +170,8 @@ pub struct McpStatus {
     pub process: Option<String>,
     /// Times the server was brought back on its own since it was
     /// declared: a stdio server started again after it exited, an HTTP
-    /// session initialized again after the server expired it (404).
+    /// session initialized again after the server expired it (404, or a
+    /// 400 whose error names the session).
     /// Starts and restarts asked for by the user are not counted.
     pub restarts: u32,
     /// The `${VAR}` names its `env` / `headers` values reference, which
