@@ -170,7 +170,8 @@ pub struct McpStatus {
     pub process: Option<String>,
     /// Times the server was brought back on its own since it was
     /// declared: a stdio server started again after it exited, an HTTP
-    /// session initialized again after the server expired it (404).
+    /// session initialized again after the server expired it (404, or a
+    /// 400 whose error names the session).
     /// Starts and restarts asked for by the user are not counted.
     pub restarts: u32,
     /// The `${VAR}` names its `env` / `headers` values reference, which
@@ -224,11 +225,9 @@ pub enum McpError {
         /// Tool name.
         tool: String,
     },
-    /// The call ran past `execution_timeout` (or the default
-    /// [`McpOptions::call_timeout`]).
-    #[error(
-        "MCP tool `{tool}` of `{server}` timed out after {secs}s (the server's execution_timeout, else [mcp] call_timeout_secs)"
-    )]
+    /// The call ran past its limit: `execution_timeout`, else an HTTP
+    /// declaration's `timeout`, else [`McpOptions::call_timeout`].
+    #[error("MCP tool `{tool}` of `{server}` timed out after {secs}s ({limit})")]
     Timeout {
         /// Server name.
         server: String,
@@ -236,6 +235,9 @@ pub enum McpError {
         tool: String,
         /// The timeout.
         secs: f64,
+        /// Which setting gave it: `the server's execution_timeout`,
+        /// `the server's timeout`, `[mcp] call_timeout_secs`.
+        limit: &'static str,
     },
     /// The caller cancelled the call.
     #[error("MCP tool call cancelled")]
@@ -412,6 +414,8 @@ pub struct McpInstance {
     inner: Mutex<Inner>,
     connect_lock: tokio::sync::Mutex<()>,
     refresh_lock: tokio::sync::Mutex<()>,
+    /// What the server's last "session expired" answer was (HTTP).
+    expiry: http::ExpiryNote,
 }
 
 impl std::fmt::Debug for McpInstance {
@@ -547,6 +551,7 @@ impl McpInstance {
             }),
             connect_lock: tokio::sync::Mutex::new(()),
             refresh_lock: tokio::sync::Mutex::new(()),
+            expiry: Default::default(),
         })
     }
 
@@ -731,6 +736,7 @@ impl McpInstance {
 mod call;
 mod connect;
 mod heal;
+mod http;
 mod stop;
 
 #[cfg(test)]

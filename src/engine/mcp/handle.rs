@@ -452,6 +452,18 @@ impl<'a> Mcp<'a> {
         close_all(self.runtime.take_pairs(|_| true)).await;
     }
 
+    /// Reads `.mcp` again now: servers another process added or removed
+    /// (`wsbench mcp add` while the TUI runs) show in the next listing;
+    /// a live server whose declaration changed or went away is rebuilt or
+    /// closed by that listing, the others keep running.
+    ///
+    /// Errors: only when `.mcp` cannot be read because the sandbox is gone.
+    pub async fn reload(self) -> WsResult<()> {
+        let mut guard = self.runtime.store.lock().await;
+        *guard = Some(self.load_store().await?);
+        Ok(())
+    }
+
     /// Closes every live server and forgets the loaded declarations, so
     /// `.mcp` is read again on next use (after `Workspace::reset`).
     pub async fn reset(self) {

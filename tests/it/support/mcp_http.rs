@@ -5,7 +5,12 @@
 //! a fresh `Mcp-Session-Id`), `notifications/initialized` (202),
 //! `tools/list` (one tool, `echo`), `tools/call` (echoes `text`). `GET`
 //! answers 405 (no server stream), `DELETE` 200. A POST naming a session
-//! the server does not know gets 404, as the spec says.
+//! the server does not know gets 404, as the spec says, or (after
+//! [`SessionServer::unknown_session_as_400`]) HTTP 400 with a JSON-RPC
+//! error whose `id` is null, as `server-everything` answers after a
+//! restart. [`SessionServer::refuse_calls`] makes every `tools/call`
+//! fail with an HTTP error (a JSON-RPC error with a null id, or plain
+//! text), [`SessionServer::hang_calls`] never answers them.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -44,8 +49,23 @@ pub struct Seen {
     pub not_found: usize,
 }
 
+/// How `tools/call` is answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Calls {
+    /// Echoed.
+    Answer,
+    /// HTTP `status` with a JSON-RPC error `{id: null}` saying `message`.
+    NullIdError(u16, String),
+    /// HTTP `status` with a plain-text body.
+    Text(u16, String),
+    /// Never answered.
+    Hang,
+}
+
 struct Inner {
     expiry: Expiry,
+    unknown_400: bool,
+    calls: Calls,
     sessions: HashSet<String>,
     next: u64,
     seen: Seen,
@@ -64,6 +84,8 @@ impl SessionServer {
     pub async fn start(expiry: Expiry) -> Self {
         let inner = Arc::new(Mutex::new(Inner {
             expiry,
+            unknown_400: false,
+            calls: Calls::Answer,
             sessions: HashSet::new(),
             next: 1,
             seen: Seen::default(),
@@ -94,6 +116,19 @@ impl SessionServer {
         self.inner.lock().unwrap().seen.clone()
     }
 
+    /// Answers a request naming an unknown session with HTTP 400 and
+    /// `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request:
+    /// No valid session ID provided"},"id":null}` (server-everything)
+    /// instead of 404.
+    pub fn unknown_session_as_400(&self) {
+        self.inner.lock().unwrap().unknown_400 = true;
+    }
+
+    /// How `tools/call` is answered from now on.
+    pub fn calls(&self, calls: Calls) {
+        self.inner.lock().unwrap().calls = calls;
+    }
+
     /// Forgets every session now (as a server that restarted): the
     /// next request of each gets 404; the sessions made after live.
     pub fn forget_sessions(&self) {
@@ -103,7 +138,21 @@ impl SessionServer {
 
 fn not_found(inner: &mut Inner) -> Response {
     inner.seen.not_found += 1;
+    if inner.unknown_400 {
+        return null_id_error(400, "Bad Request: No valid session ID provided");
+    }
     (StatusCode::NOT_FOUND, "session not found").into_response()
+}
+
+fn null_id_error(status: u16, message: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "error": {"code": -32000, "message": message},
+        "id": null
+    });
+    let mut r = axum::Json(body).into_response();
+    *r.status_mut() = StatusCode::from_u16(status).unwrap();
+    r
 }
 
 fn reply(id: &Value, result: Value) -> Response {
@@ -115,7 +164,15 @@ async fn handle(
     headers: HeaderMap,
     body: axum::Json<Value>,
 ) -> Response {
-    let msg = body.0;
+    match answer(&inner, &headers, body.0) {
+        Some(r) => r,
+        // `Calls::Hang`: the client gives up (or the test ends).
+        None => std::future::pending().await,
+    }
+}
+
+/// The answer to `msg`; `None` for a call left hanging.
+fn answer(inner: &Mutex<Inner>, headers: &HeaderMap, msg: Value) -> Option<Response> {
     let method = msg["method"].as_str().unwrap_or_default().to_string();
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
     let session = headers
@@ -126,7 +183,7 @@ async fn handle(
     if method == "initialize" {
         inner.seen.initializes += 1;
         if inner.expiry == Expiry::FromStart {
-            return not_found(&mut inner);
+            return Some(not_found(&mut inner));
         }
         let sid = format!("s{}", inner.next);
         inner.next += 1;
@@ -142,14 +199,22 @@ async fn handle(
         );
         r.headers_mut()
             .insert("mcp-session-id", sid.parse().unwrap());
-        return r;
+        return Some(r);
     }
     let known = session.as_ref().is_some_and(|s| inner.sessions.contains(s));
     if inner.expiry == Expiry::FromStart || !known {
-        return not_found(&mut inner);
+        return Some(not_found(&mut inner));
     }
     if method == "tools/call" {
         inner.seen.calls += 1;
+        match inner.calls.clone() {
+            Calls::Answer => {}
+            Calls::NullIdError(status, message) => return Some(null_id_error(status, &message)),
+            Calls::Text(status, body) => {
+                return Some((StatusCode::from_u16(status).unwrap(), body).into_response());
+            }
+            Calls::Hang => return None,
+        }
         let expire = match inner.expiry {
             Expiry::Always => true,
             Expiry::Once => inner.seen.not_found == 0,
@@ -159,10 +224,10 @@ async fn handle(
             if let Some(s) = &session {
                 inner.sessions.remove(s);
             }
-            return not_found(&mut inner);
+            return Some(not_found(&mut inner));
         }
     }
-    match method.as_str() {
+    Some(match method.as_str() {
         "tools/list" => reply(
             &id,
             json!({"tools": [{
@@ -188,5 +253,5 @@ async fn handle(
             "error": {"code": -32601, "message": "method not found"}
         }))
         .into_response(),
-    }
+    })
 }

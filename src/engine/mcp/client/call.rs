@@ -2,7 +2,7 @@
 //! visibility filter.
 
 use super::connect::died_or;
-use super::heal::session_expired;
+use super::heal::{session_expired, too_large};
 use super::*;
 
 impl McpInstance {
@@ -36,14 +36,7 @@ impl McpInstance {
         };
         self.check_tool(tool)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        // The declaration's own timeout wins; else the workspace default,
-        // so a server that never answers cannot hang a call forever.
-        let timeout = self
-            .decl
-            .execution_timeout
-            .filter(|t| t.is_finite() && *t > 0.0)
-            .map(Duration::from_secs_f64)
-            .or(self.env.options().call_timeout);
+        let timeout = self.call_limit();
         let (conn, temporary) = match conn {
             Some(c) => (c, false),
             None => (self.temporary().await?, true),
@@ -68,6 +61,32 @@ impl McpInstance {
         result
     }
 
+    /// The time one call may take and the setting that gave it: the
+    /// declaration's `execution_timeout`; else, for an HTTP server, its
+    /// `timeout` (seconds, default 30; the reference hands it to its HTTP
+    /// client as the request timeout); else [`McpOptions::call_timeout`], so
+    /// a server that never answers cannot hang a call for ever. `None`
+    /// only when all three are unset (`timeout: null` and
+    /// `call_timeout_secs = 0`).
+    pub(super) fn call_limit(&self) -> Option<(Duration, &'static str)> {
+        let secs = |t: Option<f64>| {
+            t.filter(|t| t.is_finite() && *t > 0.0)
+                .map(Duration::from_secs_f64)
+        };
+        let http = match &self.decl.mcp_config {
+            McpConfig::Http(cfg) => cfg.timeout,
+            McpConfig::Stdio(_) => None,
+        };
+        secs(self.decl.execution_timeout)
+            .map(|t| (t, "the server's execution_timeout"))
+            .or(secs(http).map(|t| (t, "the server's timeout")))
+            .or(self
+                .env
+                .options()
+                .call_timeout
+                .map(|t| (t, "[mcp] call_timeout_secs")))
+    }
+
     /// A per-operation connection (stateless servers).
     async fn temporary(self: &Arc<Self>) -> Result<Arc<Connection>, McpError> {
         let opts = self.env.options();
@@ -85,7 +104,7 @@ impl McpInstance {
         temporary: bool,
         tool: &str,
         params: CallToolRequestParams,
-        timeout: Option<Duration>,
+        timeout: Option<(Duration, &'static str)>,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, McpError> {
         let conn = if temporary {
@@ -137,14 +156,14 @@ impl McpInstance {
         conn: &Arc<Connection>,
         tool: &str,
         params: CallToolRequestParams,
-        timeout: Option<Duration>,
+        timeout: Option<(Duration, &'static str)>,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, Failure> {
         // Dropping rmcp's call future sends notifications/cancelled.
         let call = conn.peer.call_tool(params);
         let timed = async {
             match timeout {
-                Some(t) => tokio::time::timeout(t, call).await.map_err(|_| t),
+                Some(t) => tokio::time::timeout(t.0, call).await.map_err(|_| t),
                 None => Ok(call.await),
             }
         };
@@ -153,10 +172,11 @@ impl McpInstance {
             _ = cancel.cancelled() => return Err(McpError::Cancelled.into()),
         };
         match outcome {
-            Err(t) => Err(McpError::Timeout {
+            Err((t, limit)) => Err(McpError::Timeout {
                 server: self.decl.name.clone(),
                 tool: tool.to_string(),
                 secs: t.as_secs_f64(),
+                limit,
             }
             .into()),
             Ok(Ok(r)) => Ok(r),
@@ -174,13 +194,19 @@ impl McpInstance {
                         .unavailable(format!("during `{tool}`: {reason}"))
                         .into());
                 }
+                let own = too_large(&e);
                 let why = match e {
                     ServiceError::TransportClosed => "the connection to the server closed".into(),
                     e => root_cause(&e),
                 };
-                Err(self
-                    .server_error(&format!("calling `{tool}` failed: {why}"))
-                    .into())
+                let text = format!("calling `{tool}` failed: {why}");
+                // The server is down or refusing: the pane, `mcp list`
+                // and the bus say so until a call succeeds again. A reply
+                // over the frame limit fails only its own request.
+                if !own {
+                    self.transport_failed(conn, text.clone());
+                }
+                Err(self.server_error(&text).into())
             }
         }
     }

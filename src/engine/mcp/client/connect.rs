@@ -245,6 +245,7 @@ impl McpInstance {
                         // (`heal`), so the state shows it and the error
                         // says what was tried.
                         config.reinit_on_expired_session = false;
+                        let client = super::http::GuardedHttp::new(client, self.expiry.clone());
                         let t = StreamableHttpClientTransport::with_client(client, config);
                         let tap = Tap {
                             inner: t,

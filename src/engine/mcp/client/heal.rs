@@ -1,7 +1,8 @@
 //! Bringing a lost server back on its own (issue 15 point 5).
 //!
 //! * Streamable HTTP: a request answered 404 for its session id (the
-//!   server expired or forgot the session) gets one new `initialize` and
+//!   server expired or forgot the session; or 400 with an error naming
+//!   the session, `http.rs`) gets one new `initialize` and
 //!   is sent once more; callers that hit the same expired session share
 //!   that one re-initialization. rmcp's own recovery is switched off
 //!   (`reinit_on_expired_session`), so the state and the error are ours.
@@ -25,6 +26,21 @@ pub(super) fn session_expired(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
     while let Some(c) = cur {
         if let Some(StreamableHttpError::SessionExpired) =
+            c.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return true;
+        }
+        cur = next_cause(c);
+    }
+    false
+}
+
+/// True when `e` or one of its causes is a reply over the frame limit:
+/// only that request fails, the server itself is fine.
+pub(super) fn too_large(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(StreamableHttpError::ResponseBodyTooLarge { .. }) =
             c.downcast_ref::<StreamableHttpError<reqwest::Error>>()
         {
             return true;
@@ -62,7 +78,18 @@ impl McpInstance {
 
     /// What an expired session says, naming the status and the URL.
     pub(super) fn expired_text(&self) -> String {
-        format!("the session expired (HTTP 404 from {})", self.url())
+        let how = self.last_expiry();
+        format!("the session expired ({how} from {})", self.url())
+    }
+
+    /// How the server said the session expired last: `HTTP 404`, or a
+    /// 400 with its message (`server-everything` after a restart).
+    fn last_expiry(&self) -> String {
+        self.expiry
+            .lock()
+            .expect("expiry lock")
+            .clone()
+            .unwrap_or_else(|| "HTTP 404".into())
     }
 
     /// Records that `conn`'s stdio process exited on its own, with the
@@ -135,9 +162,59 @@ impl McpInstance {
         inner.lost_at = Some(Instant::now());
     }
 
-    /// A call succeeded: the next exit restarts at once again.
+    /// A call succeeded: the next exit restarts at once again, and a
+    /// server shown `failed` or `reconnecting` after a failed call is
+    /// `ready` again.
     pub(super) fn call_succeeded(&self) {
-        self.inner.lock().expect("inner lock").exits = 0;
+        let back = {
+            let mut inner = self.inner.lock().expect("inner lock");
+            inner.exits = 0;
+            let down = matches!(
+                inner.state,
+                McpState::Failed { .. } | McpState::Reconnecting { .. }
+            );
+            if down && !inner.closed {
+                let tool_count = inner
+                    .tools
+                    .as_deref()
+                    .map_or(0, |t| self.filtered(t).count());
+                inner.state = McpState::Ready { tool_count };
+                inner.failed_at = None;
+                Some(inner.state.clone())
+            } else {
+                None
+            }
+        };
+        if let Some(st) = back {
+            self.publish_state(&st);
+        }
+    }
+
+    /// A call on `conn` failed at the transport level (connection
+    /// refused, an HTTP error status, the connection closed): the server
+    /// shows `failed` with `reason` until a call succeeds again. The next
+    /// use tries at once (no [`McpOptions::retry_failed_after`] wait: the
+    /// server may be back), on a new connection when this one closed.
+    pub(super) fn transport_failed(&self, conn: &Arc<Connection>, reason: String) {
+        let st = self.redacted(failed_plain(reason));
+        let dropped = {
+            let mut inner = self.inner.lock().expect("inner lock");
+            if inner.closed || inner.state == McpState::Stopped {
+                return;
+            }
+            let current = inner.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
+            inner.state = st.clone();
+            inner.failed_at = None;
+            if current && !conn.alive() {
+                inner.conn.take()
+            } else {
+                None
+            }
+        };
+        if let Some(c) = dropped {
+            tokio::spawn(async move { c.shutdown().await });
+        }
+        self.publish_state(&st);
     }
 
     /// Forgets a loss (a stop or a restart the user asked for).
@@ -201,8 +278,9 @@ impl McpInstance {
     /// says what was tried.
     pub(super) fn expired_again(&self, conn: &Arc<Connection>, tool: &str) -> McpError {
         let reason = format!(
-            "{}; it was re-initialized once and `{tool}` retried, and the server answered HTTP 404 again",
-            self.expired_text()
+            "{}; it was re-initialized once and `{tool}` retried, and the server answered {} again",
+            self.expired_text(),
+            self.last_expiry()
         );
         let current = {
             let mut inner = self.inner.lock().expect("inner lock");

@@ -81,6 +81,7 @@ pub(crate) enum Msg {
     /// An action on a server finished: server, the verb of the toast
     /// (`add` or a [`ServerVerb::label`]), message or error text.
     Acted(String, &'static str, Result<String, String>),
+    Used(String, Result<(), String>),
     Called(String, Doc),
     /// The add form's text was refused: server, what was typed, why.
     AddRefused(String, String, String),
@@ -125,6 +126,8 @@ pub struct McpPane {
     error: Option<String>,
     last_error: HashMap<String, String>,
     busy: HashSet<String>,
+    reread: bool,
+    open_tools: Option<String>,
     pair: (String, String),
     inner: Rect,
     tools_area: Rect,
@@ -166,6 +169,8 @@ impl McpPane {
             error: None,
             last_error: HashMap::new(),
             busy: HashSet::new(),
+            reread: false,
+            open_tools: None,
             pair: (String::new(), String::new()),
             inner: Rect::default(),
             tools_area: Rect::default(),

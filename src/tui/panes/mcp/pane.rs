@@ -57,10 +57,13 @@ impl McpPane {
                     self.in_tools = true;
                     self.tool_cursor.clamp(self.selected_tools().len());
                 }
-                Some(s) => cx.toast(
+                // Stopped by the user: only a start brings it back.
+                Some(s) if s.state == McpState::Stopped => cx.toast(
                     Level::Info,
-                    format!("`{}` is {}: press s to start it", s.name, s.state.name()),
+                    format!("`{}` is stopped: press s to start it", s.name),
                 ),
+                // Declared, failed, lost: use it, as a call would.
+                Some(_) => self.use_server(cx),
                 None => {}
             },
             McpAction::Stop => match self.selected() {
@@ -114,7 +117,10 @@ impl McpPane {
                     cx.effect(Effect::OpenViewer(doc));
                 }
             }
-            McpAction::Refresh => self.load(cx),
+            McpAction::Refresh => {
+                self.reread = true;
+                self.load(cx);
+            }
             McpAction::Filter => self.filter.begin(),
         }
         true
@@ -202,6 +208,12 @@ impl Pane for McpPane {
                     let _ = server;
                     self.load(cx);
                 }
+            }
+            // `.mcp` written by another process (`wsbench mcp add`):
+            // read the declarations again, as `r` does.
+            PaneEvent::File(change) if change.path == cx.ws.layout().mcp_file() => {
+                self.reread = true;
+                self.load(cx);
             }
             PaneEvent::SessionChanged => {
                 self.in_tools = false;

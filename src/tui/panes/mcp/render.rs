@@ -197,7 +197,7 @@ impl McpPane {
         match tools {
             None => {
                 let hint = match &sel.state {
-                    McpState::Failed { .. } => "not running: R restarts it",
+                    McpState::Failed { .. } => "not running: enter tries it again · R restarts it",
                     McpState::Starting => {
                         "starting… tools appear once it is ready · x cancels the start"
                     }

@@ -11,6 +11,9 @@ use super::render::short_issue;
 use super::{ID, McpPane, Msg, ServerVerb, state_text};
 
 impl McpPane {
+    /// Lists the servers again (in a task); after `r` (`reread`) the
+    /// declarations are read from `.mcp` first, so servers another
+    /// process added or removed show.
     pub(super) fn load(&mut self, cx: &mut Ctx) {
         if self.loading {
             self.dirty = true;
@@ -18,11 +21,15 @@ impl McpPane {
         }
         self.loading = true;
         self.dirty = false;
+        let reread = std::mem::take(&mut self.reread);
         let ws = cx.ws.clone();
         let (agent, session) = (cx.agent.clone(), cx.session.clone());
         self.pair = (agent.clone(), session.clone());
         cx.spawn::<McpPane>(async move {
             let r = async {
+                if reread {
+                    ws.mcp().reload().await?;
+                }
                 let listing = ws.mcp().status(&agent, &session).await?;
                 let mut tools = HashMap::new();
                 // Only ready servers: their instance exists, so asking for
@@ -35,6 +42,28 @@ impl McpPane {
             }
             .await;
             Msg::Listed(r.map_err(|e| e.to_string()))
+        });
+    }
+
+    /// Uses the selected server as a call would (Enter on a server not
+    /// ready): a server lost on its own is started again once its
+    /// backoff has passed (counted as a restart), a failed start is
+    /// retried after [`crate::engine::mcp::McpOptions::retry_failed_after`]; the
+    /// error says when otherwise. Its tools open once it is ready.
+    pub(super) fn use_server(&mut self, cx: &mut Ctx) {
+        let Some(name) = self.selected().map(|s| s.name.clone()) else {
+            return;
+        };
+        if !self.busy.insert(name.clone()) {
+            cx.toast(Level::Info, format!("`{name}` is busy"));
+            return;
+        }
+        self.last_error.remove(&name);
+        let ws = cx.ws.clone();
+        let (agent, session) = (cx.agent.clone(), cx.session.clone());
+        cx.spawn::<McpPane>(async move {
+            let r = ws.mcp().server_tools(&agent, &session, &name).await;
+            Msg::Used(name, r.map(|_| ()).map_err(|e| e.to_string()))
         });
     }
 
@@ -111,11 +140,32 @@ impl TaskPane for McpPane {
                 if self.in_tools && !self.selected().is_some_and(|s| s.state.is_ready()) {
                     self.in_tools = false;
                 }
+                // Enter brought a server back: open its tools once it
+                // is ready, if it is still the one selected.
+                if let Some(name) = self.open_tools.take()
+                    && self
+                        .selected()
+                        .is_some_and(|s| s.name == name && s.state.is_ready())
+                {
+                    self.in_tools = true;
+                }
                 let n = self.selected_tools().len();
                 self.tool_cursor.clamp(n);
                 if self.dirty || self.pair != (cx.agent.clone(), cx.session.clone()) {
                     self.load(cx);
                 }
+            }
+            Msg::Used(name, r) => {
+                self.busy.remove(name);
+                match r {
+                    Ok(()) => self.open_tools = Some(name.clone()),
+                    Err(e) => {
+                        self.last_error.insert(name.clone(), e.clone());
+                        let first = e.lines().next().unwrap_or_default();
+                        cx.toast(Level::Error, format!("`{name}`: {first}"));
+                    }
+                }
+                self.load(cx);
             }
             Msg::Acted(name, verb, r) => {
                 self.busy.remove(name);
