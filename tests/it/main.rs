@@ -67,6 +67,7 @@ mod tui_keys;
 mod tui_panes_extra;
 mod tui_recovery;
 mod tui_search;
+mod tui_search_scenes;
 mod tui_snapshots;
 mod tui_tmux;
 mod tui_trial;

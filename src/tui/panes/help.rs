@@ -280,7 +280,7 @@ impl HelpOverlay {
         let h = area.height.saturating_sub(2).max(3);
         let r = crate::tui::widgets::rect::centered(area, w, h);
         f.render_widget(Clear, r);
-        let block = cx.block("Help", "esc closes · / search · j/k scroll", true);
+        let block = cx.block("Help", "esc closes · / search", true);
         let inner = block.inner(r);
         f.render_widget(block, r);
         let inner = search::bar(f, inner, &self.search, t.accent);
