@@ -237,11 +237,11 @@ impl HelpOverlay {
             Some(HelpAction::Close) => return false,
             Some(HelpAction::Search) => self.search.begin(false),
             Some(HelpAction::SearchBack) => self.search.begin(true),
-            Some(a @ (HelpAction::NextMatch | HelpAction::PrevMatch)) => {
-                if self.search.active() {
-                    self.find(a == HelpAction::PrevMatch);
-                }
+            Some(a @ (HelpAction::NextMatch | HelpAction::PrevMatch)) if self.search.active() => {
+                self.find(a == HelpAction::PrevMatch);
             }
+            // No search yet: nothing to repeat.
+            Some(HelpAction::NextMatch | HelpAction::PrevMatch) => {}
             Some(HelpAction::Down) => self.scroll(1),
             Some(HelpAction::Up) => self.scroll(-1),
             Some(HelpAction::PageDown) => self.scroll(page),
