@@ -23,7 +23,12 @@ impl App {
                 .keymap
                 .all()
                 .iter()
-                .map(|b| (b.spec.name.to_string(), b.spec.desc.to_string()))
+                .map(|b| {
+                    (
+                        b.spec.name.to_string(),
+                        panes::palette::action_label(&b.spec),
+                    )
+                })
                 .collect(),
             themes: crate::tui::theme::Theme::available(self.theme_dir.as_deref()),
             sessions: self.cx.sessions.clone(),
