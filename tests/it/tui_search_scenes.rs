@@ -160,10 +160,10 @@ async fn conversation_search_scenes() {
     assert!(none.contains("/Screenshot  no match"), "smart case: {none}");
 }
 
-/// The Command pane's output: `?FAIL` from the bottom finds the output
-/// line among 100 (the second match: the command's own header line is
-/// the first) and scrolls it into view, following paused; `/nothing`
-/// says `no match`.
+/// The Command pane's output: `/FAIL` then `N` (`?` stays help there)
+/// goes up from the bottom to the output line among 100 (the second
+/// match: the command's own header line is the first) and scrolls it
+/// into view, following paused; `/nothing` says `no match`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_output_search_scenes() {
     let setup = &[
@@ -171,8 +171,8 @@ async fn command_output_search_scenes() {
         Step::Type("seq 1 60; echo FAIL here; seq 61 99"),
         Step::Keys("enter esc z"),
     ];
-    let hit = scene("command_search", setup, "?", "FAIL", "").await;
-    assert!(hit.contains("?FAIL  2/2"), "{hit}");
+    let hit = scene("command_search", setup, "/", "FAIL", "N").await;
+    assert!(hit.contains("/FAIL  2/2"), "{hit}");
     assert!(hit.contains("FAIL here"), "{hit}");
     assert!(hit.contains("paused"), "{hit}");
     let none = scene("command_search_none", setup, "/", "nothing", "").await;

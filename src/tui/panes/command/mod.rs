@@ -87,9 +87,11 @@ crate::pane_action_enum! {
     Follow => act("command.follow", ID, "follow / pause", &["f"], false, true),
     Copy => act("command.copy", ID, "copy last output", &["y"], false, false),
     Clear => act("command.clear", ID, "clear output", &["C"], false, false),
-    // The viewer's search keys, in the output (issue 19).
-    Search => act("command.search", ID, "search output", &["/"], false, true),
-    SearchBack => act("command.search_back", ID, "search output backward", &["?"], false, false),
+    // The viewer's search keys, in the output (issue 19), but `?` stays
+    // help here: the pane users land in after `i` keeps that habit; `/`
+    // then `N` searches upward, and `[tui.keys]` can bind this one.
+    Search => act("command.search", ID, "search", &["/"], false, true),
+    SearchBack => act("command.search_back", ID, "search output backward", &[], false, false),
     NextMatch => act("command.next_match", ID, "next match", &["n"], false, false),
     PrevMatch => act("command.prev_match", ID, "previous match", &["N"], false, false),
     Run => act("command.run", PROMPT, "run", &["enter"], true, true),
