@@ -571,6 +571,7 @@ impl Pane for LogsPane {
             }
             let sel = idx == self.selected && (focused || !self.follow);
             if self.wrap {
+                let line = self.mark_wrapped(line, t);
                 let para = ratatui::widgets::Paragraph::new(line.clone())
                     .wrap(ratatui::widgets::Wrap { trim: false });
                 let hrows = wrapped_rows(&line, w).min((bottom - y) as usize) as u16;
@@ -595,10 +596,23 @@ impl Pane for LogsPane {
 }
 
 impl LogsPane {
+    /// A row to be wrapped with the search's matches in its source and
+    /// message spans (the third on) patched in: ratatui's word wrap
+    /// decides the columns, so they are marked in the spans.
+    fn mark_wrapped<'a>(&self, line: Line<'a>, t: &Theme) -> Line<'a> {
+        if !self.search.active() {
+            return line;
+        }
+        let mut spans = line.spans;
+        let tail = spans.split_off(spans.len().min(2));
+        let tail = search::highlight_spans(&self.search, Line::from(tail), t.matched);
+        spans.extend(tail.spans);
+        Line::from(spans)
+    }
+
     /// Highlights the search in the source and message of `l`, drawn as
-    /// `line` (time, level, source, message spans) in row `r`. Limit: a
-    /// wrapped row is not marked (the columns of its later rows are
-    /// ratatui's word wrap), as in the viewer.
+    /// `line` (time, level, source, message spans) in row `r` (a row that
+    /// is not wrapped; see [`LogsPane::mark_wrapped`]).
     fn mark_matches(
         &self,
         buf: &mut ratatui::buffer::Buffer,
