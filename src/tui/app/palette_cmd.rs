@@ -35,6 +35,7 @@ impl App {
             workspaces: self.cx.workspace_ids.clone(),
             workspace_notes: self.cx.workspace_notes.clone(),
             profiles: self.cx.profiles.clone(),
+            searches: self.cx.recent_searches.clone(),
             unavailable_profiles: self.cx.unavailable_profiles.clone(),
         }
     }

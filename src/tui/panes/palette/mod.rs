@@ -111,7 +111,8 @@ pub fn action_label(spec: &ActionSpec) -> String {
 }
 
 /// The argument entries the palette ranks with the actions: `session
-/// <id>`, `ws <id>`, `profile <name>`, `theme <name>`, each with what
+/// <id>`, `ws <id>`, `profile <name>`, `theme <name>`, recent searches
+/// (`grep <args>`, newest first), each with what
 /// picking it does, so an id typed alone (`s-002`) finds its command.
 fn argument_entries(p: &Completions) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -132,6 +133,9 @@ fn argument_entries(p: &Completions) -> Vec<(String, String)> {
     }
     for t in &p.themes {
         out.push((format!("theme {t}"), "switch theme".to_string()));
+    }
+    for q in p.searches.iter().rev() {
+        out.push((format!("grep {q}"), "search again".to_string()));
     }
     out
 }
@@ -190,6 +194,8 @@ pub struct Completions {
     pub workspaces: Vec<String>,
     /// Profile names.
     pub profiles: Vec<String>,
+    /// Recent Grep searches as `:grep` arguments, oldest first.
+    pub searches: Vec<String>,
     /// Built-in profiles that cannot work here, with the reason: listed
     /// under the usable ones so `:profile e2b` is never a mystery.
     pub unavailable_profiles: Vec<(String, String)>,

@@ -289,7 +289,7 @@ mod fuzzy {
         assert_eq!(action_label(&quit), "quit");
     }
 
-    /// Sessions, workspaces, profiles and themes are ranked with the
+    /// Sessions, workspaces, profiles, themes and recent searches are ranked with the
     /// actions: an id typed alone finds its command and Enter runs it; a
     /// pane word and a verb fragment pick that pane's action; an empty
     /// line lists everything (commands, actions, then the rest).
@@ -307,13 +307,14 @@ mod fuzzy {
             workspaces: vec!["3aea3aff7319".into()],
             profiles: vec!["local".into(), "docker".into()],
             themes: vec!["dark".into(), "light".into()],
+            searches: vec!["-- connect_server".into(), "-i -- todo src".into()],
             ..Completions::default()
         };
         let mut p = PaletteOverlay::new(pools.clone());
         p.refresh();
         assert_eq!(
             p.candidates.len(),
-            COMMANDS.len() + labels.len() + 2 + 1 + 2 + 2,
+            COMMANDS.len() + labels.len() + 2 + 1 + 2 + 2 + 2,
             "an empty line lists every entry"
         );
         assert!(p.candidates.iter().any(|(c, _)| c == "theme light"));
@@ -334,6 +335,11 @@ mod fuzzy {
             Some(PaletteCommand::OpenWorkspace("3aea3aff7319".into()))
         );
         assert_eq!(run("light").1, Some(PaletteCommand::Theme("light".into())));
+        // A recent search runs again as it was typed.
+        assert_eq!(
+            run("connect").1,
+            Some(PaletteCommand::Grep("-- connect_server".into()))
+        );
         assert_eq!(
             run("mcp tools pgup").0.as_deref(),
             Some("mcp_tools.page_up")
