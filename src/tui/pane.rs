@@ -59,6 +59,9 @@ pub struct HeaderInfo {
     pub state_until: Option<SystemTime>,
 }
 
+/// Recent searches kept for the palette ([`Ctx::recent_searches`]).
+pub const RECENT_SEARCHES: usize = 20;
+
 /// Shared state every pane sees, and the way back to the app.
 pub struct Ctx {
     /// The open workspace.
@@ -94,6 +97,9 @@ pub struct Ctx {
     pub workspace_notes: Vec<(String, String)>,
     /// Profile names (palette completion).
     pub profiles: Vec<String>,
+    /// Recent Grep searches as `:grep` arguments, oldest first, at most
+    /// [`RECENT_SEARCHES`] (the palette offers them again).
+    pub recent_searches: Vec<String>,
     /// Built-in profiles this machine cannot use, with the reason
     /// (`("e2b", "needs E2B_API_KEY")`): shown, not offered, by `:profile`.
     pub unavailable_profiles: Vec<(String, String)>,
@@ -118,6 +124,16 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Remembers a search (`:grep` arguments) for the palette: moved to
+    /// the newest place when already there, the oldest dropped past
+    /// [`RECENT_SEARCHES`].
+    pub fn remember_search(&mut self, args: String) {
+        self.recent_searches.retain(|s| s != &args);
+        self.recent_searches.push(args);
+        let over = self.recent_searches.len().saturating_sub(RECENT_SEARCHES);
+        self.recent_searches.drain(..over);
+    }
+
     /// Milliseconds from `since` to now on the app's clock (0 when the
     /// clock went back): how long a search or a walk has run.
     pub fn elapsed_ms(&self, since: SystemTime) -> u64 {

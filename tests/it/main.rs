@@ -69,6 +69,7 @@ mod tui_mcp_heal;
 mod tui_panes_extra;
 mod tui_recovery;
 mod tui_search;
+mod tui_search_scenes;
 mod tui_snapshots;
 mod tui_tmux;
 mod tui_trial;

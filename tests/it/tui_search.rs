@@ -353,3 +353,29 @@ async fn g_shows_the_tail_of_a_big_file() {
     assert!(text.contains("line 0000001 all is well"), "{text}");
     assert!(!text.contains("FINAL error"), "{text}");
 }
+
+/// A Grep search is offered again by the palette (a recent search, as
+/// `:grep` arguments): a fragment of it ranks it, Enter runs it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_palette_offers_a_recent_grep_again() {
+    let (_dir, ws) = fixture(sources).await;
+    let mut hs = Harness::new(ws, options(), 120, 40).await;
+    hs.keys("esc ctrl-f").await;
+    hs.type_text("connect_server").await;
+    hs.keys("enter").await;
+    assert!(!hits(&mut hs).is_empty());
+    hs.keys("esc").await;
+    hs.keys(":").await;
+    hs.type_text("connect_se").await;
+    let text = hs.draw().await;
+    assert!(text.contains("grep -- connect_server"), "{text}");
+    assert!(text.contains("search again"), "{text}");
+    hs.keys("enter").await;
+    assert_eq!(hs.app.overlay_kind(), None);
+    let q = hs
+        .app
+        .pane_call::<GrepPane, _>(grep::ID, |p, _| p.query().pattern.clone())
+        .unwrap();
+    assert_eq!(q, "connect_server");
+    assert!(!hits(&mut hs).is_empty(), "searched again");
+}

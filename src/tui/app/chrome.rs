@@ -215,6 +215,11 @@ impl App {
                 .chain([("esc".to_string(), "cancel")])
                 .collect(),
             (_, "dialog") => vec![("y/enter".into(), "confirm"), ("n/esc".into(), "cancel")],
+            (Some(Overlay::Help(h)), _) if h.typing() => vec![
+                ("enter".into(), "search"),
+                ("esc".into(), "clear"),
+                ("↑/↓".into(), "earlier searches"),
+            ],
             _ => {
                 let pane = self.pane(self.focus());
                 self.cx

@@ -30,6 +30,7 @@ impl App {
             match ov {
                 Overlay::Prompt { input, .. } => input.insert_str(&single_line(text)),
                 Overlay::Palette(p) => p.paste(&single_line(text)),
+                Overlay::Help(h) => h.paste(text),
                 _ => {}
             }
             return;
@@ -304,7 +305,10 @@ impl App {
         let chord = KeyChord::from_event(&key);
         match ov {
             Overlay::Help(mut h) => {
-                if let Some(spec) = self.cx.keymap.lookup(panes::help::ID, chord).copied() {
+                if h.typing() {
+                    // The search prompt takes every key (Enter, Esc too).
+                    h.on_key(&key);
+                } else if let Some(spec) = self.cx.keymap.lookup(panes::help::ID, chord).copied() {
                     if !h.on_action(spec.name) {
                         return;
                     }

@@ -251,6 +251,7 @@ impl App {
             workspace_ids: Vec::new(),
             workspace_notes: Vec::new(),
             profiles: opts.profiles.clone(),
+            recent_searches: Vec::new(),
             unavailable_profiles: opts.unavailable_profiles.clone(),
             manager: opts.manager.clone(),
             manager_factory: opts.manager_factory.clone(),

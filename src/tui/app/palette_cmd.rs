@@ -23,13 +23,19 @@ impl App {
                 .keymap
                 .all()
                 .iter()
-                .map(|b| (b.spec.name.to_string(), b.spec.desc.to_string()))
+                .map(|b| {
+                    (
+                        b.spec.name.to_string(),
+                        panes::palette::action_label(&b.spec),
+                    )
+                })
                 .collect(),
             themes: crate::tui::theme::Theme::available(self.theme_dir.as_deref()),
             sessions: self.cx.sessions.clone(),
             workspaces: self.cx.workspace_ids.clone(),
             workspace_notes: self.cx.workspace_notes.clone(),
             profiles: self.cx.profiles.clone(),
+            searches: self.cx.recent_searches.clone(),
             unavailable_profiles: self.cx.unavailable_profiles.clone(),
         }
     }

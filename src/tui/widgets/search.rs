@@ -329,6 +329,55 @@ pub fn highlight(
     }
 }
 
+/// `line` with the search's matches patched with `style`, for rows that
+/// ratatui wraps (where [`highlight`]'s columns would be wrong): the
+/// matches are found in the spans' text joined, so one may cross a style
+/// boundary, and the spans are cut at the match edges.
+pub fn highlight_spans<'a>(
+    search: &Search,
+    line: ratatui::text::Line<'a>,
+    style: Style,
+) -> ratatui::text::Line<'a> {
+    use ratatui::text::Span;
+    if !search.active() {
+        return line;
+    }
+    let joined: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let ranges = search.ranges(&joined);
+    if ranges.is_empty() {
+        return line;
+    }
+    let mut spans: Vec<Span<'a>> = Vec::with_capacity(line.spans.len() + 2 * ranges.len());
+    let mut at = 0usize;
+    for sp in &line.spans {
+        let text = sp.content.as_ref();
+        let (lo, hi) = (at, at + text.len());
+        // Cut points inside this span: every match edge between lo and hi.
+        let mut cuts: Vec<usize> = vec![lo, hi];
+        for &(a, b) in &ranges {
+            for e in [a, b] {
+                if e > lo && e < hi {
+                    cuts.push(e);
+                }
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        for w in cuts.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let inside = ranges.iter().any(|&(ra, rb)| ra <= a && b <= rb);
+            let st = if inside {
+                sp.style.patch(style)
+            } else {
+                sp.style
+            };
+            spans.push(Span::styled(text[a - lo..b - lo].to_string(), st));
+        }
+        at = hi;
+    }
+    ratatui::text::Line { spans, ..line }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,5 +478,42 @@ mod tests {
         assert_eq!(s.text, "a[31m b");
         s.paste(&"y".repeat(5000));
         assert_eq!(s.text.chars().count(), MAX_QUERY_CHARS);
+    }
+
+    #[test]
+    fn wrapped_rows_get_their_matches_as_spans() {
+        use ratatui::style::{Color, Style};
+        use ratatui::text::{Line, Span};
+        let mut s = Search::default();
+        let red = Style::default().fg(Color::Red);
+        let mark = Style::default().bg(Color::Yellow);
+        let line = Line::from(vec![
+            Span::styled("an err", red),
+            Span::raw("or here, error"),
+        ]);
+        s.set("error");
+        let out = highlight_spans(&s, line.clone(), mark);
+        let got: Vec<(&str, bool)> = out
+            .spans
+            .iter()
+            .map(|sp| (sp.content.as_ref(), sp.style.bg == Some(Color::Yellow)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("an ", false),
+                ("err", true),
+                ("or", true),
+                (" here, ", false),
+                ("error", true)
+            ]
+        );
+        assert_eq!(
+            out.spans[1].style.fg,
+            Some(Color::Red),
+            "the span's own style is kept"
+        );
+        s.set("");
+        assert_eq!(highlight_spans(&s, line.clone(), mark), line);
     }
 }

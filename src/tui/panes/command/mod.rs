@@ -41,6 +41,7 @@
 //!   its result.
 //! * [`keys`]: raw mode's key-to-bytes table.
 //! * [`pane`]: the `Pane` glue (keys, actions, events, mouse, render).
+//! * [`search`]: `/` and `?` in the output, as in the viewer.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,7 @@ mod keys;
 mod output;
 mod pane;
 mod run;
+mod search;
 
 pub use output::{PULL_FRAME_TIME, PULL_SLICE, Pull, STOPPED_TAIL_BYTES, exit_label};
 
@@ -85,6 +87,13 @@ crate::pane_action_enum! {
     Follow => act("command.follow", ID, "follow / pause", &["f"], false, true),
     Copy => act("command.copy", ID, "copy last output", &["y"], false, false),
     Clear => act("command.clear", ID, "clear output", &["C"], false, false),
+    // The viewer's search keys, in the output (issue 19), but `?` stays
+    // help here: the pane users land in after `i` keeps that habit; `/`
+    // then `N` searches upward, and `[tui.keys]` can bind this one.
+    Search => act("command.search", ID, "search", &["/"], false, true),
+    SearchBack => act("command.search_back", ID, "search output backward", &[], false, false),
+    NextMatch => act("command.next_match", ID, "next match", &["n"], false, false),
+    PrevMatch => act("command.prev_match", ID, "previous match", &["N"], false, false),
     Run => act("command.run", PROMPT, "run", &["enter"], true, true),
     Newline => act("command.newline", PROMPT, "new line", &["alt-enter", "shift-enter", "ctrl-j"], false, true),
     Leave => act("command.leave", PROMPT, "leave prompt", &["esc"], false, true),
@@ -184,6 +193,10 @@ pub struct CommandPane {
     /// Output bytes of the current or last run skipped because they came
     /// faster than frames took them (shown in the title).
     skipped: u64,
+    /// The `/` search of the output (typed or applied).
+    search: crate::tui::widgets::search::Search,
+    /// Ring sequence number of the output line the search found.
+    mark: Option<u64>,
 }
 
 fn new_prompt() -> PromptField {
@@ -221,6 +234,8 @@ impl CommandPane {
             budget_bytes: cfg.output_buffer_bytes,
             frame_bytes: cfg.output_frame_bytes,
             skipped: 0,
+            search: Default::default(),
+            mark: None,
         }
     }
 

@@ -231,6 +231,7 @@ impl CommandPane {
 
     pub(super) fn render_output(&mut self, f: &mut Frame<'_>, area: Rect, cx: &Ctx) {
         let t = &cx.theme;
+        let area = crate::tui::widgets::search::bar(f, area, &self.search, t.accent);
         self.out_height = area.height as usize;
         if self.output.is_empty() {
             let msg = if cx.can("command.run") {
@@ -269,6 +270,8 @@ impl CommandPane {
             };
             if let Some(l) = line {
                 buf.set_line(area.x, y, &l.to_line(t.base), area.width);
+                let r = Rect::new(area.x, y, area.width, 1);
+                self.mark_row(buf, i, &l.text, r, t);
             }
         }
     }

@@ -169,7 +169,22 @@ impl CommandPane {
                     cx.effect(Effect::Copy(s));
                 }
             }
-            CommandAction::Clear => self.output.clear(),
+            CommandAction::Clear => {
+                self.output.clear();
+                self.mark = None;
+            }
+            CommandAction::Search | CommandAction::SearchBack => {
+                // The search is of the output: leave the past commands.
+                self.show_past = false;
+                self.search.begin(action == CommandAction::SearchBack);
+            }
+            CommandAction::NextMatch | CommandAction::PrevMatch => {
+                if !self.search.active() {
+                    cx.toast(Level::Info, "no search: / or ? starts one");
+                } else if !self.find(action == CommandAction::PrevMatch) {
+                    cx.toast(Level::Info, format!("no match for {}", self.search.text));
+                }
+            }
             CommandAction::Nav(verb) => {
                 if self.show_past {
                     nav(&mut self.past_cursor, verb, self.past.len());
@@ -225,7 +240,15 @@ impl Pane for CommandPane {
     }
 
     fn text_input_active(&self) -> bool {
-        self.typing
+        self.typing || self.search.editing
+    }
+
+    fn clear_filter(&mut self) -> bool {
+        if self.search.editing || !self.search.active() {
+            return false;
+        }
+        self.clear_search();
+        true
     }
 
     /// The keys that act on a running command (interrupt, kill, raw
@@ -241,6 +264,8 @@ impl Pane for CommandPane {
 
     fn blur(&mut self) {
         self.typing = false;
+        // A search typed so far stays applied, as after Enter.
+        self.search.editing = false;
     }
 
     fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
@@ -249,6 +274,20 @@ impl Pane for CommandPane {
         // the prompt is not typing).
         if let Some(a) = self.running.as_ref().and_then(|_| running_key(key)) {
             return self.act(a, cx);
+        }
+        if self.search.editing {
+            use crate::tui::widgets::filter::FilterOutcome;
+            return match self.search.key(key) {
+                FilterOutcome::Ignored => false,
+                FilterOutcome::Changed => true,
+                FilterOutcome::Done => {
+                    self.mark = None;
+                    if self.search.active() && !self.find(false) {
+                        cx.toast(Level::Info, format!("no match for {}", self.search.text));
+                    }
+                    true
+                }
+            };
         }
         if self.raw && self.running.is_some() {
             if let Some(b) = super::keys::key_bytes(key) {
@@ -267,6 +306,10 @@ impl Pane for CommandPane {
     }
 
     fn on_paste(&mut self, s: &str, _cx: &mut Ctx) -> bool {
+        if self.search.editing {
+            self.search.paste(s);
+            return true;
+        }
         if !self.typing {
             return false;
         }
@@ -305,6 +348,7 @@ impl Pane for CommandPane {
                 self.run(c.to_string(), cx);
             }
             PaneEvent::SessionChanged => {
+                self.clear_search();
                 let s = cx.session.clone();
                 self.show_session(&s);
                 self.history.clear();

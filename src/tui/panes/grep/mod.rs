@@ -178,6 +178,7 @@ impl GrepPane {
             self.state = State::Idle;
             return;
         }
+        cx.remember_search(self.query.command_line());
         self.seq += 1;
         let seq = self.seq;
         let token = CancellationToken::new();

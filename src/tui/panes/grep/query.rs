@@ -95,6 +95,38 @@ impl GrepQuery {
     }
 }
 
+impl GrepQuery {
+    /// The query as `:grep` arguments that [`parse_command`] reads back
+    /// to the same query (shell-quoted words; `--` before a pattern that
+    /// starts with `-`): what the palette offers as a recent search.
+    pub fn command_line(&self) -> String {
+        let q = |w: &str| {
+            shlex::try_quote(w)
+                .map(|c| c.into_owned())
+                .unwrap_or_else(|_| w.replace('\0', ""))
+        };
+        let mut words: Vec<String> = Vec::new();
+        if let Some(g) = &self.glob {
+            words.push(format!("--glob {}", q(g)));
+        }
+        for (on, flag) in [
+            (self.ignore_case, "-i"),
+            (self.literal, "-F"),
+            (self.hidden, "--hidden"),
+        ] {
+            if on {
+                words.push(flag.to_string());
+            }
+        }
+        words.push("--".to_string());
+        words.push(q(&self.pattern));
+        if let Some(p) = &self.path {
+            words.push(q(p));
+        }
+        words.join(" ")
+    }
+}
+
 /// Parses the arguments of `:grep PATTERN [PATH] [--glob G]` (shell
 /// words, so a pattern with spaces is quoted; `-i` ignores case, `-F`
 /// searches literally, `--hidden` includes dot files). Errors say what
@@ -238,6 +270,27 @@ pub fn match_ranges(m: &RegexMatcher, text: &str) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_reads_back_to_its_query() {
+        for args in [
+            "'fn main' src --glob '*.rs' -i",
+            "-F -- '-x [y' --hidden",
+            "\"it's\" 'a b/c d'",
+        ] {
+            let q = parse_command(args).unwrap();
+            let line = q.command_line();
+            let back = parse_command(&line).unwrap();
+            assert_eq!(back.pattern, q.pattern, "{line}");
+            assert_eq!(back.path, q.path, "{line}");
+            assert_eq!(back.glob, q.glob, "{line}");
+            assert_eq!(
+                (back.ignore_case, back.literal, back.hidden),
+                (q.ignore_case, q.literal, q.hidden),
+                "{line}"
+            );
+        }
+    }
 
     #[test]
     fn command_parses_pattern_path_glob_and_flags() {

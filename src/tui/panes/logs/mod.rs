@@ -5,29 +5,34 @@
 //! order they happened ([`store`]).
 //!
 //! Level filter (`l` cycles), source filter (`s`), follow / pause (`f`),
-//! wrap (`w`), `/` search with `n` / `N`, save to a host file (`S`), copy
-//! the selected line (`y`). The filtered view is kept incrementally (an
+//! wrap (`w`), save to a host file (`S`), copy the selected line (`y`).
+//! `/` and `?` search as in the viewer (the shared [`Search`] widget: a
+//! substring of a line's source or message, smart case; `n` / `N` select
+//! the next / previous line holding it in the search's direction, wrapping
+//! around; matches highlighted, `3/17` in the bar; Esc clears it). The filtered view is kept incrementally (an
 //! index of matching sequence numbers), so neither a new line nor a frame
 //! ever scans the whole buffer; a frame draws the visible rows only.
 
+mod events;
 mod store;
+
+pub(crate) use events::workspace_state;
 
 use std::collections::{BTreeSet, VecDeque};
 
-use crate::backend::text::head_bytes;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::engine::events::{Event, OffloadKind};
+use crate::engine::events::Event;
 use crate::tui::action::{DialogTag, Effect, Level, LogLine, PaneEvent};
 use crate::tui::keymap::ActionSpec;
 use crate::tui::pane::Nav;
 use crate::tui::pane::{Ctx, Pane, TaskPane, placeholder, wheel_nav};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::filter::{Filter, FilterOutcome};
+use crate::tui::widgets::filter::FilterOutcome;
+use crate::tui::widgets::search::{self, Search};
 use crate::tui::widgets::text;
 use store::{Key, LogStore};
 
@@ -41,7 +46,9 @@ crate::pane_action_enum! {
     Wrap => act("logs.wrap", ID, "wrap", &["w"], false, true),
     Level => act("logs.level", ID, "level filter", &["l"], false, true),
     Source => act("logs.source", ID, "source filter", &["s"], false, true),
+    // The viewer's keys: `/`, `?`, `n`, `N` (issue 19).
     Search => act("logs.search", ID, "search", &["/"], false, true),
+    SearchBack => act("logs.search_back", ID, "search backward", &["?"], false, false),
     Next => act("logs.next", ID, "next match", &["n"], false, false),
     Prev => act("logs.prev", ID, "previous match", &["N"], false, false),
     Copy => act("logs.copy", ID, "copy line", &["y", "c"], false, true),
@@ -52,21 +59,6 @@ crate::pane_action_enum! {
 /// Keys of the pane.
 pub const ACTIONS: &[ActionSpec] = LogsAction::TABLE;
 
-/// A workspace state as a short phrase: `leased`, `failed: reason`.
-pub(crate) fn workspace_state(s: &crate::engine::events::WorkspaceState) -> String {
-    use crate::engine::events::WorkspaceState as S;
-    match s {
-        S::Failed { reason } => format!("failed: {reason}"),
-        S::Lost { health, reason } => format!("lost ({health}): {reason}"),
-        S::Replaced { notice } => format!("replaced: {notice}"),
-        S::Restarted { notice } => format!("restarted: {notice}"),
-        other => serde_json::to_value(other)
-            .ok()
-            .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(String::from))
-            .unwrap_or_else(|| format!("{other:?}").to_lowercase()),
-    }
-}
-
 /// The Logs pane.
 pub struct LogsPane {
     store: LogStore,
@@ -75,7 +67,7 @@ pub struct LogsPane {
     min_level: Level,
     source: Option<String>,
     sources: BTreeSet<String>,
-    search: Filter,
+    search: Search,
     follow: bool,
     wrap: bool,
     /// Selected entry, as an index into `filtered`.
@@ -99,7 +91,7 @@ impl LogsPane {
             min_level: Level::Info,
             source: None,
             sources: BTreeSet::new(),
-            search: Filter::default(),
+            search: Search::default(),
             follow: true,
             wrap: false,
             selected: 0,
@@ -211,189 +203,36 @@ impl LogsPane {
         )
     }
 
-    fn find(&mut self, forward: bool) -> bool {
+    /// Whether line `i` of the filtered view holds the search (in its
+    /// source or its message).
+    fn hit(&self, i: usize) -> bool {
+        self.entry(i)
+            .is_some_and(|l| self.search.matches(&l.message) || self.search.matches(&l.source))
+    }
+
+    /// Selects the next line holding the search in its direction (`N`:
+    /// `reverse`), from the selection, wrapping around, and counts the
+    /// matching lines for the bar; false when none holds it. Scans the
+    /// filtered lines (bounded by `log_buffer_lines`) once per key.
+    fn find(&mut self, reverse: bool) -> bool {
         if !self.search.active() {
             return false;
         }
         let n = self.filtered.len();
-        for step in 1..=n {
-            let i = if forward {
-                (self.selected + step) % n
-            } else {
-                (self.selected + n - step % n) % n
-            };
-            if self
-                .entry(i)
-                .is_some_and(|l| self.search.matches(&l.message) || self.search.matches(&l.source))
-            {
+        let q = self.search.clone();
+        let hit = q.next(n, self.selected, reverse, |i| self.hit(i));
+        let at = hit.unwrap_or(self.selected);
+        let mut counted = q;
+        counted.set_count(n, at, |i| self.hit(i));
+        self.search = counted;
+        match hit {
+            Some(i) => {
                 self.selected = i;
                 self.follow = false;
-                return true;
+                true
             }
+            None => false,
         }
-        false
-    }
-
-    /// One engine event as a log line (`None` for output chunks, which the
-    /// Command pane shows).
-    pub fn describe(ev: &Event) -> Option<(Level, String, String)> {
-        Some(match ev {
-            Event::Workspace { state } => (
-                if matches!(state, crate::engine::events::WorkspaceState::Failed { .. }) {
-                    Level::Error
-                } else if matches!(
-                    state,
-                    crate::engine::events::WorkspaceState::Lost { .. }
-                        | crate::engine::events::WorkspaceState::Replaced { .. }
-                ) {
-                    Level::Warn
-                } else {
-                    Level::Info
-                },
-                "workspace".into(),
-                format!("workspace {}", workspace_state(state)),
-            ),
-            Event::ToolStarted {
-                tool,
-                call_id,
-                session,
-                args,
-                ..
-            } => {
-                let mut a = args.to_string();
-                if a.len() > 200 {
-                    a.truncate(head_bytes(&a, 200).len());
-                    a.push('…');
-                }
-                (
-                    Level::Debug,
-                    "tool".into(),
-                    format!("{tool} started ({call_id}, session {session}) {a}"),
-                )
-            }
-            Event::ToolFinished {
-                tool,
-                call_id,
-                state,
-                duration_ms,
-            } => (
-                if state == "success" {
-                    Level::Info
-                } else {
-                    Level::Warn
-                },
-                "tool".into(),
-                format!(
-                    "{tool} {state} in {} ({call_id})",
-                    text::duration_ms(*duration_ms)
-                ),
-            ),
-            Event::CommandStarted {
-                command, session, ..
-            } => (
-                Level::Info,
-                "command".into(),
-                format!("[{session}] $ {}", command.replace('\n', " ⏎ ")),
-            ),
-            Event::CommandOutput { .. } => return None,
-            Event::CommandExited {
-                exit_code,
-                timed_out,
-                cancelled,
-                duration_ms,
-                ..
-            } => {
-                let what = if *timed_out {
-                    "timed out".to_string()
-                } else if *cancelled {
-                    "killed".to_string()
-                } else {
-                    format!(
-                        "exit {}",
-                        exit_code
-                            .map(|c| c.to_string())
-                            .unwrap_or_else(|| "?".into())
-                    )
-                };
-                let lvl = if *exit_code == Some(0) {
-                    Level::Info
-                } else {
-                    Level::Warn
-                };
-                (
-                    lvl,
-                    "command".into(),
-                    format!("{what} after {}", text::duration_ms(*duration_ms)),
-                )
-            }
-            Event::FileChanged { path, kind } => (
-                Level::Debug,
-                "file".into(),
-                format!("{kind:?} {path}").to_lowercase(),
-            ),
-            Event::SkillAdded { agent, name } => (
-                Level::Info,
-                "skills".into(),
-                format!("added {name} to {agent}"),
-            ),
-            Event::SkillRemoved { agent, name } => (
-                Level::Info,
-                "skills".into(),
-                format!("removed {name} from {agent}"),
-            ),
-            Event::OffloadWritten {
-                session,
-                kind,
-                path,
-                bytes,
-            } => {
-                let k = match kind {
-                    OffloadKind::Context => "context",
-                    OffloadKind::ToolResult => "tool result",
-                    OffloadKind::Data => "data",
-                };
-                let s = if session.is_empty() {
-                    String::new()
-                } else {
-                    format!("[{session}] ")
-                };
-                (
-                    Level::Info,
-                    "offload".into(),
-                    format!("{s}{k} {} → {path}", text::human_size(*bytes)),
-                )
-            }
-            Event::McpState {
-                agent,
-                session,
-                server,
-                state,
-                detail,
-            } => (
-                if state == "failed" || state == "crashed" {
-                    Level::Error
-                } else {
-                    Level::Info
-                },
-                "mcp".into(),
-                format!(
-                    "{server} ({agent}/{session}) {state}{}",
-                    detail
-                        .as_ref()
-                        .map(|d| format!(": {d}"))
-                        .unwrap_or_default()
-                ),
-            ),
-            Event::Log {
-                level,
-                source,
-                message,
-            } => (
-                Level::parse(level),
-                format!("engine:{source}"),
-                message.clone(),
-            ),
-        })
     }
 
     fn row_line<'a>(&self, l: &'a LogLine, t: &Theme) -> Line<'a> {
@@ -407,30 +246,6 @@ impl LogsPane {
             ),
             Span::styled(format!("{:<10} ", text::display(&l.source)), t.accent),
         ];
-        // Highlight the first search match in the message.
-        if self.search.active() && !self.search.text.starts_with('!') {
-            let needle = &self.search.text;
-            let hay = if needle.chars().any(char::is_uppercase) {
-                msg.clone()
-            } else {
-                msg.to_lowercase()
-            };
-            let n = if needle.chars().any(char::is_uppercase) {
-                needle.clone()
-            } else {
-                needle.to_lowercase()
-            };
-            if let Some(p) = hay.find(&n)
-                && hay.len() == msg.len()
-                && msg.is_char_boundary(p)
-                && msg.is_char_boundary(p + n.len())
-            {
-                spans.push(Span::styled(msg[..p].to_string(), t.base));
-                spans.push(Span::styled(msg[p..p + n.len()].to_string(), t.matched));
-                spans.push(Span::styled(msg[p + n.len()..].to_string(), t.base));
-                return Line::from(spans);
-            }
-        }
         spans.push(Span::styled(msg, t.base));
         Line::from(spans)
     }
@@ -499,13 +314,15 @@ impl LogsPane {
                 });
                 return true;
             }
-            LogsAction::Search => {
-                self.search.begin();
+            LogsAction::Search | LogsAction::SearchBack => {
+                self.search.begin(action == LogsAction::SearchBack);
                 return true;
             }
             LogsAction::Next | LogsAction::Prev => {
-                if !self.find(action == LogsAction::Next) {
-                    cx.toast(Level::Info, "no match");
+                if !self.search.active() {
+                    cx.toast(Level::Info, "no search: / or ? starts one");
+                } else if !self.find(action == LogsAction::Prev) {
+                    cx.toast(Level::Info, format!("no match for {}", self.search.text));
                 }
                 return true;
             }
@@ -558,17 +375,27 @@ impl Pane for LogsPane {
     }
 
     fn blur(&mut self) {
-        // The filter typed so far stays applied, as after Enter.
+        // The search typed so far stays applied, as after Enter.
         self.search.editing = false;
     }
 
-    fn on_key(&mut self, key: &KeyEvent, _cx: &mut Ctx) -> bool {
+    fn clear_filter(&mut self) -> bool {
+        if self.search.editing || !self.search.active() {
+            return false;
+        }
+        self.search.clear();
+        true
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, cx: &mut Ctx) -> bool {
         match self.search.key(key) {
             FilterOutcome::Ignored => false,
             FilterOutcome::Changed => true,
             FilterOutcome::Done => {
-                if self.search.active() {
-                    self.find(false);
+                // Enter: the first line holding it after the selection
+                // (before it for `?`); Esc cleared it.
+                if self.search.active() && !self.find(false) {
+                    cx.toast(Level::Info, format!("no match for {}", self.search.text));
                 }
                 true
             }
@@ -691,7 +518,7 @@ impl Pane for LogsPane {
         let block = cx.block_for(area, &title, &note.join(" · "), focused);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        let list = crate::tui::pane::filter_bar(f, inner, &self.search, cx);
+        let list = search::bar(f, inner, &self.search, t.accent);
         self.height = list.height as usize;
         if self.filtered.is_empty() {
             placeholder(f, list, "no log lines", t.muted);
@@ -744,6 +571,7 @@ impl Pane for LogsPane {
             }
             let sel = idx == self.selected && (focused || !self.follow);
             if self.wrap {
+                let line = self.mark_wrapped(line, t);
                 let para = ratatui::widgets::Paragraph::new(line.clone())
                     .wrap(ratatui::widgets::Wrap { trim: false });
                 let hrows = wrapped_rows(&line, w).min((bottom - y) as usize) as u16;
@@ -758,10 +586,68 @@ impl Pane for LogsPane {
                 if sel {
                     buf.set_style(Rect::new(list.x, y, list.width, 1), t.selection);
                 }
+                if let Some(l) = self.entry(idx) {
+                    self.mark_matches(buf, l, &line, Rect::new(list.x, y, list.width, 1), t);
+                }
                 y += 1;
             }
         }
-        let _ = Style::default();
+    }
+}
+
+impl LogsPane {
+    /// A row to be wrapped with the search's matches in its source and
+    /// message spans (the third on) patched in: ratatui's word wrap
+    /// decides the columns, so they are marked in the spans.
+    fn mark_wrapped<'a>(&self, line: Line<'a>, t: &Theme) -> Line<'a> {
+        if !self.search.active() {
+            return line;
+        }
+        let mut spans = line.spans;
+        let tail = spans.split_off(spans.len().min(2));
+        let tail = search::highlight_spans(&self.search, Line::from(tail), t.matched);
+        spans.extend(tail.spans);
+        Line::from(spans)
+    }
+
+    /// Highlights the search in the source and message of `l`, drawn as
+    /// `line` (time, level, source, message spans) in row `r` (a row that
+    /// is not wrapped; see [`LogsPane::mark_wrapped`]).
+    fn mark_matches(
+        &self,
+        buf: &mut ratatui::buffer::Buffer,
+        l: &LogLine,
+        line: &Line<'_>,
+        r: Rect,
+        t: &Theme,
+    ) {
+        if !self.search.active() {
+            return;
+        }
+        let spans = &line.spans;
+        let mut col = 0usize;
+        for (i, sp) in spans.iter().enumerate() {
+            // Spans 2 and 3 are the source (padded) and the message.
+            let shown = match i {
+                2 => Some(text::display(&l.source)),
+                3 => Some(text::display(&l.message)),
+                _ => None,
+            };
+            if let Some(shown) = shown
+                && col < r.width as usize
+            {
+                search::highlight(
+                    buf,
+                    &self.search,
+                    &shown,
+                    r.x + col as u16,
+                    r.y,
+                    r.width - col as u16,
+                    t.matched,
+                );
+            }
+            col += text::width(&sp.content);
+        }
     }
 }
 

@@ -88,6 +88,49 @@ fn source_filter_and_search() {
     p.refilter();
     p.search.set("hello");
     p.selected = 0;
-    assert!(p.find(true));
+    assert!(p.find(false));
     assert_eq!(p.entry(p.selected).unwrap().message, "hello world");
+    assert_eq!(p.search.label(), "/hello  1/1");
+}
+
+/// The viewer's search in Logs: `n` follows the direction of `/` or
+/// `?`, `N` goes the other way, both wrap; smart case; the source is
+/// searched as well as the message; no match leaves the selection.
+#[test]
+fn search_moves_both_ways_and_wraps() {
+    let mut p = LogsPane::new(100);
+    for (src, msg) in [
+        ("bus:tool", "Bash success"),
+        ("stderr", "disk ERROR one"),
+        ("stderr", "fine"),
+        ("stderr", "error two"),
+        ("bus:mcp", "fine"),
+    ] {
+        p.push(line(Level::Info, src, msg));
+    }
+    p.search.set("error");
+    p.selected = 0;
+    assert!(p.find(false));
+    assert_eq!(p.selected, 1);
+    assert!(p.find(false));
+    assert_eq!(p.selected, 3);
+    assert_eq!(p.search.label(), "/error  2/2");
+    assert!(p.find(false), "wraps to the top");
+    assert_eq!(p.selected, 1);
+    assert!(p.find(true), "N goes up, wrapping to the bottom");
+    assert_eq!(p.selected, 3);
+    p.search.backward = true;
+    assert!(p.find(false), "? goes up");
+    assert_eq!(p.selected, 1);
+    p.search.set("ERROR");
+    assert!(p.find(false), "smart case: only the upper-case one");
+    assert_eq!(p.selected, 1);
+    assert_eq!(p.search.label(), "?ERROR  1/1");
+    p.search.set("mcp");
+    assert!(p.find(false), "the source is searched");
+    assert_eq!(p.selected, 4);
+    p.search.set("absent");
+    assert!(!p.find(false));
+    assert_eq!(p.selected, 4, "no match keeps the selection");
+    assert_eq!(p.search.label(), "?absent  no match");
 }

@@ -5,7 +5,8 @@
 //! back through what was opened, then closes. `/` and `?` search as in
 //! `less` (the shared [`Search`] widget: a substring, smart case; `n` /
 //! `N` for the next / previous line holding it in the search's direction,
-//! wrapping around; matches highlighted, `3/17` in the bar), the line
+//! wrapping around; matches highlighted, wrapped lines too, `3/17` in
+//! the bar), the line
 //! found marked; Esc clears an applied search before it goes back.
 
 use ratatui::Frame;
@@ -443,7 +444,7 @@ impl Pane for ViewerPane {
                 .skip(self.offset)
                 .take(inner.height as usize)
                 .map(|(i, l)| {
-                    let ln = l.to_line(t.base);
+                    let ln = search::highlight_spans(&self.search, l.to_line(t.base), t.matched);
                     if Some(i) == sel_line {
                         ln.patch_style(t.selection)
                     } else {

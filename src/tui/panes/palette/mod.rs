@@ -89,6 +89,64 @@ pub fn fuzzy_rank(needle: &str, items: &[(String, String)]) -> Vec<usize> {
     scored.into_iter().map(|(_, i)| i).collect()
 }
 
+/// The palette's human label of an action: its pane, then what it does
+/// (`Logs: search`, `MCP tools: page up`); an action of the whole app is
+/// just its description (`quit`). Many panes share a description (`page
+/// up`), so the pane is part of what is matched and shown.
+pub fn action_label(spec: &ActionSpec) -> String {
+    let pane = match spec.context {
+        crate::tui::keymap::GLOBAL => return spec.desc.to_string(),
+        "mcp" => "MCP".to_string(),
+        "mcp_tools" => "MCP tools".to_string(),
+        other => {
+            let words = other.replace(['_', '.'], " ");
+            let mut c = words.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        }
+    };
+    format!("{pane}: {}", spec.desc)
+}
+
+/// The argument entries the palette ranks with the actions: `session
+/// <id>`, `ws <id>`, `profile <name>`, `theme <name>`, recent searches
+/// (`grep <args>`, newest first), each with what
+/// picking it does, so an id typed alone (`s-002`) finds its command.
+fn argument_entries(p: &Completions) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for s in &p.sessions {
+        out.push((format!("session {s}"), "select this session".to_string()));
+    }
+    for w in &p.workspaces {
+        let note = p
+            .workspace_notes
+            .iter()
+            .find(|(id, _)| id == w)
+            .map(|(_, n)| format!("open workspace · {n}"))
+            .unwrap_or_else(|| "open workspace".to_string());
+        out.push((format!("ws {w}"), note));
+    }
+    for pr in &p.profiles {
+        out.push((format!("profile {pr}"), "switch profile".to_string()));
+    }
+    for t in &p.themes {
+        out.push((format!("theme {t}"), "switch theme".to_string()));
+    }
+    for q in p.searches.iter().rev() {
+        out.push((format!("grep {q}"), "search again".to_string()));
+    }
+    out
+}
+
+/// True when `word` starts a command that takes arguments (`session`,
+/// `s`, `ws`, `grep` …): what follows it completes from that command's
+/// pool instead of being fuzzy words.
+fn takes_argument(word: &str) -> bool {
+    matches!(word, "s" | "rg" | "agent") || COMMANDS.iter().any(|(w, arg, _)| *arg && *w == word)
+}
+
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaletteCommand {
@@ -125,8 +183,8 @@ pub struct Completions {
     /// Action names (`files.delete`).
     pub actions: Vec<String>,
     /// `(action name, human label)` of every action (`("files.delete",
-    /// "delete")`): what the fuzzy ranking matches and the list shows,
-    /// the id dimmed beside it.
+    /// "Files: delete")`, see [`action_label`]): what the fuzzy ranking
+    /// matches and the list shows, the id dimmed beside it.
     pub labels: Vec<(String, String)>,
     /// Theme names.
     pub themes: Vec<String>,
@@ -136,6 +194,8 @@ pub struct Completions {
     pub workspaces: Vec<String>,
     /// Profile names.
     pub profiles: Vec<String>,
+    /// Recent Grep searches as `:grep` arguments, oldest first.
+    pub searches: Vec<String>,
     /// Built-in profiles that cannot work here, with the reason: listed
     /// under the usable ones so `:profile e2b` is never a mystery.
     pub unavailable_profiles: Vec<(String, String)>,
@@ -270,7 +330,11 @@ impl PaletteOverlay {
         let input = self.input.trim_start();
         let p = &self.pools;
         let mut out: Vec<(String, String)> = Vec::new();
-        if let Some((word, arg)) = input.split_once(' ') {
+        // `word arg` only for a command word: other words are fuzzy
+        // words of one query (`logs search`, fzf's spaces).
+        if let Some((word, arg)) = input.split_once(' ')
+            && takes_argument(word)
+        {
             let arg = arg.trim_start();
             let pool: &[String] = match word {
                 "session" | "s" => &p.sessions,
@@ -324,9 +388,11 @@ impl PaletteOverlay {
                     out.push((w.to_string(), d.to_string()));
                 }
             }
-            // Actions by fuzzy score of their label and id (`gre` finds
-            // `app.grep`, `search` finds every search).
-            let labels: Vec<(String, String)> = if p.labels.is_empty() {
+            // Actions, sessions, workspaces, profiles and themes by fuzzy
+            // score of their label and id (`gre` finds `app.grep`, `search`
+            // finds every search, `s-002` finds `session s-002`); an empty
+            // line lists them all, actions first.
+            let mut items: Vec<(String, String)> = if p.labels.is_empty() {
                 p.actions
                     .iter()
                     .map(|a| (a.clone(), String::new()))
@@ -334,8 +400,9 @@ impl PaletteOverlay {
             } else {
                 p.labels.clone()
             };
-            for i in fuzzy_rank(input, &labels) {
-                out.push(labels[i].clone());
+            items.extend(argument_entries(p));
+            for i in fuzzy_rank(input, &items) {
+                out.push(items[i].clone());
             }
         }
         self.candidates = out;
@@ -371,6 +438,12 @@ impl PaletteOverlay {
             c.clone()
         };
         match &mut self.cycle {
+            // A command word filled in: its arguments are listed next,
+            // not the rest of the cycle.
+            Some(_) if takes_arg => {
+                self.cycle = None;
+                self.selected = 0;
+            }
             Some(cy) => cy.filled = self.input.clone(),
             None => self.selected = 0,
         }
@@ -397,7 +470,9 @@ impl PaletteOverlay {
                     return Some(direct);
                 }
                 if let Some((c, _)) = self.candidates.get(self.selected)
-                    && (c.starts_with(input) || !input.contains(char::is_whitespace))
+                    && (c.starts_with(input)
+                        || !input.contains(char::is_whitespace)
+                        || !takes_argument(first_word(input).as_str()))
                     && c != input
                 {
                     let picked = parse(c, &actions);
@@ -520,273 +595,4 @@ impl PaletteOverlay {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ratatui::crossterm::event::KeyEventKind;
-
-    fn k(code: KeyCode) -> KeyEvent {
-        KeyEvent::new_with_kind(code, KeyModifiers::NONE, KeyEventKind::Press)
-    }
-
-    #[test]
-    fn parses_commands() {
-        let acts = vec!["files.delete".to_string()];
-        assert_eq!(
-            parse(":agent http://h:1/v1 m", &acts),
-            PaletteCommand::Agent("http://h:1/v1 m".into())
-        );
-        assert_eq!(
-            parse(":agent", &acts),
-            PaletteCommand::Action("app.agent".into())
-        );
-        assert_eq!(parse(":quit", &acts), PaletteCommand::Quit);
-        assert_eq!(
-            parse("session s-001", &acts),
-            PaletteCommand::Session("s-001".into())
-        );
-        assert_eq!(
-            parse("theme light", &acts),
-            PaletteCommand::Theme("light".into())
-        );
-        assert_eq!(
-            parse("files.delete", &acts),
-            PaletteCommand::Action("files.delete".into())
-        );
-        assert!(matches!(
-            parse("ws abc", &acts),
-            PaletteCommand::OpenWorkspace(_)
-        ));
-        // `:ws` alone focuses the pane (k9s `:pods`), as every pane name.
-        for (w, a) in [
-            ("ws", "app.focus_workspaces"),
-            (":mcp", "app.focus_mcp"),
-            ("files", "app.focus_files"),
-            ("sessions", "app.focus_sessions"),
-            ("logs", "app.focus_logs"),
-        ] {
-            assert!(
-                matches!(parse(w, &acts), PaletteCommand::Action(ref n) if n == a),
-                "{w}"
-            );
-        }
-        assert!(matches!(
-            parse("frobnicate", &acts),
-            PaletteCommand::Unknown(_)
-        ));
-    }
-
-    #[test]
-    fn tab_completes_commands_and_arguments() {
-        let pools = Completions {
-            themes: vec!["dark".to_string(), "light".to_string()],
-            sessions: vec!["s-001".to_string(), "s-002".to_string()],
-            workspaces: vec!["ws-alpha".to_string(), "ws-beta".to_string()],
-            profiles: vec!["local".to_string(), "docker".to_string()],
-            ..Completions::default()
-        };
-        let mut p = PaletteOverlay::new(pools.clone());
-        for c in "ses".chars() {
-            p.on_key(&k(KeyCode::Char(c)));
-        }
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "session ");
-        p.on_key(&k(KeyCode::Down));
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "session s-002");
-        let cmd = p.on_key(&k(KeyCode::Enter));
-        assert_eq!(cmd, Some(PaletteCommand::Session("s-002".into())));
-        let mut p = PaletteOverlay::new(pools.clone());
-        for c in "theme l".chars() {
-            p.on_key(&k(KeyCode::Char(c)));
-        }
-        // Enter on a partial argument picks the highlighted completion.
-        let cmd = p.on_key(&k(KeyCode::Enter));
-        assert_eq!(cmd, Some(PaletteCommand::Theme("light".into())));
-        // Workspace ids and profiles complete too.
-        let mut p = PaletteOverlay::new(pools.clone());
-        for c in "ws b".chars() {
-            p.on_key(&k(KeyCode::Char(c)));
-        }
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "ws ws-beta");
-        let mut p = PaletteOverlay::new(pools);
-        for c in "profile d".chars() {
-            p.on_key(&k(KeyCode::Char(c)));
-        }
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "profile docker");
-    }
-
-    #[test]
-    fn unavailable_profiles_are_shown_with_the_reason() {
-        let pools = Completions {
-            profiles: vec!["local".to_string()],
-            unavailable_profiles: vec![("e2b".to_string(), "needs E2B_API_KEY".to_string())],
-            ..Completions::default()
-        };
-        let mut p = PaletteOverlay::new(pools);
-        for c in "profile ".chars() {
-            p.on_key(&k(KeyCode::Char(c)));
-        }
-        p.refresh();
-        assert_eq!(
-            p.candidates,
-            [
-                ("profile local".to_string(), String::new()),
-                (
-                    "profile e2b".to_string(),
-                    "unavailable: needs E2B_API_KEY".to_string()
-                )
-            ]
-        );
-    }
-
-    fn typed(pools: &Completions, line: &str) -> PaletteOverlay {
-        let mut p = PaletteOverlay::new(pools.clone());
-        for c in line.chars() {
-            p.on_key(&k(KeyCode::Char(c)));
-        }
-        p
-    }
-
-    #[test]
-    fn tab_on_an_empty_or_ambiguous_argument_cycles_the_list() {
-        let pools = Completions {
-            workspaces: vec!["ws-alpha".to_string(), "ws-beta".to_string()],
-            workspace_notes: vec![
-                ("ws-alpha".to_string(), "tester/coder · running".to_string()),
-                (
-                    "ws-beta".to_string(),
-                    "tester/reviewer · stopped".to_string(),
-                ),
-            ],
-            profiles: vec!["local".to_string(), "docker".to_string()],
-            unavailable_profiles: vec![("e2b".to_string(), "needs E2B_API_KEY".to_string())],
-            ..Completions::default()
-        };
-        let mut p = typed(&pools, "ws ");
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "ws ws-alpha");
-        // The list stays, with its notes, while Tab cycles.
-        assert_eq!(p.candidates.len(), 2);
-        assert_eq!(p.candidates[1].1, "tester/reviewer · stopped");
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "ws ws-beta");
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "ws ws-alpha");
-        // Typing ends the cycle: the list narrows again.
-        p.on_key(&k(KeyCode::Backspace));
-        assert_eq!(p.candidates.len(), 1);
-        // Profiles: the unavailable one is in the cycle with its reason.
-        let mut p = typed(&pools, "profile ");
-        let mut seen = Vec::new();
-        for _ in 0..3 {
-            p.on_key(&k(KeyCode::Tab));
-            seen.push(p.input.clone());
-        }
-        assert_eq!(seen, ["profile local", "profile docker", "profile e2b"]);
-        assert_eq!(p.candidates[2].1, "unavailable: needs E2B_API_KEY");
-        // Prefix before substring: `e` is e2b first, docker after.
-        let mut p = typed(&pools, "profile e");
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "profile e2b");
-        p.on_key(&k(KeyCode::Tab));
-        assert_eq!(p.input, "profile docker");
-        // Enter runs what Tab filled in.
-        let cmd = p.on_key(&k(KeyCode::Enter));
-        assert_eq!(cmd, Some(PaletteCommand::SwitchProfile("docker".into())));
-    }
-
-    #[test]
-    fn backspace_on_an_empty_line_keeps_the_palette() {
-        let mut p = PaletteOverlay::new(Completions::default());
-        p.on_key(&k(KeyCode::Char('x')));
-        p.on_key(&k(KeyCode::Backspace));
-        p.on_key(&k(KeyCode::Backspace));
-        assert!(!p.closed, "the next letters must not become pane keys");
-        p.on_key(&k(KeyCode::Char('q')));
-        assert_eq!(p.input, "q");
-    }
-
-    #[test]
-    fn session_new_is_its_own_command() {
-        assert_eq!(
-            parse("session new s-9", &[]),
-            PaletteCommand::NewSession("s-9".into())
-        );
-        // A session may be called `new`.
-        assert_eq!(
-            parse("session new", &[]),
-            PaletteCommand::Session("new".into())
-        );
-    }
-
-    #[test]
-    fn close_matches_rank_typos_and_parts() {
-        let pool: Vec<String> = ["s-001", "s-002", "demo-bugfix-1", "other"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(close_matches("s-01", &pool, 3), ["s-001", "s-002"]);
-        assert_eq!(close_matches("bugfix", &pool, 3), ["demo-bugfix-1"]);
-        assert!(close_matches("zzzzzz", &pool, 3).is_empty());
-        assert_eq!(close_matches("s-00", &pool, 1), ["s-001"]);
-    }
-}
-
-#[cfg(test)]
-mod fuzzy_tests {
-    use super::*;
-
-    fn items() -> Vec<(String, String)> {
-        [
-            ("logs.search", "search"),
-            ("app.grep", "grep: search file contents"),
-            ("mcp_tools.page_up", "page up"),
-            ("files.filter", "filter"),
-            ("app.palette", "command palette"),
-        ]
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-    }
-
-    /// Issue 19: `gre` and `search` find the Grep action; ranking is by
-    /// score (the tighter match first), not table order; a needle that
-    /// matches nothing lists nothing; an empty one lists all in order.
-    #[test]
-    fn fuzzy_rank_orders_a_fixed_list_by_score() {
-        let it = items();
-        let names = |needle: &str| -> Vec<&str> {
-            fuzzy_rank(needle, &it)
-                .into_iter()
-                .map(|i| it[i].0.as_str())
-                .collect()
-        };
-        assert_eq!(names("gre")[0], "app.grep");
-        assert_eq!(names("search"), ["logs.search", "app.grep"]);
-        assert_eq!(names("pgup")[0], "mcp_tools.page_up");
-        assert_eq!(names("fltr")[0], "files.filter");
-        assert!(names("zzzq").is_empty());
-        assert_eq!(names("").len(), it.len());
-    }
-
-    /// The palette lists actions by label, ranked, and Enter on a fuzzy
-    /// fragment runs the highlighted action.
-    #[test]
-    fn enter_on_a_fragment_runs_the_best_action() {
-        let pools = Completions {
-            actions: items().into_iter().map(|(a, _)| a).collect(),
-            labels: items(),
-            ..Completions::default()
-        };
-        let mut p = PaletteOverlay::new(pools);
-        for c in "contents".chars() {
-            p.on_key(&KeyEvent::from(KeyCode::Char(c)));
-        }
-        assert_eq!(
-            p.on_key(&KeyEvent::from(KeyCode::Enter)),
-            Some(PaletteCommand::Action("app.grep".into()))
-        );
-    }
-}
+mod tests;
