@@ -98,6 +98,9 @@ pub struct Context {
     records: std::sync::OnceLock<sandbox_record::SandboxRecords>,
     /// Journal failures of the opened workspaces.
     journal: JournalWatch,
+    /// The lease a one-shot command holds on the workspace it opened, for
+    /// its whole run (see [`Context::open_workspace`]).
+    run_lease: std::sync::Mutex<Option<crate::manager::Lease>>,
 }
 
 impl Context {
@@ -143,6 +146,7 @@ impl Context {
             manager: tokio::sync::OnceCell::new(),
             records: std::sync::OnceLock::new(),
             journal: JournalWatch::default(),
+            run_lease: std::sync::Mutex::new(None),
         })
     }
 
@@ -259,11 +263,20 @@ impl Context {
     /// `--workspace-id` when given, else the one the selected profile's
     /// manager assigns to `(--user, --agent, session)` (created, or
     /// reattached when an earlier run made it).
+    ///
+    /// A workspace from the manager is leased for the rest of the run
+    /// (the run lease): a one-shot command (`exec`, `tool`, `shell`, an
+    /// agent or demo run, ...) is work in flight from start to end, so
+    /// its own manager's TTL sweeper never evicts (stops, suspends) the
+    /// sandbox under it, and other processes see it in use (the lease
+    /// refreshes this host's last-use stamp). Long-lived holders that
+    /// lease per call (`mcp serve`, the TUI) give it back with
+    /// [`Context::release_run_lease`]. Opening again replaces the lease.
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
         if self.global.workdir.is_none() {
             let manager = self.manager().await?;
-            let ws = manager
-                .get_workspace(
+            let lease = manager
+                .acquire(
                     &self.global.user,
                     &self.global.agent,
                     &self.session(),
@@ -271,6 +284,14 @@ impl Context {
                 )
                 .await
                 .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
+            let ws = lease.map(|l| {
+                let ws = l.workspace().clone();
+                *self
+                    .run_lease
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(l);
+                ws
+            });
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
                 self.report_moved_session(manager, ws.id());
@@ -302,6 +323,17 @@ impl Context {
         self.journal.watch(&ws);
         self.sweep_temps(&ws).await;
         Ok(ws)
+    }
+
+    /// Gives back the run lease [`Context::open_workspace`] took, for a
+    /// holder that leases per call or per view (`mcp serve`, the TUI), so
+    /// its workspace can be evicted when the calls stop. No-op without
+    /// one.
+    pub fn release_run_lease(&self) {
+        self.run_lease
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
     }
 
     /// Where a long-lived holder (`mcp serve`, the agent loop) gets `ws`
@@ -400,6 +432,7 @@ mod tests {
             manager: tokio::sync::OnceCell::new(),
             records: std::sync::OnceLock::new(),
             journal: JournalWatch::default(),
+            run_lease: std::sync::Mutex::new(None),
         }
     }
 

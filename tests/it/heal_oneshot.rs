@@ -1,0 +1,138 @@
+//! One-shot commands hold their workspace for their whole run (issue 15
+//! trial): `wsbench exec` and `wsbench tool` on a profile with a short TTL
+//! and a fast sweep ran longer than TTL + sweep and were killed (rc 137)
+//! by their own process's sweeper, which evicted (stopped) the sandbox
+//! under the command. Now the command leases the workspace from open to
+//! exit, and the lease refreshes this host's last-use stamp, so another
+//! process's `workspaces list` sees the workspace in use, not idle past
+//! its TTL. Bubblewrap (a sweeper backend, cheap to start).
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::cli;
+
+const TTL_SECS: u64 = 3;
+
+/// A home whose config has a bubblewrap profile `box` with a 3 s TTL and a
+/// 500 ms sweep.
+fn home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let conf = home.path().join("config/wsbench");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("config.toml"),
+        format!(
+            "[profiles.box]\nbackend = \"bubblewrap\"\nttl = \"{TTL_SECS}s\"\n\
+             sweep_interval = \"500ms\"\n\n[profiles.box.options]\nbase_dir = \"{}\"\n",
+            home.path().join("bwrap").display()
+        ),
+    )
+    .unwrap();
+    home
+}
+
+fn wsbench(home: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = cli::wsbench_cmd(home);
+    c.args(["--profile", "box", "--user", "u", "--agent", "a"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn one_shot_exec_and_tool_longer_than_ttl_and_sweep_complete() {
+    if !crate::support::have("bwrap") {
+        crate::support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let home = home();
+    // 7 s of work against a 3 s TTL and a 0.5 s sweep.
+    let exec = wsbench(
+        home.path(),
+        &[
+            "exec",
+            "--",
+            "for i in 1 2 3 4 5 6 7; do echo tick $i; sleep 1; done",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let tool = wsbench(
+        home.path(),
+        &["tool", "Bash", r#"{"command":"sleep 7; echo done"}"#],
+    )
+    .spawn()
+    .unwrap();
+
+    // While both run, past the TTL: another process sees the workspace
+    // in use (its idle time refreshed by the leases' stamps).
+    std::thread::sleep(Duration::from_secs(TTL_SECS + 1));
+    let o = wsbench(home.path(), &["workspaces", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ws = v["workspaces"].as_array().unwrap();
+    assert_eq!(ws.len(), 1, "{v}");
+    assert_eq!(ws[0]["state"], "running", "{v}");
+    let left = ws[0]["ttl_left_secs"].as_f64().expect("TTL left known");
+    assert!(left > 0.0, "shown idle past its TTL while in use: {v}");
+
+    let exec = exec.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&exec.stdout);
+    let err = String::from_utf8_lossy(&exec.stderr);
+    assert_eq!(exec.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("tick 7"), "{out}\n{err}");
+    let tool = tool.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&tool.stdout);
+    let err = String::from_utf8_lossy(&tool.stderr);
+    assert_eq!(tool.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("done"), "{out}\n{err}");
+    assert!(!out.contains("137"), "{out}");
+}
+
+/// `workspaces close` of a bubblewrap workspace lists it as `closed`
+/// (a host directory, like local), not `suspended`.
+#[test]
+fn a_closed_bubblewrap_workspace_lists_as_closed() {
+    if !crate::support::have("bwrap") {
+        crate::support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let home = home();
+    let o = wsbench(home.path(), &["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let list = || -> Value {
+        let o = wsbench(home.path(), &["workspaces", "list", "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let v = list();
+    let id = v["workspaces"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(v["workspaces"][0]["state"], "running", "{v}");
+    let o = wsbench(home.path(), &["workspaces", "close", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = list();
+    assert_eq!(v["workspaces"][0]["state"], "closed", "{v}");
+    assert_eq!(v["workspaces"][0]["open"], false, "{v}");
+    let o = wsbench(home.path(), &["workspaces", "list"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains(" closed ")),
+        "{table}"
+    );
+}
