@@ -94,7 +94,7 @@ pub struct Context {
     pub config_file: PathBuf,
     /// The selected profile's manager, made on first use.
     manager: tokio::sync::OnceCell<WorkspaceManager>,
-    /// Records of that manager's cloud sandboxes (cloud profiles only).
+    /// Records of that manager's sandboxes (every backend).
     records: std::sync::OnceLock<sandbox_record::SandboxRecords>,
     /// Journal failures of the opened workspaces.
     journal: JournalWatch,
@@ -166,10 +166,11 @@ impl Context {
         one_shot_manager(&self.config, &self.paths, name, self.global.read_only)
     }
 
-    /// The workspaces this machine recorded as having a sandbox on the
-    /// cloud profile `profile` (record names: workspace ids, sanitized
-    /// for file names), sorted, at most 10 000, and how many more were
-    /// not read. Empty for other backends (nothing is recorded).
+    /// The workspaces this machine recorded as having a sandbox on
+    /// profile `profile` (record names: workspace ids, sanitized for file
+    /// names), sorted, at most 10 000, and how many more were not read.
+    /// Every backend is recorded (cloud profiles since issue 14, the
+    /// others since the issue 15 trial).
     pub fn recorded_sandboxes(&self, profile: &str) -> (Vec<String>, usize) {
         sandbox_record::recorded(&self.paths.data_dir, profile)
     }
@@ -183,30 +184,28 @@ impl Context {
     }
 
     /// The manager of the selected profile, shared by the whole run.
-    /// On a cloud profile its workspaces are recorded, so that one whose
-    /// sandbox vanished on the service is reported when it is made anew
+    /// Its workspaces are recorded, so that one whose sandbox vanished
+    /// (on the service, or removed by hand) is reported when it is made anew
     /// (see [`Context::report_lost_sandboxes`]).
     pub async fn manager(&self) -> anyhow::Result<&WorkspaceManager> {
         self.manager
             .get_or_try_init(|| async {
                 let name = self.profile_name();
                 let m = self.manager_for(&name)?;
-                if sandbox_record::tracked(m.backend()) {
-                    let _ = self.records.set(sandbox_record::SandboxRecords::new(
-                        &self.paths.data_dir,
-                        &name,
-                        m.backend(),
-                        m.events().subscribe(),
-                    ));
-                }
+                let _ = self.records.set(sandbox_record::SandboxRecords::new(
+                    &self.paths.data_dir,
+                    &name,
+                    m.backend(),
+                    m.events().subscribe(),
+                ));
                 Ok(m)
             })
             .await
     }
 
-    /// Prints a notice for each workspace of the selected cloud profile
-    /// that got a new, empty sandbox because its recorded one is gone from
-    /// the service, and updates the records (made, destroyed). Called
+    /// Prints a notice for each workspace of the selected profile that got
+    /// a new sandbox because its recorded one is gone (saying whether its
+    /// files were kept), and updates the records (made, destroyed). Called
     /// after opening a workspace and when a run ends.
     pub(crate) fn report_lost_sandboxes(&self) {
         if let Some(r) = self.records.get() {
@@ -216,7 +215,7 @@ impl Context {
         }
     }
 
-    /// Under per_session isolation on a cloud profile, says when this
+    /// Under per_session isolation, says when this
     /// run's session got a new workspace because the sandbox of the one
     /// it had is gone from the service (see
     /// [`sandbox_record::SandboxRecords::session_moved`]).

@@ -136,3 +136,46 @@ fn a_closed_bubblewrap_workspace_lists_as_closed() {
         "{table}"
     );
 }
+
+/// A one-shot command whose workspace lost its sandbox (the bubblewrap
+/// host directory removed between two runs) says so on stderr when the
+/// open makes a new one, before the command's own output (issue 15
+/// trial: only `cat: d.txt: No such file` was printed).
+#[test]
+fn a_one_shot_command_on_a_lost_workspace_prints_the_notice() {
+    if !crate::support::have("bwrap") {
+        crate::support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let home = home();
+    let o = wsbench(home.path(), &["exec", "--", "echo d > d.txt"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("notice:"),
+        "first use is no loss"
+    );
+    let o = wsbench(home.path(), &["workspaces", "list", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let w = &v["workspaces"][0];
+    let (id, dir) = (w["id"].as_str().unwrap(), w["location"].as_str().unwrap());
+    std::fs::remove_dir_all(dir).unwrap();
+
+    let o = wsbench(home.path(), &["exec", "--", "cat d.txt"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = format!(
+        "notice: the bubblewrap workspace directory of workspace {id} (profile `box`) was removed (outside wsbench): a new, empty one was created; files from the old one are lost"
+    );
+    assert!(err.contains(&want), "{err}");
+    // Said once: the next run is a plain one.
+    let o = wsbench(home.path(), &["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("notice:"));
+}
