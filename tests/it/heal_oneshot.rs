@@ -179,3 +179,77 @@ fn a_one_shot_command_on_a_lost_workspace_prints_the_notice() {
     assert!(o.status.success());
     assert!(!String::from_utf8_lossy(&o.stderr).contains("notice:"));
 }
+
+/// `mcp serve` holding a bubblewrap workspace whose host directory is
+/// removed: `cat f.txt` is not repeated on the new, empty directory (it
+/// would answer `No such file` as if nothing happened); it fails once
+/// (`isError`) with the notice, and the notice is a warning in the log
+/// file too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_says_the_files_were_lost_instead_of_repeating_the_call() {
+    if !crate::support::have("bwrap") {
+        crate::support::skip_or_fail("bwrap is not installed");
+        return;
+    }
+    let home = home();
+    let log = home.path().join("serve.log");
+    let mut cmd = cli::wsbench_tokio_cmd(home.path());
+    cmd.args(["--profile", "box", "--user", "u", "--agent", "a"])
+        .env("WSBENCH_LOG_FILE", &log);
+    let mut s = crate::support::mcp_serve::Served::start_cmd(cmd).await;
+    let bash = |id: u64, command: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "Bash", "arguments": {"command": command}}})
+    };
+    s.send(&bash(2, "echo kept > f.txt")).await;
+    let a = s.answers(1).await.remove(0);
+    assert_eq!(a["result"]["isError"], false, "{a}");
+    let base = home.path().join("bwrap");
+    let dirs: Vec<_> = walk_workspace_dirs(&base);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    std::fs::remove_dir_all(&dirs[0]).unwrap();
+
+    s.send(&bash(3, "cat f.txt")).await;
+    let a = s.answers(1).await.remove(0);
+    let text = a["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(a["result"]["isError"], true, "{a}");
+    assert!(
+        text.contains("the workspace directory was removed; a new one was created; files from the old one are lost; this call was not repeated"),
+        "{a}"
+    );
+    // The next call runs on the new directory, as any other.
+    s.send(&bash(4, "echo again")).await;
+    let a = s.answers(1).await.remove(0);
+    assert_eq!(a["result"]["isError"], false, "{a}");
+    s.finish().await;
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("files from the old one are lost") && logged.contains("WARN"),
+        "{logged}"
+    );
+}
+
+/// The workspace directories under a bubblewrap base (those holding the
+/// layout's `skills` folder), at most three levels down.
+fn walk_workspace_dirs(base: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![(base.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        if d.join("skills").is_dir() {
+            out.push(d);
+            continue;
+        }
+        if depth < 3
+            && let Ok(rd) = std::fs::read_dir(&d)
+        {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push((e.path(), depth + 1));
+                }
+            }
+        }
+    }
+    out
+}
