@@ -19,6 +19,11 @@ const TTL_SECS: u64 = 3;
 /// A home whose config has a bubblewrap profile `box` with a 3 s TTL and a
 /// 500 ms sweep.
 fn home() -> tempfile::TempDir {
+    home_with("per_agent")
+}
+
+/// [`home`] with the profile's isolation policy `isolation`.
+fn home_with(isolation: &str) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
     let conf = home.path().join("config/wsbench");
     std::fs::create_dir_all(&conf).unwrap();
@@ -26,7 +31,8 @@ fn home() -> tempfile::TempDir {
         conf.join("config.toml"),
         format!(
             "[profiles.box]\nbackend = \"bubblewrap\"\nttl = \"{TTL_SECS}s\"\n\
-             sweep_interval = \"500ms\"\n\n[profiles.box.options]\nbase_dir = \"{}\"\n",
+             sweep_interval = \"500ms\"\nisolation = \"{isolation}\"\n\n\
+             [profiles.box.options]\nbase_dir = \"{}\"\n",
             home.path().join("bwrap").display()
         ),
     )
@@ -143,11 +149,22 @@ fn a_closed_bubblewrap_workspace_lists_as_closed() {
 /// trial: only `cat: d.txt: No such file` was printed).
 #[test]
 fn a_one_shot_command_on_a_lost_workspace_prints_the_notice() {
+    lost_workspace_notice("per_agent");
+}
+
+/// The same under per_session: the session moves to a new workspace (its
+/// old one no longer answers its labels) and the notice says so.
+#[test]
+fn a_one_shot_command_on_a_lost_per_session_workspace_prints_the_notice() {
+    lost_workspace_notice("per_session");
+}
+
+fn lost_workspace_notice(isolation: &str) {
     if !crate::support::have("bwrap") {
         crate::support::skip_or_fail("bwrap is not installed");
         return;
     }
-    let home = home();
+    let home = home_with(isolation);
     let o = wsbench(home.path(), &["exec", "--", "echo d > d.txt"])
         .output()
         .unwrap();
@@ -168,9 +185,18 @@ fn a_one_shot_command_on_a_lost_workspace_prints_the_notice() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    let want = format!(
-        "notice: the bubblewrap workspace directory of workspace {id} (profile `box`) was removed (outside wsbench): a new, empty one was created; files from the old one are lost"
-    );
+    // per_session finds a session's workspace by its labels, which a
+    // removed directory no longer answers for: the session moves to a new
+    // workspace, and that is what is said.
+    let want = if isolation == "per_session" {
+        format!(
+            "notice: the bubblewrap workspace directory of session `default` (workspace {id}, profile `box`) was removed (outside wsbench): the session now uses a new, empty workspace "
+        )
+    } else {
+        format!(
+            "notice: the bubblewrap workspace directory of workspace {id} (profile `box`) was removed (outside wsbench): a new, empty one was created; files from the old one are lost"
+        )
+    };
     assert!(err.contains(&want), "{err}");
     // Said once: the next run is a plain one.
     let o = wsbench(home.path(), &["exec", "--", "true"])
