@@ -279,3 +279,63 @@ fn walk_workspace_dirs(base: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Docker with `storage = "ephemeral"`: `docker rm -f` of the container
+/// between two one-shot commands; the second says the container is gone
+/// and its files lost before its own `No such file` (issue 15 trial).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_command_after_docker_rm_prints_the_notice() {
+    if let Err(why) =
+        crate::support::images::docker_ready(crate::support::images::DEBIAN_IMAGE).await
+    {
+        crate::support::skip_or_fail(&why);
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let conf = home.path().join("config/wsbench");
+    std::fs::create_dir_all(&conf).unwrap();
+    let profile = format!("eph{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    std::fs::write(
+        conf.join("config.toml"),
+        format!(
+            "[profiles.{profile}]\nbackend = \"docker\"\n\n[profiles.{profile}.options]\n\
+             image = \"{}\"\npull = \"never\"\nnetwork = \"none\"\nstorage = \"ephemeral\"\n",
+            crate::support::images::DEBIAN_IMAGE
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut c = cli::wsbench_cmd(home.path());
+        c.args(["--profile", &profile, "--user", "u", "--agent", "a"])
+            .args(args)
+            .stdin(Stdio::null());
+        c.output().unwrap()
+    };
+    let o = run(&["exec", "--", "echo d > d.txt"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&run(&["workspaces", "list", "--json"]).stdout).unwrap();
+    let w = &v["workspaces"][0];
+    let (id, container) = (
+        w["id"].as_str().unwrap().to_string(),
+        w["location"].as_str().unwrap().to_string(),
+    );
+    let docker = wsbench::backend::docker::connect(None).await.unwrap();
+    docker
+        .remove_container(
+            &container,
+            Some(bollard::query_parameters::RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap();
+    let o = run(&["exec", "--", "cat d.txt"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = format!(
+        "notice: the docker container of workspace {id} (profile `{profile}`) is gone (removed outside wsbench): a new, empty one was created; files from the old one are lost"
+    );
+    let destroyed = run(&["workspaces", "destroy", &id, "--yes"]);
+    assert!(err.contains(&want), "{err}");
+    assert!(destroyed.status.success());
+}
