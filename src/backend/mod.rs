@@ -122,6 +122,23 @@ pub trait Sandbox: Send + Sync {
         None
     }
 
+    /// How many times the sandbox behind this handle was recovered
+    /// (replaced or restarted after a call found it gone or stopped; issue
+    /// 15), so state kept inside it across calls (a session shell and its
+    /// FIFOs) can tell it belongs to a sandbox that is no more. 0 (the
+    /// default) for a backend's own sandbox, which never changes under its
+    /// handle; the manager's healing wrapper counts.
+    fn recoveries(&self) -> u64 {
+        0
+    }
+
+    /// What the last recovery did, in words (`the container was deleted
+    /// outside wsbench; a new one was created; files from the old one are
+    /// lost`); `None` (the default) when there was none.
+    fn last_recovery(&self) -> Option<String> {
+        None
+    }
+
     /// Runs one command to completion, streaming its output into `sink`
     /// (if given) as chunks arrive.
     ///

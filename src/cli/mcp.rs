@@ -421,6 +421,9 @@ async fn run_on(
         }
         McpCmd::Serve => {
             let source = ctx.root.workspace_source(ws).await?;
+            // Each call leases the workspace; between calls it may idle
+            // and be evicted like any other.
+            ctx.root.release_run_lease();
             WorkspaceServer::with_source(ws.clone(), source, agent, session)
                 .serve_stdio()
                 .await?;

@@ -48,6 +48,16 @@ pub enum WorkspaceState {
     Evicted,
     /// Found again after a restart.
     Reattached,
+    /// The provider did not have the workspace's sandbox and a new one
+    /// was made (first use, or the old one is gone). `files_kept`: its
+    /// workdir already held files (a bind mount, volume or PVC that
+    /// outlived the old sandbox); false for an empty one. A front end
+    /// that knows the workspace had a sandbox says so
+    /// (`root::sandbox_record`).
+    Created {
+        /// The new sandbox's workdir held files before setup.
+        files_kept: bool,
+    },
     /// Closed.
     Closed,
     /// Destroyed with its state.

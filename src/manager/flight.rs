@@ -231,6 +231,16 @@ impl Inner {
                     labels: req.labels.clone(),
                 };
                 let sandbox = prov.create(&spec).await?;
+                // Before the layout is made: files here outlived the old
+                // sandbox (a kept bind mount, volume or PVC).
+                let files_kept =
+                    matches!(sandbox.list(sandbox.workdir()).await, Ok(l) if !l.is_empty());
+                self.bus.publish(
+                    &req.id,
+                    Event::Workspace {
+                        state: WorkspaceState::Created { files_kept },
+                    },
+                );
                 let mut labels = req.labels.clone();
                 labels.insert(blabels::WORKSPACE_ID.to_string(), req.id.clone());
                 Ok((sandbox, labels, SystemTime::now(), false))

@@ -15,16 +15,22 @@
 //! use), and publishes every step on the bus (`lost`, `recovering`, then
 //! `replaced` or `restarted`).
 //!
-//! The failed call is then repeated once when that is safe — reads,
+//! The failed call is then repeated once when that is safe and the files
+//! were kept (the sandbox restarted, reattached, or replaced on a kept
+//! bind mount, volume or PVC) — reads,
 //! listings, stat, watch, a spawn and an exec that never started (the
 //! backends report gone/stopped from exec only when the command could not
 //! be started: Docker's exec create, a Pod's exec upgrade, the services'
 //! command request; Daytona's log stream 404 after a start is the one
 //! exception, and the command then runs again in the new sandbox). Writes,
-//! appends, renames, removes, mkdir and streamed writes are not repeated:
-//! they fail exactly once with [`BackendError::Recovered`], whose text says
-//! what happened ("the sandbox was deleted by the service; a new one was
-//! created; files from the old one are lost").
+//! appends, renames, removes, mkdir and streamed writes are not repeated,
+//! and no call is repeated on a sandbox whose files were lost (a read or
+//! `cat` there would succeed or fail without a word about the loss): such
+//! a call fails exactly once with [`BackendError::Recovered`], whose text
+//! says what happened ("the sandbox was deleted by the service; a new one
+//! was created; files from the old one are lost; this call was not
+//! repeated"). Every recovery notice is also a `tracing` warning (stderr
+//! of the CLI and `mcp serve`, the log file) besides the bus.
 //!
 //! Limits: a workspace the manager no longer holds (closed, evicted,
 //! destroyed) is not brought back behind its back — its errors pass
@@ -217,9 +223,12 @@ impl HealingSandbox {
             Some(Ok(r)) => r,
             Some(Err(e)) => return Err(recovery_failed(err, &e)),
         };
-        match repeat {
-            Repeat::Safe => op(self.current().1).await,
-            Repeat::No => Err(BackendError::Recovered {
+        // Repeated only on the files the call was meant for: on an empty
+        // replacement a read or `cat` would "work" and say nothing of the
+        // loss (issue 15 trial), so the call that found it reports it.
+        match (repeat, recovery.files_kept) {
+            (Repeat::Safe, true) => op(self.current().1).await,
+            _ => Err(BackendError::Recovered {
                 notice: recovery.notice(),
                 cause: Box::new(err),
             }),
@@ -372,6 +381,7 @@ impl Inner {
         *lock(&heal.last) = Some((generation, recovery));
         heal.generation.store(generation, Ordering::Release);
         let notice = recovery.notice();
+        tracing::warn!(workspace_id = %id, profile = %self.profile, "workspace {id}: {notice}");
         self.log_warn(&id, notice.clone());
         state(if recovery.restarted() {
             WorkspaceState::Restarted { notice }
@@ -406,6 +416,14 @@ impl Sandbox for HealingSandbox {
 
     fn lock_identity(&self) -> Option<String> {
         self.current().1.lock_identity()
+    }
+
+    fn recoveries(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn last_recovery(&self) -> Option<String> {
+        lock(&self.last).map(|(_, r)| r.notice())
     }
 
     async fn exec(&self, req: ExecRequest, sink: Option<OutputSink>) -> BackendResult<ExecOutcome> {

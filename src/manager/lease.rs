@@ -35,6 +35,9 @@ pub(crate) struct Entry {
     removed: AtomicBool,
     /// A keep-alive renewal task is running for this entry.
     pub(crate) renewing: AtomicBool,
+    /// A task refreshing the hold's stamp is running for this entry
+    /// (`keepalive.rs`).
+    pub(crate) stamping: AtomicBool,
     /// This process's shared hold on the workspace (`hold.rs`), taken
     /// out at close to decide whether to suspend.
     hold: Mutex<Option<HostHold>>,
@@ -62,6 +65,7 @@ impl Entry {
             last_used_ms: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             renewing: AtomicBool::new(false),
+            stamping: AtomicBool::new(false),
             hold: Mutex::new(None),
         };
         e.touch();
@@ -109,6 +113,12 @@ impl Entry {
         if let Some(h) = super::lock(&self.hold).as_ref() {
             h.stamp();
         }
+    }
+
+    /// Whether this process holds the workspace on the host (only then
+    /// is there a stamp to refresh).
+    pub(crate) fn has_hold(&self) -> bool {
+        super::lock(&self.hold).is_some()
     }
 
     /// The hold, taken out (at close).

@@ -30,7 +30,8 @@ pub struct WorkspaceInfo {
     pub backend: BackendKind,
     /// `provisioning`, `leased` or `ready` when open in this process;
     /// else the provider's state: `running`, `suspended` (a closed
-    /// sandbox), `closed` (a closed local workspace: nothing to suspend),
+    /// sandbox), `closed` (a closed local or bubblewrap workspace: a host
+    /// directory, nothing to suspend),
     /// `failed`, `unknown`.
     pub state: String,
     /// Failure reason or unknown state text.
@@ -93,20 +94,26 @@ impl Inner {
                 let (state, reason) = match &info.state {
                     SandboxState::Provisioning => ("provisioning", None),
                     SandboxState::Running => ("running", None),
-                    // A closed local directory is not suspended, just
-                    // no longer open anywhere.
-                    SandboxState::Suspended if self.kind == BackendKind::Local => ("closed", None),
+                    // A closed host directory (local, bubblewrap) is
+                    // not suspended, just no longer open anywhere.
+                    SandboxState::Suspended
+                        if matches!(self.kind, BackendKind::Local | BackendKind::Bubblewrap) =>
+                    {
+                        ("closed", None)
+                    }
                     SandboxState::Suspended => ("suspended", None),
                     SandboxState::Failed(r) => ("failed", Some(r.clone())),
                     SandboxState::Unknown(r) => ("unknown", Some(r.clone())),
                 };
                 w.state = state.to_string();
                 w.reason = reason;
-                // The provider's last activity, else the last use by a
-                // process of this host (`hold.rs`).
+                // The later of the provider's last activity and the last
+                // use by a process of this host (`hold.rs`; refreshed
+                // while a process leases it, so work in flight elsewhere
+                // is never counted idle past a third of the TTL).
                 let idle = info
                     .last_active
-                    .or_else(|| self.last_used_here(&info.workspace_id))
+                    .max(self.last_used_here(&info.workspace_id))
                     .map(|t| now.duration_since(t).unwrap_or_default());
                 w.idle_secs = idle.map(|d| d.as_secs_f64());
                 // Only a live sandbox has a TTL running; the one-shot CLI

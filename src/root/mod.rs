@@ -96,10 +96,13 @@ pub struct Context {
     pub config_file: PathBuf,
     /// The selected profile's manager, made on first use.
     manager: tokio::sync::OnceCell<WorkspaceManager>,
-    /// Records of that manager's cloud sandboxes (cloud profiles only).
+    /// Records of that manager's sandboxes (every backend).
     records: std::sync::OnceLock<sandbox_record::SandboxRecords>,
     /// Journal failures of the opened workspaces.
     journal: JournalWatch,
+    /// The lease a one-shot command holds on the workspace it opened, for
+    /// its whole run (see [`Context::open_workspace`]).
+    run_lease: std::sync::Mutex<Option<crate::manager::Lease>>,
 }
 
 impl Context {
@@ -145,6 +148,7 @@ impl Context {
             manager: tokio::sync::OnceCell::new(),
             records: std::sync::OnceLock::new(),
             journal: JournalWatch::default(),
+            run_lease: std::sync::Mutex::new(None),
         })
     }
 
@@ -164,10 +168,11 @@ impl Context {
         one_shot_manager(&self.config, &self.paths, name, self.global.read_only)
     }
 
-    /// The workspaces this machine recorded as having a sandbox on the
-    /// cloud profile `profile` (record names: workspace ids, sanitized
-    /// for file names), sorted, at most 10 000, and how many more were
-    /// not read. Empty for other backends (nothing is recorded).
+    /// The workspaces this machine recorded as having a sandbox on
+    /// profile `profile` (record names: workspace ids, sanitized for file
+    /// names), sorted, at most 10 000, and how many more were not read.
+    /// Every backend is recorded (cloud profiles since issue 14, the
+    /// others since the issue 15 trial).
     pub fn recorded_sandboxes(&self, profile: &str) -> (Vec<String>, usize) {
         sandbox_record::recorded(&self.paths.data_dir, profile)
     }
@@ -181,30 +186,28 @@ impl Context {
     }
 
     /// The manager of the selected profile, shared by the whole run.
-    /// On a cloud profile its workspaces are recorded, so that one whose
-    /// sandbox vanished on the service is reported when it is made anew
+    /// Its workspaces are recorded, so that one whose sandbox vanished
+    /// (on the service, or removed by hand) is reported when it is made anew
     /// (see [`Context::report_lost_sandboxes`]).
     pub async fn manager(&self) -> anyhow::Result<&WorkspaceManager> {
         self.manager
             .get_or_try_init(|| async {
                 let name = self.profile_name();
                 let m = self.manager_for(&name)?;
-                if sandbox_record::tracked(m.backend()) {
-                    let _ = self.records.set(sandbox_record::SandboxRecords::new(
-                        &self.paths.data_dir,
-                        &name,
-                        m.backend(),
-                        m.events().subscribe(),
-                    ));
-                }
+                let _ = self.records.set(sandbox_record::SandboxRecords::new(
+                    &self.paths.data_dir,
+                    &name,
+                    m.backend(),
+                    m.events().subscribe(),
+                ));
                 Ok(m)
             })
             .await
     }
 
-    /// Prints a notice for each workspace of the selected cloud profile
-    /// that got a new, empty sandbox because its recorded one is gone from
-    /// the service, and updates the records (made, destroyed). Called
+    /// Prints a notice for each workspace of the selected profile that got
+    /// a new sandbox because its recorded one is gone (saying whether its
+    /// files were kept), and updates the records (made, destroyed). Called
     /// after opening a workspace and when a run ends.
     pub(crate) fn report_lost_sandboxes(&self) {
         if let Some(r) = self.records.get() {
@@ -214,7 +217,7 @@ impl Context {
         }
     }
 
-    /// Under per_session isolation on a cloud profile, says when this
+    /// Under per_session isolation, says when this
     /// run's session got a new workspace because the sandbox of the one
     /// it had is gone from the service (see
     /// [`sandbox_record::SandboxRecords::session_moved`]).
@@ -261,11 +264,20 @@ impl Context {
     /// `--workspace-id` when given, else the one the selected profile's
     /// manager assigns to `(--user, --agent, session)` (created, or
     /// reattached when an earlier run made it).
+    ///
+    /// A workspace from the manager is leased for the rest of the run
+    /// (the run lease): a one-shot command (`exec`, `tool`, `shell`, an
+    /// agent or demo run, ...) is work in flight from start to end, so
+    /// its own manager's TTL sweeper never evicts (stops, suspends) the
+    /// sandbox under it, and other processes see it in use (the lease
+    /// refreshes this host's last-use stamp). Long-lived holders that
+    /// lease per call (`mcp serve`, the TUI) give it back with
+    /// [`Context::release_run_lease`]. Opening again replaces the lease.
     pub async fn open_workspace(&self) -> anyhow::Result<Arc<Workspace>> {
         if self.global.workdir.is_none() {
             let manager = self.manager().await?;
-            let ws = manager
-                .get_workspace(
+            let lease = manager
+                .acquire(
                     &self.global.user,
                     &self.global.agent,
                     &self.session(),
@@ -273,6 +285,14 @@ impl Context {
                 )
                 .await
                 .with_context(|| format!("opening a workspace of profile `{}`", manager.profile()));
+            let ws = lease.map(|l| {
+                let ws = l.workspace().clone();
+                *self
+                    .run_lease
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(l);
+                ws
+            });
             self.report_lost_sandboxes();
             if let Ok(ws) = &ws {
                 self.report_moved_session(manager, ws.id());
@@ -304,6 +324,17 @@ impl Context {
         self.journal.watch(&ws);
         self.sweep_temps(&ws).await;
         Ok(ws)
+    }
+
+    /// Gives back the run lease [`Context::open_workspace`] took, for a
+    /// holder that leases per call or per view (`mcp serve`, the TUI), so
+    /// its workspace can be evicted when the calls stop. No-op without
+    /// one.
+    pub fn release_run_lease(&self) {
+        self.run_lease
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
     }
 
     /// Where a long-lived holder (`mcp serve`, the agent loop) gets `ws`
@@ -402,6 +433,7 @@ mod tests {
             manager: tokio::sync::OnceCell::new(),
             records: std::sync::OnceLock::new(),
             journal: JournalWatch::default(),
+            run_lease: std::sync::Mutex::new(None),
         }
     }
 

@@ -1,14 +1,18 @@
-//! Which cloud sandboxes the CLI on this machine has made, so that a
-//! command given a new, empty sandbox because the old one is gone from
-//! the service (expired, or deleted outside wsbench) says so instead of
-//! silently working in an empty workspace.
+//! Which sandboxes the CLI on this machine has made, so that a command
+//! given a new sandbox because the old one is gone (expired or deleted by
+//! the service, a container or Pod removed outside wsbench, a workspace
+//! directory removed) says so instead of silently working in an empty
+//! workspace (issue 15 trial: `docker rm -f`, then `exec 'cat f'` printed
+//! only `No such file`).
 //!
-//! E2B, Daytona and OpenSandbox end sandboxes on their own clock, and the
-//! manager's rule for a workspace with no sandbox is to make one; only a
-//! record kept here tells "first use" from "lost". One empty file per
-//! workspace id under `<data_dir>/cloud-sandboxes/<profile>/`: written
-//! when a workspace of a cloud profile becomes ready, removed when wsbench
-//! destroys it.
+//! The manager's rule for a workspace with no sandbox is to make one;
+//! only a record kept here tells "first use" from "lost". One empty file
+//! per workspace id under `<data_dir>/cloud-sandboxes/<profile>/` (the
+//! name is from when only cloud profiles were tracked; kept so earlier
+//! records still count): written when a workspace becomes ready, removed
+//! when wsbench destroys it. Whether the files survived comes from the
+//! manager's [`WorkspaceState::Created`] (a kept bind mount, volume or
+//! PVC).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,12 +25,19 @@ use crate::backend::BackendKind;
 use crate::backend::host::sanitize_segment;
 use crate::engine::events::{Event, Received, Subscriber, WorkspaceState};
 
-/// Whether sandboxes of `kind` can vanish on the service's own clock.
-pub(super) fn tracked(kind: BackendKind) -> bool {
-    matches!(
-        kind,
-        BackendKind::E2b | BackendKind::Daytona | BackendKind::Opensandbox
-    )
+/// What was lost, in the words of backend `kind`: the thing, and how it
+/// can have gone.
+fn lost_words(kind: BackendKind) -> (&'static str, &'static str) {
+    use BackendKind as K;
+    match kind {
+        K::Local | K::Bubblewrap => ("workspace directory", "was removed (outside wsbench)"),
+        K::Docker => ("container", "is gone (removed outside wsbench)"),
+        K::Kubernetes => ("Pod", "is gone (deleted or evicted outside wsbench)"),
+        _ => (
+            "sandbox",
+            "is gone from the service (expired, or deleted outside wsbench)",
+        ),
+    }
 }
 
 /// At most this many records are read by [`recorded`].
@@ -101,8 +112,9 @@ impl SandboxRecords {
     /// record says it had a sandbox.
     pub(super) fn drain(&self) -> Vec<String> {
         let mut sub = self.sub.lock().unwrap_or_else(|e| e.into_inner());
-        // Per workspace: (provisioning seen, reattached seen).
-        let mut flight: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+        // Per workspace: (provisioning seen, reattached seen, the new
+        // sandbox held files).
+        let mut flight: BTreeMap<String, (bool, bool, bool)> = BTreeMap::new();
         let mut notices = Vec::new();
         while let Some(r) = sub.try_recv() {
             let Received::Event(env) = r else { continue };
@@ -112,17 +124,29 @@ impl SandboxRecords {
             let id = env.workspace.clone();
             match state {
                 WorkspaceState::Provisioning => {
-                    flight.insert(id, (true, false));
+                    flight.insert(id, (true, false, false));
                 }
                 WorkspaceState::Reattached => {
                     flight.entry(id).or_default().1 = true;
                 }
+                WorkspaceState::Created { files_kept } => {
+                    flight.entry(id).or_default().2 = *files_kept;
+                }
                 WorkspaceState::Ready => {
-                    let fresh = flight.remove(&id) == Some((true, false));
+                    let (provisioned, reattached, kept) = flight.remove(&id).unwrap_or_default();
                     let file = self.file(&id);
-                    if fresh && file.exists() {
+                    if provisioned && !reattached && file.exists() {
+                        let (thing, gone) = lost_words(self.kind);
+                        let (new, files) = if kept {
+                            ("a new one was created", "files kept")
+                        } else {
+                            (
+                                "a new, empty one was created",
+                                "files from the old one are lost",
+                            )
+                        };
                         notices.push(format!(
-                            "notice: the {} sandbox of workspace {id} (profile `{}`) is gone from the service (expired, or deleted outside wsbench): a new, empty one was created; files from the old one are lost",
+                            "notice: the {} {thing} of workspace {id} (profile `{}`) {gone}: {new}; {files}",
                             self.kind, self.profile
                         ));
                     }
@@ -189,8 +213,9 @@ impl SandboxRecords {
             return None;
         }
         let _ = std::fs::remove_file(record);
+        let (thing, gone) = lost_words(self.kind);
         Some(format!(
-            "notice: the {} sandbox of session `{session}` (workspace {old}, profile `{}`) is gone from the service (expired, or deleted outside wsbench): the session now uses a new, empty workspace {id}; files from the old one are lost",
+            "notice: the {} {thing} of session `{session}` (workspace {old}, profile `{}`) {gone}: the session now uses a new, empty workspace {id}; files from the old one are lost",
             self.kind, self.profile
         ))
     }
@@ -238,6 +263,39 @@ mod tests {
         state(&bus, "w1", WorkspaceState::Provisioning);
         state(&bus, "w1", WorkspaceState::Ready);
         assert_eq!(again.drain().len(), 1);
+    }
+
+    /// Docker (and every backend): the words name the container, and a
+    /// bind mount that outlived it keeps the files.
+    #[test]
+    fn a_lost_container_is_reported_with_whether_files_were_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let bus = EventBus::default();
+        let rec = SandboxRecords::new(d.path(), "dk", BackendKind::Docker, bus.subscribe());
+        let made = |files_kept: bool| {
+            state(&bus, "w1", WorkspaceState::Provisioning);
+            state(&bus, "w1", WorkspaceState::Created { files_kept });
+            state(&bus, "w1", WorkspaceState::Ready);
+            rec.drain()
+        };
+        assert!(made(false).is_empty(), "first use");
+        assert_eq!(
+            made(false),
+            vec![
+                "notice: the docker container of workspace w1 (profile `dk`) is gone (removed outside wsbench): a new, empty one was created; files from the old one are lost"
+            ]
+        );
+        assert_eq!(
+            made(true),
+            vec![
+                "notice: the docker container of workspace w1 (profile `dk`) is gone (removed outside wsbench): a new one was created; files kept"
+            ]
+        );
+        // A recovery inside a long-lived process (no provisioning) is
+        // said by the manager itself, not here.
+        state(&bus, "w1", WorkspaceState::Created { files_kept: false });
+        state(&bus, "w1", WorkspaceState::Ready);
+        assert!(rec.drain().is_empty());
     }
 
     #[test]

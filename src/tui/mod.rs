@@ -454,6 +454,8 @@ pub async fn run(ctx: &crate::root::Context, args: TuiOptions) -> anyhow::Result
         Some(_) => None,
     };
     let ws = ctx.open_workspace().await?;
+    // The app leases the workspace it shows (and lets go on `:ws`).
+    ctx.release_run_lease();
     let mut opts = AppOptions::new(cfg.clone());
     opts.read_only = args.read_only;
     opts.theme = theme;

@@ -75,9 +75,41 @@ pub(crate) async fn sh(ws: &Workspace, line: &str) -> String {
     out
 }
 
-/// Local: the directory removed under a live manager. A listing is
-/// repeated on a new directory with the layout made again; a write fails
-/// once with the notice, the next one works.
+/// The error of a call that found its sandbox replaced with the files
+/// lost: not repeated, with the notice `want`.
+pub(crate) fn assert_not_repeated(e: &BackendError, want: &str) {
+    assert!(matches!(e, BackendError::Recovered { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{want}; this call was not repeated")),
+        "{e}"
+    );
+}
+
+/// The calls of concurrent callers after a loss: each one that found
+/// the loss failed with the notice `want` (one that started after the
+/// recovery finished works); at least one did.
+pub(crate) fn each_finder_told(
+    results: Vec<Result<Result<(), BackendError>, tokio::task::JoinError>>,
+    want: &str,
+) {
+    let mut told = 0;
+    for r in results {
+        if let Err(e) = r.unwrap() {
+            assert_not_repeated(&e, want);
+            told += 1;
+        }
+    }
+    assert!(told >= 1, "the loss was said");
+}
+
+const DIR_LOST: &str =
+    "the workspace directory was removed; a new one was created; files from the old one are lost";
+
+/// Local: the directory removed under a live manager. Even a listing is
+/// not repeated on the new, empty directory (it would hide the loss): it
+/// fails once with the notice, and the next one lists the layout made
+/// again; a write likewise fails once, the next one works.
 #[tokio::test]
 async fn local_directory_removed_is_made_again_once() {
     let base = tempfile::tempdir().unwrap();
@@ -88,6 +120,8 @@ async fn local_directory_removed_is_made_again_once() {
     let mut sub = m.events().subscribe();
     std::fs::remove_dir_all(sb.host_root().unwrap()).unwrap();
 
+    let e = sb.list(sb.workdir()).await.unwrap_err();
+    assert_not_repeated(&e, DIR_LOST);
     let listed = sb.list(sb.workdir()).await.unwrap();
     assert!(listed.iter().any(|f| f.name == "skills"), "{listed:?}");
     assert!(sb.read("a.txt", None).await.unwrap_err().is_not_found());
@@ -146,6 +180,7 @@ async fn a_claimed_prewarmed_workspace_heals() {
     let mut sub = m.events().subscribe();
     std::fs::remove_dir_all(&claimed_dir).unwrap();
 
+    assert_not_repeated(&sb.list(sb.workdir()).await.unwrap_err(), DIR_LOST);
     let listed = sb.list(sb.workdir()).await.unwrap();
     assert!(listed.iter().any(|f| f.name == "skills"), "{listed:?}");
     let s: Vec<WorkspaceState> = states(&mut sub);
@@ -156,8 +191,9 @@ async fn a_claimed_prewarmed_workspace_heals() {
     m.shutdown().await.unwrap();
 }
 
-/// Twenty callers hit the dead sandbox at once: one recovery, all
-/// twenty calls succeed.
+/// Twenty callers hit the dead sandbox at once: one recovery; each call
+/// that found the loss fails once with the notice (none is repeated on
+/// the empty directory); a later call works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_concurrent_callers_make_one_recovery() {
     let base = tempfile::tempdir().unwrap();
@@ -169,12 +205,18 @@ async fn twenty_concurrent_callers_make_one_recovery() {
         let sb = ws.sandbox().clone();
         tokio::spawn(async move { sb.list(sb.workdir()).await })
     });
-    for r in futures::future::join_all(calls).await {
-        r.unwrap().unwrap();
-    }
+    let results = futures::future::join_all(calls).await;
+    each_finder_told(
+        results
+            .into_iter()
+            .map(|r| r.map(|x| x.map(|_| ())))
+            .collect(),
+        DIR_LOST,
+    );
     let s = states(&mut sub);
     assert_eq!(count(&s, |s| *s == WorkspaceState::Recovering), 1, "{s:?}");
     notice(&s);
+    ws.sandbox().list(ws.sandbox().workdir()).await.unwrap();
     m.shutdown().await.unwrap();
 }
 
@@ -192,8 +234,10 @@ async fn a_closed_workspace_is_not_recovered() {
     m.shutdown().await.unwrap();
 }
 
-/// Bubblewrap: the host directory removed; the next command runs in the
-/// directory made again.
+/// Bubblewrap: the host directory removed; the command that finds it
+/// fails once with the notice (its files are lost: running it on the new,
+/// empty directory would hide that); the next one runs in the directory
+/// made again.
 #[tokio::test]
 async fn bubblewrap_host_dir_removed_recovers_on_the_next_command() {
     if !fake_sandbox::bwrap_available() {
@@ -209,6 +253,12 @@ async fn bubblewrap_host_dir_removed_recovers_on_the_next_command() {
     let ws = m.get_workspace("u", "a", "s", None).await.unwrap();
     let mut sub = m.events().subscribe();
     std::fs::remove_dir_all(ws.sandbox().host_root().unwrap()).unwrap();
+    let e = ws
+        .sandbox()
+        .exec(wsbench::backend::ExecRequest::shell("echo ran"), None)
+        .await
+        .unwrap_err();
+    assert_not_repeated(&e, DIR_LOST);
     assert_eq!(sh(&ws, "ls -d skills && echo hi").await, "skills\nhi\n");
     let s = states(&mut sub);
     assert_eq!(lost(&s), Health::Gone);
@@ -320,7 +370,8 @@ async fn e2b_workspace() -> Option<(FakeE2b, WorkspaceManager, Arc<Workspace>)> 
 }
 
 /// E2B: the service deletes the sandbox; twenty callers at once get one
-/// new sandbox; a write in that moment fails once with the notice.
+/// new sandbox, each failing once with the notice (files lost); a write
+/// in that moment fails once with the notice too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2b_deleted_by_the_service_is_replaced_once() {
     let Some((f, m, ws)) = e2b_workspace().await else {
@@ -333,16 +384,21 @@ async fn e2b_deleted_by_the_service_is_replaced_once() {
     let calls = (0..20).map(|i| {
         let ws = ws.clone();
         tokio::spawn(async move {
+            let sb = ws.sandbox();
             if i % 2 == 0 {
-                sh(&ws, "echo hi").await;
+                let echo = wsbench::backend::ExecRequest::shell("echo hi");
+                sb.exec(echo, None).await.map(|_| ())
             } else {
-                ws.sandbox().list(ws.sandbox().workdir()).await.unwrap();
+                sb.list(sb.workdir()).await.map(|_| ())
             }
         })
     });
-    for r in futures::future::join_all(calls).await {
-        r.unwrap();
-    }
+    // Files lost: no call is repeated on the new sandbox; each says so.
+    each_finder_told(
+        futures::future::join_all(calls).await,
+        "the sandbox was deleted by the service; a new one was created; files from the old one are lost",
+    );
+    sh(&ws, "echo hi").await;
     let ids = f.ids();
     assert_eq!(ids.len(), 1, "exactly one new sandbox: {ids:?}");
     assert_ne!(ids, old);

@@ -29,6 +29,7 @@ mod floods;
 mod heal;
 mod heal_cloud;
 mod heal_k8s;
+mod heal_oneshot;
 mod holders;
 mod isolation_env;
 mod k8s_backend;

@@ -605,6 +605,7 @@ async fn each_state_change_is_published_once_with_its_workspace_id() {
         of(&id),
         [
             Provisioning,
+            Created { files_kept: false },
             Ready,
             Closed,
             Provisioning,
@@ -615,7 +616,11 @@ async fn each_state_change_is_published_once_with_its_workspace_id() {
         ],
         "{seen:?}"
     );
-    assert_eq!(of(&other), [Provisioning, Ready], "{seen:?}");
+    assert_eq!(
+        of(&other),
+        [Provisioning, Created { files_kept: false }, Ready],
+        "{seen:?}"
+    );
     let warm: Vec<&String> = seen
         .iter()
         .map(|(w, _)| w)

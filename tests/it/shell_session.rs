@@ -431,3 +431,111 @@ async fn bash_tool_description_follows_bash_session() {
         "{session}"
     );
 }
+
+/// A command with input, as the Command pane sends it.
+fn with_input(command: &str) -> (RunRequest, mpsc::Sender<InputMsg>) {
+    let (itx, irx) = mpsc::channel(8);
+    let mut r = req(command);
+    r.input = Some(irx);
+    (r, itx)
+}
+
+/// Issue 15 trial: the bubblewrap host dir of a workspace the manager
+/// holds is removed under a session shell (recovery makes a new dir).
+/// The shell and its FIFOs belong to the old sandbox: the first command
+/// fails once saying what happened to the sandbox (or runs in a fresh
+/// shell and says it was replaced), the second works in a fresh shell;
+/// no command is stuck on `cannot open …/in`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_shell_after_the_bubblewrap_dir_was_removed() {
+    if !crate::support::fake_sandbox::bwrap_available() {
+        skip_or_fail("bubblewrap (bwrap) is not available");
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let prov = BubblewrapProvisioner::new(BubblewrapOptions {
+        base_dir: Some(base.path().to_path_buf()),
+        ..BubblewrapOptions::default()
+    });
+    let m = crate::heal::manager(Arc::new(prov));
+    let ws = m.get_workspace("u", "a", "s", None).await.unwrap();
+    let sh = ShellSession::new(ws.sandbox().clone(), ShellOptions::default());
+    let (r, _keep) = with_input("cd skills && export X=1 && echo ready");
+    assert_eq!(run_req(&sh, r).await.out, "ready\n");
+
+    std::fs::remove_dir_all(ws.sandbox().host_root().unwrap()).unwrap();
+    let lost = "the workspace directory was removed; a new one was created; files from the old one are lost";
+    let (r, _keep) = with_input("echo first");
+    match sh.run(r, None).await {
+        Err(e) => assert!(e.to_string().contains(lost), "{e}"),
+        Ok(o) => {
+            let n = o.notice.unwrap_or_default();
+            assert!(n.contains(lost) && n.contains("fresh"), "{n}");
+        }
+    }
+    let (r, _keep) = with_input("echo second; echo [$X]; pwd");
+    let second = run_req(&sh, r).await;
+    assert_eq!(second.o.exec.exit_code, Some(0), "{}", second.err);
+    assert_eq!(
+        second.out,
+        format!("second\n[]\n{}\n", ws.sandbox().workdir()),
+        "{}",
+        second.err
+    );
+    let (r, _keep) = with_input("echo third");
+    let third = run_req(&sh, r).await;
+    assert_eq!(third.out, "third\n");
+    assert!(third.o.notice.is_none(), "{:?}", third.o.notice);
+    sh.close();
+    m.shutdown().await.unwrap();
+}
+
+/// Issue 15 trial on Docker: `docker stop` of the container under a
+/// session shell of a managed workspace. The pane said only `the shell
+/// exited` / `exit 137 (SIGKILL)`; now the command that meets the dead
+/// shell says the container was stopped and restarted (files kept), and
+/// the one after it runs in the fresh shell without a notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_shell_after_docker_stop_says_the_container_was_restarted() {
+    if let Err(why) = images::docker_ready(images::DEBIAN_IMAGE).await {
+        skip_or_fail(&why);
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let opts = DockerOptions {
+        image: images::DEBIAN_IMAGE.into(),
+        pull: PullPolicy::Never,
+        network: "none".into(),
+        base_dir: Some(base.path().to_path_buf()),
+        ..Default::default()
+    };
+    let id = new_id("shheal");
+    let _cleanup = Cleanup(opts.clone(), id.clone());
+    let m = crate::heal::manager(Arc::new(DockerProvisioner::new(opts).with_profile(PROFILE)));
+    let ws = m.get_workspace("u", "a", "s", Some(&id)).await.unwrap();
+    let sh = ShellSession::new(ws.sandbox().clone(), ShellOptions::default());
+    let (r, _keep) = with_input("export X=1; echo ready");
+    assert_eq!(run_req(&sh, r).await.out, "ready\n");
+
+    let docker = wsbench::backend::docker::connect(None).await.unwrap();
+    let container = m.provisioner().find(&id).await.unwrap().unwrap().backend_id;
+    docker
+        .stop_container(
+            &container,
+            None::<bollard::query_parameters::StopContainerOptions>,
+        )
+        .await
+        .unwrap();
+    let said = "the container was stopped or paused outside wsbench; it was restarted; files kept";
+    let (r, _keep) = with_input("echo first");
+    let first = sh.run(r, None).await.unwrap();
+    let n = first.notice.clone().unwrap_or_default();
+    assert!(n.contains(said), "{n}");
+    let (r, _keep) = with_input("echo second [$X]");
+    let second = run_req(&sh, r).await;
+    assert_eq!(second.out, "second []\n", "{}", second.err);
+    assert!(second.o.notice.is_none(), "{:?}", second.o.notice);
+    sh.close();
+    m.destroy(&id).await.unwrap();
+    m.shutdown().await.unwrap();
+}

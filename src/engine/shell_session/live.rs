@@ -27,6 +27,10 @@ pub(crate) struct Live {
     /// The directory holding the `in` and `ctl` FIFOs; `None` when the
     /// sandbox could not make them (no input, Ctrl-C only as a kill).
     pub(crate) fifo_dir: Option<String>,
+    /// The sandbox's [`Sandbox::recoveries`] when the shell started: a
+    /// higher count now means the shell (and its FIFOs) belong to a
+    /// sandbox that was replaced or restarted.
+    pub(crate) recoveries: u64,
 }
 
 /// How reading a command's output ended.
@@ -71,6 +75,9 @@ impl Live {
             stderr: proc.stderr,
             control: proc.control,
             fifo_dir: None,
+            // Read after the spawn: a spawn repeated on a recovered
+            // sandbox ran on the new one.
+            recoveries: sandbox.recoveries(),
         };
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let id = uuid::Uuid::new_v4().simple().to_string();

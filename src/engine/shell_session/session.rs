@@ -73,15 +73,28 @@ impl ShellSession {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let marker = uuid::Uuid::new_v4().simple().to_string();
         let mut attempt = 0;
+        // Set when the shell is replaced because its sandbox was.
+        let mut recovered: Option<String> = None;
+        // The count of a shell that died between commands (its frame could
+        // not be sent), for the next attempt's check.
+        let mut failed_at: Option<u64> = None;
         let feeder = loop {
             attempt += 1;
+            let now = self.sandbox.recoveries();
             let shell = match live.take() {
-                Some(l) if l.control.try_status().is_none() => l,
+                Some(l) if l.control.try_status().is_none() && l.recoveries == now => l,
                 dead => {
+                    let before = dead.as_ref().map(|d| d.recoveries).or(failed_at);
                     if let Some(d) = dead {
                         let _ = d.control.kill().await;
                     }
-                    Live::start(&self.sandbox, &self.opts).await?
+                    let fresh = Live::start(&self.sandbox, &self.opts).await?;
+                    // Recovered since the old shell started, or by this
+                    // start (a shell that died with a stopped container).
+                    if before.is_some_and(|b| b != fresh.recoveries) {
+                        recovered = Some(self.replaced_notice());
+                    }
+                    fresh
                 }
             };
             let shell = live.insert(shell);
@@ -104,6 +117,7 @@ impl ShellSession {
                         f.stop();
                     }
                     let _ = shell.control.kill().await;
+                    failed_at = Some(shell.recoveries);
                     *live = None;
                 }
             }
@@ -149,17 +163,37 @@ impl ShellSession {
             }
             ended => {
                 let shell = live.take().expect("running");
-                let why = match ended {
+                let mut why = match ended {
                     Ended::TimedOut => "the command timed out; it was killed with its shell",
                     Ended::Cancelled => "the command was killed with its shell",
                     _ => "the shell exited (exit, exec or a signal)",
-                };
+                }
+                .to_string();
                 let _ = shell.control.kill().await;
                 let code = shell.control.wait().await.ok().flatten();
+                if matches!(ended, Ended::Died) {
+                    // Did the sandbox die under the shell (`docker rm -f`,
+                    // `docker stop`)? One cheap call finds out, and on a
+                    // managed workspace brings it back; say so instead of
+                    // blaming the command.
+                    let _ = self.sandbox.stat(self.sandbox.workdir()).await;
+                    if self.sandbox.recoveries() != shell.recoveries {
+                        why = format!(
+                            "the shell was lost with its sandbox ({})",
+                            self.last_recovery()
+                        );
+                    }
+                }
                 out.exec.exit_code = code;
                 out.exec.signal = code.filter(|c| *c > 128).map(|c| c - 128);
-                out.notice = Some(lost_state_notice(why, lost.as_deref()));
+                out.notice = Some(lost_state_notice(&why, lost.as_deref()));
             }
+        }
+        if let Some(r) = recovered {
+            out.notice = Some(match out.notice.take() {
+                Some(n) => format!("{r}; {n}"),
+                None => r,
+            });
         }
         if no_input {
             out.notice = Some(
@@ -180,6 +214,29 @@ impl ShellSession {
         *self.cwd.lock().expect("cwd lock") = out.cwd.clone();
         out.exec.duration = started.elapsed();
         Ok(out)
+    }
+
+    /// The sandbox's last recovery in words (a fallback when it has none
+    /// to tell).
+    fn last_recovery(&self) -> String {
+        self.sandbox
+            .last_recovery()
+            .unwrap_or_else(|| "the sandbox was replaced or restarted".into())
+    }
+
+    /// The notice of a shell replaced because its sandbox was recovered
+    /// since it started: what happened to the sandbox and what state of
+    /// the shell went with it.
+    fn replaced_notice(&self) -> String {
+        let dir = self
+            .cwd()
+            .map(|d| format!("the working directory ({d}), "))
+            .unwrap_or_default();
+        format!(
+            "{}: this command ran in a fresh session shell; lost: {dir}exported variables, \
+             shell functions and traps",
+            self.last_recovery()
+        )
     }
 
     /// Ends the shell: closes its stdin (it exits and removes its FIFOs),

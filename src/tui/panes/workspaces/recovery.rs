@@ -37,7 +37,10 @@ impl RecoveryMarks {
             WorkspaceState::Recovering => Step::Recovering,
             WorkspaceState::Replaced { .. } => Step::Replaced(now),
             WorkspaceState::Restarted { .. } => Step::Restarted(now),
-            WorkspaceState::Leased | WorkspaceState::Idle | WorkspaceState::Ready => return,
+            WorkspaceState::Leased
+            | WorkspaceState::Idle
+            | WorkspaceState::Ready
+            | WorkspaceState::Created { .. } => return,
             _ => {
                 self.0.remove(id);
                 return;
