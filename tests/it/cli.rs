@@ -243,7 +243,10 @@ fn fixture_session_export() {
     let md = stdout(&o);
     let mut s = insta::Settings::clone_current();
     s.add_filter(&regex::escape(w), "[WORKDIR]");
-    s.add_filter(r"exported by wsbench [0-9.]+\S*", "exported by wsbench [VERSION]");
+    s.add_filter(
+        r"exported by wsbench [0-9.]+\S*",
+        "exported by wsbench [VERSION]",
+    );
     s.bind(|| insta::assert_snapshot!("session_export_md", md));
 
     let out = f.path().join("report.html");

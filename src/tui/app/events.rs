@@ -248,6 +248,8 @@ fn state_label(s: &WorkspaceState) -> String {
         WorkspaceState::Leased | WorkspaceState::Idle | WorkspaceState::Reattached => {
             "ready".into()
         }
+        // A new sandbox is set up next: still on the way to `ready`.
+        WorkspaceState::Created { .. } => "provisioning".into(),
         other => panes::logs::workspace_state(other),
     }
 }

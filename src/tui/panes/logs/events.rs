@@ -16,6 +16,8 @@ pub(crate) fn workspace_state(s: &crate::engine::events::WorkspaceState) -> Stri
         S::Lost { health, reason } => format!("lost ({health}): {reason}"),
         S::Replaced { notice } => format!("replaced: {notice}"),
         S::Restarted { notice } => format!("restarted: {notice}"),
+        S::Created { files_kept: true } => "created (files kept)".into(),
+        S::Created { files_kept: false } => "created".into(),
         other => serde_json::to_value(other)
             .ok()
             .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(String::from))
