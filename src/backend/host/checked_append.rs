@@ -39,6 +39,9 @@ use crate::backend::append_check::{
 /// what a lock-free writer dropped meanwhile; a writer that keeps dropping
 /// lines still ends the loop, and the next append checks again).
 const MAX_ROUNDS: usize = 3;
+/// Looks at a file that seems short of a line before giving up on a
+/// verdict (each after a wait for it to settle, at most [`SETTLE_MAX`]).
+const LOOKS: usize = 3;
 /// Tries to lock the file the path names when it keeps being replaced.
 const LOCK_TRIES: usize = 5;
 
@@ -143,21 +146,46 @@ fn check(
     let mut seen = first.clone();
     if first.contains(&Seen::Absent) {
         // Looks lost, but the file may be half-way through another
-        // writer's truncate-and-write: judge it again once it is still.
-        let settled = settle(file)?;
-        let (last, last_whole) = search(file, tracked)?;
-        // A line is lost only when the last look was at a whole file (one
-        // that did not change while it was read and ends in a newline),
-        // and, if the file never held still, it was missing from an
-        // earlier whole look too. Otherwise it stays tracked at its old
-        // offset and the next append judges it again.
-        let trusted = last_whole && (settled || first_whole);
-        seen = last;
-        for (s, f) in seen.iter_mut().zip(&first) {
-            if *s == Seen::Absent && !(trusted && (settled || *f == Seen::Absent)) {
-                *s = Seen::Deferred;
+        // writer's truncate-and-write, and one look can be wrong (see
+        // `search`). A line is lost only when two whole looks, with a wait
+        // for the file to settle before the later one, both miss it;
+        // otherwise it stays tracked at its old offset and the next append
+        // judges it again.
+        let mut earlier = first_whole.then(|| first.clone());
+        let mut verdict = None;
+        for _ in 0..LOOKS {
+            settle(file)?;
+            let (look, whole) = search(file, tracked)?;
+            if !whole {
+                continue;
             }
+            if !look.contains(&Seen::Absent) {
+                verdict = Some(look);
+                break;
+            }
+            if let Some(prev) = &earlier {
+                let mut both = look.clone();
+                for (s, p) in both.iter_mut().zip(prev) {
+                    if *s == Seen::Absent && *p != Seen::Absent {
+                        *s = Seen::Deferred;
+                    }
+                }
+                verdict = Some(both);
+                break;
+            }
+            earlier = Some(look);
         }
+        seen = verdict.unwrap_or_else(|| {
+            seen.iter()
+                .map(|s| {
+                    if *s == Seen::Absent {
+                        Seen::Deferred
+                    } else {
+                        *s
+                    }
+                })
+                .collect()
+        });
     }
     let mut lost = Vec::new();
     let mut kept = Vec::with_capacity(tracked.len());

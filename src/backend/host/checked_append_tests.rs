@@ -99,16 +99,16 @@ fn a_lock_free_rewriter_loses_nothing_for_good() {
                 // The reference's offload_context: read all, then later
                 // open with truncation and write all plus its own line.
                 let mut all = std::fs::read(&p).unwrap();
-                std::thread::sleep(std::time::Duration::from_micros(700));
+                std::thread::sleep(std::time::Duration::from_millis(1));
                 all.extend_from_slice(format!("{{\"id\":\"ref{n}\"}}\n").as_bytes());
                 std::fs::write(&p, &all).unwrap();
                 n += 1;
-                std::thread::sleep(std::time::Duration::from_micros(300));
+                std::thread::sleep(std::time::Duration::from_millis(2));
             }
             n
         })
     };
-    let (tracked, reappended) = append_all(&p, 300);
+    let (tracked, reappended) = append_all(&p, 200);
     stop.store(true, Ordering::Relaxed);
     let rounds = rewriter.join().unwrap();
     // One more append after the other writer stopped repairs the rest.
@@ -118,7 +118,7 @@ fn a_lock_free_rewriter_loses_nothing_for_good() {
     assert!(reappended > 0, "the rewriter never dropped a line");
     let c = counts(&p);
     let mut dups = 0;
-    for i in 0..300 {
+    for i in 0..200 {
         let l = String::from_utf8(line(i)).unwrap();
         let k = c.get(l.trim_end()).copied().unwrap_or(0);
         assert!(k >= 1, "line {i} is lost");
