@@ -48,6 +48,9 @@ use crate::backend::{ByteRange, Sandbox};
 pub const KEEP_BYTES: usize = 256 * 1024;
 /// Files tracked at once; the least recently appended one is forgotten.
 pub const KEEP_FILES: usize = 32;
+/// Looks at a file that seems short of a line before giving up on a
+/// verdict (each after a wait for it to settle, at most [`SETTLE_MAX`]).
+const LOOKS: usize = 3;
 /// Re-append rounds per append before giving up (each round re-reads the
 /// file; a writer that keeps dropping our lines still ends the loop).
 const MAX_ROUNDS: usize = 3;
@@ -247,20 +250,46 @@ async fn dropped(base: &WorkspaceBase, st: &mut State, path: &str) -> WsResult<V
         {
             return Ok::<_, crate::backend::BackendError>(None);
         }
-        let first = search(sb, path, &records).await?;
+        let (first, first_whole) = search(sb, path, &records).await?;
         if !first.contains(&Seen::Absent) {
             return Ok(Some(first));
         }
         // Looks lost, but another writer may be half-way through its
-        // truncate-and-write: look again once size and mtime hold still.
-        // If they never do, only a line missing both times counts.
-        let settled = settle(sb, path).await?;
-        let mut last = search(sb, path, &records).await?;
-        for (s, f) in last.iter_mut().zip(&first) {
-            if *s == Seen::Absent && !settled && *f != Seen::Absent {
-                *s = Seen::Deferred;
+        // truncate-and-write, and one look can be wrong: as on host files
+        // (`backend::host::checked_append`), a line is lost only when two
+        // whole looks miss it, the later after a wait for the file to
+        // settle; otherwise it is judged again at the next append.
+        let mut earlier = first_whole.then(|| first.clone());
+        for _ in 0..LOOKS {
+            settle(sb, path).await?;
+            let (look, whole) = search(sb, path, &records).await?;
+            if !whole {
+                continue;
             }
+            if !look.contains(&Seen::Absent) {
+                return Ok(Some(look));
+            }
+            if let Some(prev) = &earlier {
+                let mut both = look.clone();
+                for (s, p) in both.iter_mut().zip(prev) {
+                    if *s == Seen::Absent && *p != Seen::Absent {
+                        *s = Seen::Deferred;
+                    }
+                }
+                return Ok(Some(both));
+            }
+            earlier = Some(look);
         }
+        let last = first
+            .iter()
+            .map(|s| {
+                if *s == Seen::Absent {
+                    Seen::Deferred
+                } else {
+                    *s
+                }
+            })
+            .collect();
         Ok(Some(last))
     }
     .await;
@@ -320,16 +349,23 @@ async fn read_window(
     }
 }
 
-/// Locates `records` in the newest [`SEARCH_WINDOW`] bytes of `path`.
+/// Locates `records` in the newest [`SEARCH_WINDOW`] bytes of `path`;
+/// the flag says whether the look was at a whole file (size and mtime the
+/// same before and after the read, every byte read, a newline last).
 async fn search(
     sb: &dyn Sandbox,
     path: &str,
     records: &[TrackedRecord],
-) -> crate::backend::BackendResult<Vec<Seen>> {
-    let len = sb.stat(path).await?.size;
+) -> crate::backend::BackendResult<(Vec<Seen>, bool)> {
+    let before = sb.stat(path).await?;
+    let len = before.size;
     let start = len.saturating_sub(SEARCH_WINDOW);
     let window = read_window(sb, path, start, len).await?;
-    Ok(locate(records, &window, start))
+    let after = sb.stat(path).await?;
+    let whole = (before.size, before.modified) == (after.size, after.modified)
+        && window.len() as u64 == len - start
+        && window.last() == Some(&b'\n');
+    Ok((locate(records, &window, start), whole))
 }
 
 /// Waits until two looks [`SETTLE_QUIET`] apart see the same size and

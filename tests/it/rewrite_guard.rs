@@ -202,9 +202,18 @@ async fn race(
     n: usize,
     rewrite: fn(&Path, usize),
 ) -> (usize, std::collections::HashMap<String, usize>, Vec<String>) {
+    race_on(open(dir, WorkspaceConfig::default()).await, dir, n, rewrite).await
+}
+
+/// [`race`] on a given workspace whose files are in `dir`.
+async fn race_on(
+    ws: std::sync::Arc<wsbench::engine::Workspace>,
+    dir: &Path,
+    n: usize,
+    rewrite: fn(&Path, usize),
+) -> (usize, std::collections::HashMap<String, usize>, Vec<String>) {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let ws = open(dir, WorkspaceConfig::default()).await;
     let mut sub = ws.events().subscribe();
     let off = ws.offload();
     let file = dir.join("sessions/s1/context.jsonl");
@@ -309,5 +318,37 @@ async fn a_lock_free_rewriter_that_drops_lines_loses_none_and_warns_once() {
         "{rounds} rewrites, {dups} duplicates, {} torn pieces",
         counts.get("torn").unwrap_or(&0)
     );
+    assert_eq!(warned.len(), 1, "{warned:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_checked_append_the_unlocked_check_loses_none_and_warns_once() {
+    // Backends whose appends are separate execs (Docker volume,
+    // Kubernetes, the cloud services) offer no locked section; the guard
+    // checks with reads around the append and the same settle wait.
+    let dir = tempfile::tempdir().unwrap();
+    let probe = crate::tools_rwe::Probe {
+        inner: wsbench::backend::local::LocalSandbox::open(dir.path()).unwrap(),
+        ranged: true,
+        host_view: true,
+        bytes_read: Default::default(),
+    };
+    let ws = wsbench::engine::Workspace::open(
+        std::sync::Arc::new(probe),
+        WorkspaceConfig::default(),
+        wsbench::engine::EventBus::default(),
+    )
+    .await
+    .unwrap();
+    let (rounds, counts, warned) = race_on(ws, dir.path(), 200, unlocked_reference_rewrite).await;
+    assert!(rounds > 5, "the rewriter ran only {rounds} times");
+    let mut dups = 0;
+    for i in 0..200 {
+        let k = counts.get(&format!("w{i}")).copied().unwrap_or(0);
+        assert!(k >= 1, "w{i} is lost: {counts:?}");
+        dups += k - 1;
+    }
+    eprintln!("unlocked: {rounds} rewrites, {dups} duplicates");
+    assert!(dups <= 2, "{dups} duplicates");
     assert_eq!(warned.len(), 1, "{warned:?}");
 }
