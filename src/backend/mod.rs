@@ -27,6 +27,7 @@
 //! `capabilities`, `command`, `files`, `health`, `notice`) and are re-exported here,
 //! so every path stays `crate::backend::<Item>`.
 
+pub mod append_check;
 pub mod bubblewrap;
 pub(crate) mod child;
 pub mod cloud;
@@ -182,6 +183,28 @@ pub trait Sandbox: Send + Sync {
     /// rewrites the file whole (the reference's `offload_context`,
     /// docs/contract.md §6) can drop them.
     async fn append(&self, path: &str, data: &[u8]) -> BackendResult<u64>;
+
+    /// Appends `data` (whole lines) after checking that the lines this
+    /// process appended before (`earlier`, with their last offsets) are
+    /// still in the file, appending again those found nowhere once the
+    /// file has settled; then reads back and repairs again. Check, write
+    /// and read-back are one critical section under the lock
+    /// [`Sandbox::append`] takes (issue 23 point 7; see
+    /// [`append_check`] for how a line is judged and the byte bounds).
+    ///
+    /// `Ok(None)` when the backend offers no such section (the default:
+    /// remote backends, whose appends are separate execs); the caller then
+    /// checks with unlocked reads around [`Sandbox::append`].
+    ///
+    /// Errors: as [`Sandbox::append`], and those of the read-back.
+    async fn append_checked(
+        &self,
+        _path: &str,
+        _earlier: &[append_check::TrackedRecord],
+        _data: &[u8],
+    ) -> BackendResult<Option<append_check::CheckedAppend>> {
+        Ok(None)
+    }
 
     /// Creates `path` exclusively; `Ok(false)` if it already exists. Used
     /// to claim a unique file name without a check-then-write race.

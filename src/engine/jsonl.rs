@@ -61,4 +61,24 @@ mod tests {
         assert!(p.bad_lines[0].1.starts_with("torn record"));
         assert_eq!(p.bad_lines[1].0, 4);
     }
+
+    #[test]
+    fn torn_heads_and_tails_from_another_writer_are_skipped_and_counted() {
+        // Issue 23: the reference read the head of a wsbench line and wrote
+        // it back with its own record glued on; its overwrite left the tail
+        // of another wsbench line behind. Both are bad lines; the records
+        // around them are read.
+        let wsbench =
+            r#"{"id":"w1","role":"user","content":[{"type":"text","text":"hello there"}]}"#;
+        let reference = r#"{"id":"r1","name":"coder","content":[]}"#;
+        let head = &wsbench[..30];
+        let tail = &wsbench[60..];
+        let file = format!("{wsbench}\n{head}{reference}\n{tail}\n{reference}\n{head}\n");
+        let p: Parsed<serde_json::Value> = parse(file.as_bytes());
+        assert_eq!(p.values.len(), 2);
+        let lines: Vec<usize> = p.bad_lines.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, [2, 3, 5]);
+        // Only the head alone at the end reads as a record cut short.
+        assert_eq!(p.torn, 1);
+    }
 }

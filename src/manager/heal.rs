@@ -504,6 +504,18 @@ impl Sandbox for HealingSandbox {
         .await
     }
 
+    async fn append_checked(
+        &self,
+        path: &str,
+        earlier: &[crate::backend::append_check::TrackedRecord],
+        data: &[u8],
+    ) -> BackendResult<Option<crate::backend::append_check::CheckedAppend>> {
+        self.call(Repeat::No, |sb| {
+            async move { sb.append_checked(path, earlier, data).await }.boxed()
+        })
+        .await
+    }
+
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
         self.call(Repeat::No, |sb| {
             async move { sb.create_new(path, data).await }.boxed()

@@ -25,12 +25,13 @@ use wsbench::engine::tools::{ToolLimits, ToolResult, ToolState};
 use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
 
 /// A local sandbox that can pretend to lack ranged reads or a host view,
-/// and counts the bytes it hands out.
-struct Probe {
-    inner: LocalSandbox,
-    ranged: bool,
-    host_view: bool,
-    bytes_read: AtomicU64,
+/// and counts the bytes it hands out. It offers no checked append, so the
+/// rewrite guard takes its unlocked path on it (`rewrite_guard.rs`).
+pub(crate) struct Probe {
+    pub(crate) inner: LocalSandbox,
+    pub(crate) ranged: bool,
+    pub(crate) host_view: bool,
+    pub(crate) bytes_read: AtomicU64,
 }
 
 #[async_trait]

@@ -567,6 +567,19 @@ impl Sandbox for BubblewrapSandbox {
         self.files.append(path, data).await
     }
 
+    async fn append_checked(
+        &self,
+        path: &str,
+        earlier: &[crate::backend::append_check::TrackedRecord],
+        data: &[u8],
+    ) -> BackendResult<Option<crate::backend::append_check::CheckedAppend>> {
+        self.present()?;
+        self.files
+            .append_checked(path, earlier, data)
+            .await
+            .map(Some)
+    }
+
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
         self.present()?;
         self.files.create_new(path, data).await

@@ -120,6 +120,20 @@ impl Sandbox for DockerSandbox {
         }
     }
 
+    async fn append_checked(
+        &self,
+        path: &str,
+        earlier: &[crate::backend::append_check::TrackedRecord],
+        data: &[u8],
+    ) -> BackendResult<Option<crate::backend::append_check::CheckedAppend>> {
+        match self.on_host(path) {
+            Some(h) => h.append_checked(path, earlier, data).await.map(Some),
+            // A volume or the container's own storage: separate execs, no
+            // lock to hold across them; the caller checks around append.
+            None => Ok(None),
+        }
+    }
+
     async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {
         match self.on_host(path) {
             Some(h) => h.create_new(path, data).await,

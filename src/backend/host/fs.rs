@@ -219,8 +219,20 @@ pub fn append_host(target: &Path, data: &[u8]) -> std::io::Result<u64> {
 }
 
 /// The body of [`append_host`] on a locked file, `write` doing the
-/// actual write (a seam for tests that inject a failing writer).
-fn append_locked(
+/// actual write (a seam for tests that inject a failing writer). The
+/// torn-line newline and `data` go out in one buffer, so with `write_all`
+/// a record is one `write(2)` (a regular file on a local file system
+/// writes it whole unless the disk fills or a signal cuts it short; both
+/// are truncated back below).
+///
+/// Limit: one write is not atomic for a reader that takes no lock. Linux
+/// copies a write into the page cache a page at a time and grows the
+/// file's size as it goes, so a reader such as the reference's
+/// `offload_context` can read the head of a record that crosses a 4 KiB
+/// page boundary and write that head back (a torn head, issue 23). Only
+/// the reader's lock could prevent that; wsbench's readers skip such a
+/// line as a bad line and its rewrite guard appends the record again.
+pub(crate) fn append_locked(
     file: &std::fs::File,
     data: &[u8],
     write: impl FnOnce(&std::fs::File, &[u8]) -> std::io::Result<()>,

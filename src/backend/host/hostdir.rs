@@ -361,6 +361,25 @@ impl HostDir {
         .await
     }
 
+    /// The checked append of [`Sandbox::append_checked`](crate::backend::Sandbox::append_checked)
+    /// on the host file (see [`append_checked_host`](super::checked_append::append_checked_host)).
+    pub async fn append_checked(
+        &self,
+        path: &str,
+        earlier: &[crate::backend::append_check::TrackedRecord],
+        data: &[u8],
+    ) -> BackendResult<crate::backend::append_check::CheckedAppend> {
+        let p = self.resolve(path, true)?;
+        let earlier = earlier.to_vec();
+        let data = data.to_vec();
+        let path_s = path.to_string();
+        blocking("append", move || {
+            super::checked_append::append_checked_host(&p, earlier, &data)
+                .map_err(|e| BackendError::from_io(e, path_s))
+        })
+        .await
+    }
+
     /// Creates `path` exclusively; `Ok(false)` when something (even a
     /// dangling link) is already there.
     pub async fn create_new(&self, path: &str, data: &[u8]) -> BackendResult<bool> {

@@ -1,10 +1,11 @@
 //! What the backends whose files live in a host directory share (local,
 //! bubblewrap, and Docker with a bind mount): the sandbox's view of host
 //! directories with links confined to the workspace ([`HostDir`]), host
-//! file helpers (stat, atomic write, locked append), watching, safe
+//! file helpers (stat, atomic write, locked append, checked append), watching, safe
 //! file names from ids, removing the temp files of killed writes, and the
 //! lock the processes of one host share ([`lock::HostLock`]).
 
+pub mod checked_append;
 pub(crate) mod child_start;
 pub mod fs;
 pub(crate) mod hostdir;

@@ -15,7 +15,9 @@ use async_trait::async_trait;
 use tokio::io::AsyncRead;
 use tokio::process::{Child, Command};
 
+use super::append_check::{CheckedAppend, TrackedRecord};
 use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
+use super::host::checked_append::append_checked_host;
 use super::host::child_start;
 use super::host::fs::{finish_atomic, resolve_link_target};
 use super::host::{
@@ -285,6 +287,25 @@ impl Sandbox for LocalSandbox {
         let path_s = path.to_string();
         blocking("append", move || {
             append_host(&p, &data).map_err(|e| BackendError::from_io(e, path_s))
+        })
+        .await
+    }
+
+    async fn append_checked(
+        &self,
+        path: &str,
+        earlier: &[TrackedRecord],
+        data: &[u8],
+    ) -> BackendResult<Option<CheckedAppend>> {
+        self.present()?;
+        let p = self.resolve(path);
+        let earlier = earlier.to_vec();
+        let data = data.to_vec();
+        let path_s = path.to_string();
+        blocking("append", move || {
+            append_checked_host(&p, earlier, &data)
+                .map(Some)
+                .map_err(|e| BackendError::from_io(e, path_s))
         })
         .await
     }
