@@ -25,6 +25,7 @@ mod config_gaps;
 mod disk_full;
 mod explicit_ids;
 mod file_modes;
+mod flood_kill;
 mod floods;
 mod heal;
 mod heal_cloud;
