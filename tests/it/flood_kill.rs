@@ -131,7 +131,10 @@ async fn stopped_flood_ends_before_its_file(stop: Stop) {
     let t0 = Instant::now();
     let (mut seen, mut stopped) = (0usize, false);
     let end = loop {
-        assert!(t0.elapsed() < GUARD, "{stop:?}: no end while the write is held");
+        assert!(
+            t0.elapsed() < GUARD,
+            "{stop:?}: no end while the write is held"
+        );
         tokio::select! {
             _ = &mut call => panic!("{stop:?}: the call returned before its end was sent"),
             end = &mut erx => break end.expect("ended sent"),

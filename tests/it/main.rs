@@ -26,6 +26,7 @@ mod disk_full;
 mod explicit_ids;
 mod file_modes;
 mod flood_kill;
+mod flood_turn;
 mod floods;
 mod heal;
 mod heal_cloud;

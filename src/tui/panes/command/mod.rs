@@ -184,6 +184,9 @@ pub struct CommandPane {
     /// Output bytes of the current or last run skipped because they came
     /// faster than frames took them (shown in the title).
     skipped: u64,
+    /// Output bytes parsed from the merges since the pane was made
+    /// ([`CommandPane::parsed_bytes`]).
+    parsed: u64,
 }
 
 fn new_prompt() -> PromptField {
@@ -221,6 +224,7 @@ impl CommandPane {
             budget_bytes: cfg.output_buffer_bytes,
             frame_bytes: cfg.output_frame_bytes,
             skipped: 0,
+            parsed: 0,
         }
     }
 
