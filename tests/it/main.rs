@@ -50,6 +50,7 @@ mod mcp_serve_limits;
 mod mcp_session;
 mod mcp_stdio;
 mod offload;
+mod one_clock;
 mod orphans;
 mod provision_race;
 mod read_only;
