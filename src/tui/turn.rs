@@ -23,6 +23,11 @@ use crate::engine::events::Subscriber;
 /// Task messages or engine events handled between two looks at input.
 pub const SLICE: usize = 32;
 
+/// A turn that handled terminal input draws once `1 / INPUT_FRAME_DIV` of
+/// the frame budget has passed since the last frame, instead of the whole
+/// budget (issue 16: key-to-screen latency under a flood).
+pub const INPUT_FRAME_DIV: u32 = 4;
+
 /// What the loop keeps from one turn to the next: the frame budget, when
 /// it last drew, and whether the screen is out of date.
 #[derive(Debug)]
@@ -115,9 +120,10 @@ impl LoopState {
     /// One turn: every pending terminal event; then task messages and
     /// engine events, [`SLICE`] of each at a time with input taken again
     /// between slices, until none is left or half a frame has passed;
-    /// input again; the app's clock; then a frame if one is due (at most
-    /// one per `1 / max_fps`), in which panes parse output for at most
-    /// the output time. A pane that ran out of it asks for the next frame
+    /// input again; the app's clock; then a frame if one is due (one per
+    /// `1 / max_fps`, or a quarter of that when the turn handled input:
+    /// [`INPUT_FRAME_DIV`]), in which panes parse output for at most the
+    /// output time. A pane that ran out of it asks for the next frame
     /// ([`App::needs_frame`]).
     ///
     /// Errors: drawing failed; the injected test fault.
@@ -159,7 +165,15 @@ impl LoopState {
         if rep.inputs + rep.messages + rep.events > 0 {
             self.dirty = true;
         }
-        if self.dirty && self.last_draw.elapsed() >= self.budget {
+        // A frame answering a key need not wait out the frame budget that
+        // output frames keep (under a flood a frame was just drawn, so a
+        // key waited up to a whole frame for its own): it is drawn once a
+        // quarter of the budget has passed, so input alone cannot make
+        // more than `4 × max_fps` frames a second.
+        let since = self.last_draw.elapsed();
+        let due =
+            since >= self.budget || (rep.inputs > 0 && since >= self.budget / INPUT_FRAME_DIV);
+        if self.dirty && due {
             if self.frames == 1 {
                 match self.fault {
                     Fault::Panic => {

@@ -54,6 +54,11 @@ impl Loop {
     /// A 120×40 loop on `ws`; every turn may draw (no frame rate), and a
     /// frame parses output for at most `output_time`.
     fn new(ws: Arc<Workspace>, opts: AppOptions, output_time: Duration) -> Loop {
+        let st = LoopState::new(1_000_000).with_output_time(output_time);
+        Self::with_state(ws, opts, st)
+    }
+
+    fn with_state(ws: Arc<Workspace>, opts: AppOptions, st: LoopState) -> Loop {
         let sub = ws.events().subscribe();
         let (input_tx, input_rx) = mpsc::channel(256);
         Loop {
@@ -62,7 +67,7 @@ impl Loop {
             input_rx,
             sub,
             term: Terminal::new(TestBackend::new(120, 40)).unwrap(),
-            st: LoopState::new(1_000_000).with_output_time(output_time),
+            st,
         }
     }
 
@@ -210,6 +215,34 @@ async fn a_key_goes_before_a_hundred_megabytes_of_pending_output() {
     // The next turns go on one slice at a time; y kills the tree.
     l.keys("y");
     l.until("the kill", |s| s.contains("✗ killed")).await;
+}
+
+/// A key does not wait out the frame budget output frames keep: with a
+/// budget of one second, a turn with only a message 300 ms after a frame
+/// does not draw, and a turn with a key does (a quarter of the budget has
+/// passed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_is_drawn_before_the_frame_budget_is_over() {
+    use wsbench::tui::action::Level;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = crate::support::open(dir.path(), config()).await;
+    let mut l = Loop::with_state(ws, crate::support::tui::options(), LoopState::new(1));
+    assert!(l.turn().drew, "the first turn draws");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    l.app
+        .cx
+        .tx
+        .try_send(AppMsg::Toast(Level::Info, "not a key".into()))
+        .unwrap();
+    let rep = l.turn();
+    // The toast and whatever the panes' first loads reported.
+    assert!(rep.messages >= 1 && rep.inputs == 0, "{rep:?}");
+    assert!(!rep.drew, "output and messages keep the frame rate: {rep:?}");
+    let before = l.app.focus();
+    l.keys("tab");
+    let rep = l.turn();
+    assert!(rep.drew, "a key's frame comes at once: {rep:?}");
+    assert_ne!(l.app.focus(), before, "the key moved the focus");
 }
 
 /// A local sandbox that holds the claim of every tool-result file (the
