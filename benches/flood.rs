@@ -248,6 +248,17 @@ fn rss_mib(pid: u32) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// `CLOCK_MONOTONIC` in seconds: the clock `perf record -k
+/// CLOCK_MONOTONIC` stamps kernel events with, so a kill's steps (the
+/// signals, the processes' exits) can be lined up with the keys sent
+/// and the lines seen here.
+fn mono() -> f64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime fills the struct it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
 fn pct(v: &mut [Duration], p: f64) -> Duration {
     v.sort();
     v[((v.len() as f64 - 1.0) * p).round() as usize]
@@ -355,16 +366,17 @@ fn keys_under(t: &Tmux, label: &str, cmd: &str) {
         t.wait("┏ Command", Duration::from_secs(30));
     }
     // Ctrl-C interrupts (SIGINT, issue 17); Ctrl-X + `y` kills the tree.
-    let t0 = Instant::now();
+    let (t0, m0) = (Instant::now(), mono());
     t.send_fast("C-c");
     t.wait("✗ exit 130", Duration::from_secs(60));
-    let first = t0.elapsed();
+    let (first, m1) = (t0.elapsed(), mono());
     t.wait_for("the final line", Duration::from_secs(60), |s| {
         final_line(s, "✗ exit 130 (SIGINT)")
     });
     println!(
-        "ctrl-c to ✗ exit 130 (SIGINT) under {label}: {first:?} (final line {:?})",
-        t0.elapsed()
+        "ctrl-c to ✗ exit 130 (SIGINT) under {label}: {first:?} (final line {:?}; monotonic {m0:.6} → {m1:.6} → {:.6})",
+        t0.elapsed(),
+        mono()
     );
     // The keys above left the prompt (Escape): back into it.
     t.send("i");
@@ -373,16 +385,17 @@ fn keys_under(t: &Tmux, label: &str, cmd: &str) {
     std::thread::sleep(Duration::from_secs(2));
     t.send("C-x");
     t.wait("kill", Duration::from_secs(10));
-    let t0 = Instant::now();
+    let (t0, m0) = (Instant::now(), mono());
     t.send_fast("y");
     t.wait("✗ killed", Duration::from_secs(60));
-    let first = t0.elapsed();
+    let (first, m1) = (t0.elapsed(), mono());
     t.wait_for("the final line", Duration::from_secs(60), |s| {
         final_line(s, "✗ killed")
     });
     println!(
-        "ctrl-x + y to ✗ killed under {label}: {first:?} (final line {:?})",
-        t0.elapsed()
+        "ctrl-x + y to ✗ killed under {label}: {first:?} (final line {:?}; monotonic {m0:.6} → {m1:.6} → {:.6})",
+        t0.elapsed(),
+        mono()
     );
     // The keyboard is still in the prompt for the next flood.
     std::thread::sleep(Duration::from_millis(200));
