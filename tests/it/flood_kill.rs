@@ -208,3 +208,96 @@ async fn a_killed_flood_ends_before_its_tool_result_is_written() {
 async fn an_interrupted_flood_ends_before_its_tool_result_is_written() {
     stopped_flood_ends_before_its_file(Stop::Interrupt).await;
 }
+
+/// A sink that notes whether the call's end had reached its receiver
+/// (a task of its own) when the tool-result write began.
+struct SeenAtWrite {
+    ws: Arc<Workspace>,
+    seen: Arc<AtomicBool>,
+    seen_at_write: std::sync::Mutex<Option<bool>>,
+}
+
+#[async_trait]
+impl OffloadSink for SeenAtWrite {
+    async fn tool_result_stream(
+        &self,
+        session: &str,
+        result_id: &str,
+        reader: Box<dyn AsyncRead + Send + Unpin>,
+    ) -> WsResult<String> {
+        *self.seen_at_write.lock().unwrap() = Some(self.seen.load(Ordering::SeqCst));
+        self.ws
+            .offload()
+            .tool_result_stream(session, result_id, reader)
+            .await
+    }
+}
+
+/// The receiver of `ProcessEnded` runs before the tool goes on to its
+/// tool-result file, even on one thread: the tool yields after sending
+/// it. (Woken from the tool's task, the receiver otherwise waited in the
+/// worker's LIFO slot behind the text and file work: 160–280 ms under a
+/// flood on the loaded VM.) One thread makes the order deterministic.
+#[tokio::test(flavor = "current_thread")]
+async fn the_end_reaches_its_receiver_before_the_tool_result_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = WorkspaceConfig {
+        limits: ToolLimits {
+            tool_result_max_bytes: 1 << 20,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let ws = support::open(dir.path(), config).await;
+    let seen = Arc::new(AtomicBool::new(false));
+    let sink = SeenAtWrite {
+        ws: ws.clone(),
+        seen: seen.clone(),
+        seen_at_write: std::sync::Mutex::new(None),
+    };
+    let mut env = ws.tool_env();
+    env.offload = &sink;
+    let (etx, erx) = oneshot::channel::<ProcessEnded>();
+    let receiver = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            let end = erx.await.expect("ended sent");
+            seen.store(true, Ordering::SeqCst);
+            end
+        })
+    };
+    let cancel = CancellationToken::new();
+    let (otx, mut orx) = mpsc::channel(OUTPUT_CHANNEL_CHUNKS);
+    let ctx = ToolContext {
+        env,
+        agent: "",
+        session: "s-001",
+        call_id: "call_yield",
+        cancel: cancel.clone(),
+        output: Some(otx),
+        bash: BashOptions::new(Some(false), None).with_ended(Some(etx)),
+    };
+    let call = bash::run(&ctx, "yes", Duration::from_secs(600));
+    tokio::pin!(call);
+    let t0 = Instant::now();
+    let mut got = 0usize;
+    let r = loop {
+        assert!(t0.elapsed() < GUARD, "the call never returned");
+        tokio::select! {
+            r = &mut call => break r,
+            c = orx.recv() => {
+                got += c.map_or(0, |c| c.data.len());
+                if got >= 2 << 20 {
+                    cancel.cancel();
+                }
+            }
+        }
+    };
+    assert!(receiver.await.unwrap().cancelled);
+    assert!(r.offload_path.is_some(), "capped output offloaded");
+    assert_eq!(
+        *sink.seen_at_write.lock().unwrap(),
+        Some(true),
+        "the end had reached its receiver when the write began"
+    );
+}

@@ -237,7 +237,10 @@ async fn a_key_is_drawn_before_the_frame_budget_is_over() {
     let rep = l.turn();
     // The toast and whatever the panes' first loads reported.
     assert!(rep.messages >= 1 && rep.inputs == 0, "{rep:?}");
-    assert!(!rep.drew, "output and messages keep the frame rate: {rep:?}");
+    assert!(
+        !rep.drew,
+        "output and messages keep the frame rate: {rep:?}"
+    );
     let before = l.app.focus();
     l.keys("tab");
     let rep = l.turn();
