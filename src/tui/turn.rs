@@ -36,6 +36,9 @@ pub struct LoopState {
     budget: Duration,
     /// Something changed since the last frame.
     dirty: bool,
+    /// Input was handled since the last frame: the next one is owed
+    /// after a quarter of the budget ([`INPUT_FRAME_DIV`]).
+    input_owed: bool,
     last_draw: Instant,
     frames: u64,
     /// A pane's output work per frame ([`crate::tui::pane::Ctx::output_time`]).
@@ -76,6 +79,7 @@ impl LoopState {
         LoopState {
             budget,
             dirty: true,
+            input_owed: false,
             last_draw: Instant::now() - budget,
             frames: 0,
             output_time: crate::tui::pane::OUTPUT_FRAME_TIME,
@@ -107,13 +111,23 @@ impl LoopState {
         self.dirty = true;
     }
 
-    /// Until when the loop may wait: the next frame when one is owed,
-    /// else the app's next timed change (toast expiry, tick).
+    /// Until when the loop may wait: the next frame when one is owed
+    /// (sooner when it answers input), else the app's next timed change
+    /// (toast expiry, tick).
     pub fn deadline(&self, app: &App) -> Instant {
         if self.dirty {
-            self.last_draw + self.budget
+            self.last_draw + self.frame_gap()
         } else {
             app.next_deadline()
+        }
+    }
+
+    /// The least time between the last frame and the next one.
+    fn frame_gap(&self) -> Duration {
+        if self.input_owed {
+            self.budget / INPUT_FRAME_DIV
+        } else {
+            self.budget
         }
     }
 
@@ -165,14 +179,15 @@ impl LoopState {
         if rep.inputs + rep.messages + rep.events > 0 {
             self.dirty = true;
         }
+        if rep.inputs > 0 {
+            self.input_owed = true;
+        }
         // A frame answering a key need not wait out the frame budget that
         // output frames keep (under a flood a frame was just drawn, so a
         // key waited up to a whole frame for its own): it is drawn once a
         // quarter of the budget has passed, so input alone cannot make
         // more than `4 × max_fps` frames a second.
-        let since = self.last_draw.elapsed();
-        let due =
-            since >= self.budget || (rep.inputs > 0 && since >= self.budget / INPUT_FRAME_DIV);
+        let due = self.last_draw.elapsed() >= self.frame_gap();
         if self.dirty && due {
             if self.frames == 1 {
                 match self.fault {
@@ -195,6 +210,7 @@ impl LoopState {
             // A pane that ran out of its frame's time (deferred output)
             // gets the next frame without waiting for a message.
             self.dirty = app.needs_frame();
+            self.input_owed = false;
             self.last_draw = Instant::now();
             rep.drew = true;
         }

@@ -246,6 +246,23 @@ async fn a_key_is_drawn_before_the_frame_budget_is_over() {
     let rep = l.turn();
     assert!(rep.drew, "a key's frame comes at once: {rep:?}");
     assert_ne!(l.app.focus(), before, "the key moved the focus");
+
+    // Right after a frame, a key's own frame is owed after a quarter of
+    // the budget: the loop's deadline says so, and a turn then draws
+    // with no further input.
+    l.keys("tab");
+    let rep = l.turn();
+    assert!(!rep.drew, "too soon after the last frame: {rep:?}");
+    let due = l.st.deadline(&l.app);
+    assert!(
+        due < Instant::now() + Duration::from_millis(500),
+        "the key's frame is owed in a quarter of the budget, not a whole one"
+    );
+    tokio::time::sleep_until(due.into()).await;
+    let rep =
+        l.st.turn(&mut l.app, &mut l.input_rx, &mut l.sub, &mut l.term)
+            .unwrap();
+    assert!(rep.drew && rep.inputs == 0, "{rep:?}");
 }
 
 /// A local sandbox that holds the claim of every tool-result file (the
