@@ -2,13 +2,15 @@
 //! `wsbench exec`. A small harness, not criterion: each figure needs a
 //! real process and a real terminal.
 //!
-//! * key-to-screen latency while `yes` floods the Command pane: Tab /
-//!   Shift-Tab moves the focus; the time until `capture-pane` shows the
-//!   new focused border, p50 and p99 over `FLOOD_KEYS` presses (100);
+//! * key-to-screen latency while `yes` floods the Command pane, then
+//!   while 1 MiB lines without newlines do (`awk`): Tab / Shift-Tab moves
+//!   the focus; the time until `capture-pane` shows the new focused
+//!   border, p50 and p99 over `FLOOD_KEYS` presses (100) each;
 //! * TUI RSS idle, after 1 GB of `yes`, and after 10 × 50 MB without
 //!   newlines (run over run);
 //! * ctrl-c to `✗ exit 130` (SIGINT) and ctrl-x + `y` to `✗ killed`
-//!   under a flood;
+//!   under each flood: to the first line (the processes are gone) and to
+//!   the final one (the tool-result file written, the call's duration);
 //! * `wsbench exec` of 1 GB to a pipe against `cat` of the same bytes,
 //!   with the peak RSS of `wsbench`.
 //!
@@ -16,10 +18,16 @@
 //! binary, `FLOOD_MB` scales the 1 GB runs down, `FLOOD_EXEC_ONLY=1`
 //! stops after the `exec` figures, `FLOOD_KEYS_ONLY=1` runs only the key
 //! and kill figures (no `exec`, no RSS runs). Needs tmux; prints
-//! `SKIPPED` without it. Latency is measured by polling `capture-pane`,
-//! so it includes tmux's own round trip (a few ms).
+//! `SKIPPED` without it. Latency is measured by polling `capture-pane`
+//! through one tmux control-mode client (`tmux -C`), so a poll costs no
+//! process start: through a new `tmux` process each, a poll took 4 ms at
+//! the median and 20 ms at p90 on the loaded 2-core VM, and the figures
+//! carried that; through the control client, 0.1 ms at the median. Polls
+//! are 1 ms apart.
 
-use std::process::{Command, Stdio};
+use std::io::{BufRead as _, Write as _};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 fn bin() -> String {
@@ -37,6 +45,84 @@ struct Tmux {
     sock: String,
     _dir: tempfile::TempDir,
     ws: std::path::PathBuf,
+    /// Set once the session runs (`Tmux::start`).
+    control: Option<std::cell::RefCell<Control>>,
+}
+
+/// A tmux control-mode client (`tmux -C attach -f no-output`): commands
+/// go over its stdin and their output comes back as `%begin` … `%end`
+/// blocks, read by a thread, so a screen poll starts no process. It does
+/// not change the window's size, and pane output is not streamed to it.
+struct Control {
+    child: Child,
+    stdin: ChildStdin,
+    blocks: mpsc::Receiver<Vec<String>>,
+}
+
+impl Control {
+    fn attach(sock: &str) -> Control {
+        let mut child = Command::new("tmux")
+            .args(["-L", sock, "-C", "attach", "-f", "no-output", "-t", "t"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, blocks) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut block: Option<Vec<String>> = None;
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("%begin") {
+                    block = Some(Vec::new());
+                } else if line.starts_with("%end") || line.starts_with("%error") {
+                    if let Some(b) = block.take()
+                        && tx.send(b).is_err()
+                    {
+                        break;
+                    }
+                } else if let Some(b) = &mut block {
+                    b.push(line);
+                }
+                // Other lines are notifications (`%session-changed`, …).
+            }
+        });
+        let mut c = Control {
+            child,
+            stdin,
+            blocks,
+        };
+        // The attach answers with a block of its own: read up to a
+        // marker so each later command gets its own answer.
+        writeln!(c.stdin, "display-message -p ctl-ready").unwrap();
+        c.stdin.flush().unwrap();
+        while !c
+            .blocks
+            .recv_timeout(Duration::from_secs(30))
+            .expect("tmux control client")
+            .iter()
+            .any(|l| l == "ctl-ready")
+        {}
+        c
+    }
+
+    /// Runs one tmux command; returns its output lines.
+    fn cmd(&mut self, cmd: &str) -> Vec<String> {
+        writeln!(self.stdin, "{cmd}").unwrap();
+        self.stdin.flush().unwrap();
+        self.blocks
+            .recv_timeout(Duration::from_secs(30))
+            .expect("tmux control client answers")
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Tmux {
@@ -51,10 +137,11 @@ impl Tmux {
             b = bin(),
             w = ws.display()
         );
-        let t = Tmux {
+        let mut t = Tmux {
             sock,
             _dir: dir,
             ws,
+            control: None,
         };
         t.tmux(&[
             "-f",
@@ -70,6 +157,7 @@ impl Tmux {
             &cmd,
         ]);
         t.tmux(&["set", "-g", "escape-time", "0"]);
+        t.control = Some(std::cell::RefCell::new(Control::attach(&t.sock)));
         t.wait("wsbench │", Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(500));
         // The TUI starts on Files (issue 22): `i` puts the keyboard in the
@@ -90,24 +178,42 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "t"])
+        match &self.control {
+            Some(c) => c.borrow_mut().cmd("capture-pane -p -t t").join("\n"),
+            None => self.tmux(&["capture-pane", "-p", "-t", "t"]),
+        }
     }
 
     fn send(&self, k: &str) {
         self.tmux(&["send-keys", "-t", "t", k]);
     }
 
+    /// Sends a key through the control client (no process start, so the
+    /// clock starts right before the key goes out).
+    fn send_fast(&self, k: &str) {
+        match &self.control {
+            Some(c) => {
+                c.borrow_mut().cmd(&format!("send-keys -t t {k}"));
+            }
+            None => self.send(k),
+        }
+    }
+
     fn wait(&self, needle: &str, limit: Duration) -> Duration {
+        self.wait_for(needle, limit, |s| s.contains(needle))
+    }
+
+    /// Polls the screen until `done` holds (`what` names it on failure).
+    fn wait_for(&self, what: &str, limit: Duration, done: impl Fn(&str) -> bool) -> Duration {
         let t0 = Instant::now();
-        while !self.screen().contains(needle) {
-            assert!(
-                t0.elapsed() < limit,
-                "no {needle:?} after {limit:?}:\n{}",
-                self.screen()
-            );
+        loop {
+            let s = self.screen();
+            if done(&s) {
+                return t0.elapsed();
+            }
+            assert!(t0.elapsed() < limit, "no {what:?} after {limit:?}:\n{s}");
             std::thread::sleep(Duration::from_millis(1));
         }
-        t0.elapsed()
     }
 
     fn pid(&self) -> u32 {
@@ -125,6 +231,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
+        self.control = None;
         let _ = Command::new("tmux")
             .args(["-L", &self.sock, "kill-server"])
             .output();
@@ -139,6 +246,17 @@ fn rss_mib(pid: u32) -> f64 {
         .and_then(|v| v.parse::<f64>().ok())
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
+}
+
+/// `CLOCK_MONOTONIC` in seconds: the clock `perf record -k
+/// CLOCK_MONOTONIC` stamps kernel events with, so a kill's steps (the
+/// signals, the processes' exits) can be lined up with the keys sent
+/// and the lines seen here.
+fn mono() -> f64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime fills the struct it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -182,10 +300,40 @@ fn rss_figures(t: &Tmux, pid: u32) {
     }
 }
 
-/// Key-to-screen latency under `yes`, then Ctrl-C and Ctrl-X + `y`.
+/// The floods the key and kill figures run under: `yes`, and 1 MiB
+/// lines without newlines at full speed (one `awk`, no process per line).
+const KEY_FLOODS: [(&str, &str); 2] = [
+    ("yes", "yes"),
+    (
+        "1 MiB lines",
+        "awk 'BEGIN { s = \"x\"; while (length(s) < 1048576) s = s s; for (;;) print s }'",
+    ),
+];
+
+/// Key-to-screen latency, then Ctrl-C and Ctrl-X + `y`, under each of
+/// [`KEY_FLOODS`].
 fn key_figures(t: &Tmux) {
-    // Latency under `yes`.
-    t.run("yes");
+    for (label, cmd) in KEY_FLOODS {
+        keys_under(t, label, cmd);
+    }
+    let offloaded: u64 = walk_bytes(&t.ws);
+    println!("workspace bytes after the runs: {offloaded}");
+}
+
+/// Whether a line of `screen` starts with `mark` followed by ` · ` and a
+/// duration (the final status line, not the early one).
+fn final_line(screen: &str, mark: &str) -> bool {
+    screen.lines().any(|l| {
+        l.split(mark).nth(1).is_some_and(|rest| {
+            rest.strip_prefix(" · ")
+                .is_some_and(|d| d.starts_with(|c: char| c.is_ascii_digit()))
+        })
+    })
+}
+
+/// The key and kill figures under `cmd` (the keyboard in the prompt).
+fn keys_under(t: &Tmux, label: &str, cmd: &str) {
+    t.run(cmd);
     t.wait("running", Duration::from_secs(20));
     std::thread::sleep(Duration::from_secs(2));
     t.send("Escape");
@@ -202,40 +350,55 @@ fn key_figures(t: &Tmux) {
             ("BTab", "┏ Command")
         };
         let t0 = Instant::now();
-        t.send(key);
+        t.send_fast(key);
         t.wait(border, Duration::from_secs(30));
         lat.push(t0.elapsed());
     }
+    let mean = lat.iter().sum::<Duration>() / n.max(1) as u32;
     println!(
-        "key-to-screen under yes, {n} keys: p50 {:?} p99 {:?}",
+        "key-to-screen under {label}, {n} keys: p50 {:?} p99 {:?} max {:?} mean {mean:?}",
         pct(&mut lat, 0.5),
-        pct(&mut lat, 0.99)
+        pct(&mut lat, 0.99),
+        pct(&mut lat, 1.0),
     );
     if n % 2 == 1 {
         t.send("BTab");
         t.wait("┏ Command", Duration::from_secs(30));
     }
     // Ctrl-C interrupts (SIGINT, issue 17); Ctrl-X + `y` kills the tree.
-    let t0 = Instant::now();
-    t.send("C-c");
+    let (t0, m0) = (Instant::now(), mono());
+    t.send_fast("C-c");
     t.wait("✗ exit 130", Duration::from_secs(60));
+    let (first, m1) = (t0.elapsed(), mono());
+    t.wait_for("the final line", Duration::from_secs(60), |s| {
+        final_line(s, "✗ exit 130 (SIGINT)")
+    });
     println!(
-        "ctrl-c to ✗ exit 130 (SIGINT) under yes: {:?}",
-        t0.elapsed()
+        "ctrl-c to ✗ exit 130 (SIGINT) under {label}: {first:?} (final line {:?}; monotonic {m0:.6} → {m1:.6} → {:.6})",
+        t0.elapsed(),
+        mono()
     );
     // The keys above left the prompt (Escape): back into it.
     t.send("i");
-    t.run("yes");
+    t.run(cmd);
     t.wait("running", Duration::from_secs(20));
     std::thread::sleep(Duration::from_secs(2));
     t.send("C-x");
     t.wait("kill", Duration::from_secs(10));
-    let t0 = Instant::now();
-    t.send("y");
+    let (t0, m0) = (Instant::now(), mono());
+    t.send_fast("y");
     t.wait("✗ killed", Duration::from_secs(60));
-    println!("ctrl-x + y to ✗ killed under yes: {:?}", t0.elapsed());
-    let offloaded: u64 = walk_bytes(&t.ws);
-    println!("workspace bytes after the runs: {offloaded}");
+    let (first, m1) = (t0.elapsed(), mono());
+    t.wait_for("the final line", Duration::from_secs(60), |s| {
+        final_line(s, "✗ killed")
+    });
+    println!(
+        "ctrl-x + y to ✗ killed under {label}: {first:?} (final line {:?}; monotonic {m0:.6} → {m1:.6} → {:.6})",
+        t0.elapsed(),
+        mono()
+    );
+    // The keyboard is still in the prompt for the next flood.
+    std::thread::sleep(Duration::from_millis(200));
 }
 
 fn walk_bytes(dir: &std::path::Path) -> u64 {

@@ -17,7 +17,8 @@
 //! queued task message or engine event, and again between slices of them,
 //! so a flood of output never delays a key by more than a slice.
 //!
-//! Layout of the module: [`app`] (state and routing), [`panes`] (one
+//! Layout of the module: [`app`] (state and routing), [`turn`] (one turn
+//! of the loop, testable apart from the waiting), [`panes`] (one
 //! component per pane; see its docs for adding one), [`keymap`],
 //! [`theme`], [`config`], [`widgets`], [`clipboard`], [`action`].
 
@@ -29,6 +30,7 @@ pub mod keymap;
 pub mod pane;
 pub mod panes;
 pub mod theme;
+pub mod turn;
 pub mod widgets;
 
 use std::io::{IsTerminal as _, Write as _};
@@ -553,9 +555,6 @@ fn stop_signals() -> std::io::Result<impl std::future::Future<Output = nix::sys:
 /// Room for terminal events not yet handled (keys, resizes, pastes).
 const INPUT_CAPACITY: usize = 256;
 
-/// Task messages or engine events handled between two looks at input.
-const SLICE: usize = 32;
-
 /// The loop's channels besides the app's own.
 struct Channels<'a> {
     input: &'a InputThread,
@@ -565,15 +564,10 @@ struct Channels<'a> {
     tx: &'a mpsc::Sender<AppMsg>,
 }
 
-/// Handles every pending terminal event.
-fn take_input(app: &mut App, rx: &mut mpsc::Receiver<AppMsg>) {
-    while let Ok(m) = rx.try_recv() {
-        app.on_msg(m);
-    }
-}
-
 /// Runs the TUI until quit (`Ok(None)`) or one of [`STOP_SIGNALS`]
-/// (`Ok(Some(signal))`).
+/// (`Ok(Some(signal))`): a [`turn::LoopState::turn`] (input, pending
+/// work, a frame when due), the host's requests, then a wait for the next
+/// key, message, engine event, signal or deadline.
 async fn event_loop(
     term: &mut Term,
     app: &mut App,
@@ -586,34 +580,24 @@ async fn event_loop(
         input_rx,
         tx,
     } = chans;
-    let fault = std::env::var(FAULT_ENV).unwrap_or_default();
-    let budget = Duration::from_secs_f64(1.0 / max_fps.max(1) as f64);
+    let fault = match std::env::var(FAULT_ENV).as_deref() {
+        Ok("panic") => turn::Fault::Panic,
+        Ok("error") => turn::Fault::Error,
+        _ => turn::Fault::None,
+    };
+    let mut st = turn::LoopState::new(max_fps).with_fault(fault);
     let mut sub = early.unwrap_or_else(|| app.cx.ws.events().subscribe());
     let mut sub_ws = app.cx.ws.clone();
     let mut bus_open = true;
     let stop = stop_signals()?;
     tokio::pin!(stop);
-    let mut dirty = true;
-    let mut last_draw = Instant::now() - budget;
-    let mut frames = 0u64;
     loop {
-        // Keys that came while the last turn worked are acted on before
-        // the frame is drawn (a kill is never drawn late).
-        take_input(app, input_rx);
-        if dirty && last_draw.elapsed() >= budget {
-            if frames == 1 {
-                match fault.as_str() {
-                    "panic" => panic!("{FAULT_ENV}=panic: a test panic inside the render loop"),
-                    "error" => anyhow::bail!("{FAULT_ENV}=error: a test error from the event loop"),
-                    _ => {}
-                }
-            }
-            term.draw(|f| app.render(f))?;
-            frames += 1;
-            // A pane that ran out of its frame's time (deferred output)
-            // gets the next frame without waiting for a message.
-            dirty = app.needs_frame();
-            last_draw = Instant::now();
+        st.turn(app, input_rx, &mut sub, term)?;
+        // A workspace switch (Workspaces pane, `:ws`) brings another bus.
+        if !Arc::ptr_eq(&sub_ws, &app.cx.ws) {
+            sub_ws = app.cx.ws.clone();
+            sub = sub_ws.events().subscribe();
+            bus_open = true;
         }
         for req in app.take_requests() {
             let mouse = app.mouse_enabled();
@@ -642,16 +626,12 @@ async fn event_loop(
                     })?;
                 }
             }
-            dirty = true;
+            st.woke();
         }
         if app.quit {
             return Ok(None);
         }
-        let deadline = if dirty {
-            last_draw + budget
-        } else {
-            app.next_deadline()
-        };
+        let deadline = st.deadline(app);
         tokio::select! {
             biased;
             m = input_rx.recv() => {
@@ -675,33 +655,7 @@ async fn event_loop(
             }
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
-        // Handle what is pending for at most half a frame, input first
-        // and between every slice, then draw.
-        let until = Instant::now() + budget / 2;
-        loop {
-            take_input(app, input_rx);
-            let more_tasks = app.drain_some(SLICE);
-            let mut more_events = false;
-            for _ in 0..SLICE {
-                match sub.try_recv() {
-                    Some(r) => app.on_engine(r),
-                    None => break,
-                }
-                more_events = true;
-            }
-            if !(more_tasks || more_events) || Instant::now() >= until {
-                break;
-            }
-        }
-        take_input(app, input_rx);
-        app.tick();
-        // A workspace switch (Workspaces pane, `:ws`) brings another bus.
-        if !Arc::ptr_eq(&sub_ws, &app.cx.ws) {
-            sub_ws = app.cx.ws.clone();
-            sub = sub_ws.events().subscribe();
-            bus_open = true;
-        }
-        dirty = true;
+        st.woke();
     }
 }
 

@@ -36,6 +36,12 @@ mod macros;
 /// composition root's factory ([`crate::root::Context::manager_factory`]).
 pub type ManagerFactory = crate::root::ManagerFactory;
 
+/// Time a frame spends parsing streamed output at most, by default
+/// ([`Ctx::output_time`]): small enough that a key pressed during a flood
+/// is answered within the frame (issue 16). Checked between slices, so a
+/// frame may run over by one slice.
+pub const OUTPUT_FRAME_TIME: std::time::Duration = std::time::Duration::from_millis(4);
+
 /// A clock the panes read "now" from (fixed in snapshot tests).
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
@@ -87,6 +93,12 @@ pub struct Ctx {
     pub header: HeaderInfo,
     /// "Now".
     pub clock: Clock,
+    /// Time a pane may spend per frame parsing streamed output (the
+    /// Command pane's flood work); what is left waits for the next frame
+    /// ([`Pane::needs_frame`]). The render loop sets it
+    /// ([`OUTPUT_FRAME_TIME`] by default); at least one slice of output is
+    /// parsed per frame whatever it says, so zero means "one slice".
+    pub output_time: std::time::Duration,
     /// Session ids known from the last listing (palette completion).
     pub sessions: Vec<String>,
     /// Workspace ids of the current profile from the last listing

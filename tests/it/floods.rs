@@ -167,3 +167,67 @@ async fn the_offload_pane_follows_a_delete() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A tool-result file truncated on disk shows its new size in the
+/// Offload pane without a restart (issue 16 point 6: "deleted or
+/// truncated offload files disappear or update").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offload_pane_follows_a_truncate() {
+    use std::time::{Duration, Instant};
+    use support::tui::{Harness, open, options};
+    use wsbench::tui::panes::offload::{self, OffloadPane};
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path()).await;
+    let mut o = options();
+    o.watch = true;
+    let mut hs = Harness::new(ws.clone(), o, 120, 40).await;
+    let r = ws
+        .call_tool(wsbench::engine::ToolCall {
+            tool: "Bash".into(),
+            session: "s-001".into(),
+            args: json!({"command": "seq 1 100000"}),
+            ..Default::default()
+        })
+        .await;
+    let path = r.offload_path.clone().expect("offloaded");
+    let full = std::fs::metadata(&path).unwrap().len();
+    assert!(full > 100, "{full}");
+    let size = |hs: &mut Harness| {
+        hs.app
+            .pane_call::<OffloadPane, _>(offload::ID, |p, _| {
+                p.items().iter().find(|i| i.path == path).map(|i| i.bytes)
+            })
+            .unwrap()
+    };
+    // A guard against a hang, not a timing: the watch and a tick or two.
+    let until = |what: &'static str| {
+        let t0 = Instant::now();
+        move || {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "gave up waiting for {what}"
+            );
+        }
+    };
+    let check = until("the offload to be listed");
+    while size(&mut hs) != Some(full) {
+        check();
+        hs.settle().await;
+        hs.app.tick();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    let check = until("the truncated size to show");
+    while size(&mut hs) != Some(100) {
+        check();
+        hs.settle().await;
+        hs.app.tick();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -203,6 +203,12 @@ pub async fn run(ctx: &ToolContext<'_>, command: &str, timeout: Duration) -> Too
         timed_out: outcome.timed_out,
         cancelled: outcome.cancelled,
     });
+    // Let the receiver run before the work below (building the text,
+    // writing up to 64 MiB of tool result): woken from this task, it sits
+    // in this worker's LIFO slot, which no other worker takes, until this
+    // task yields. Traced under a flood (perf, issue 16), the TUI's
+    // `✗ killed` line came 160–280 ms after this point, behind that work.
+    tokio::task::yield_now().await;
     let stdout = normalize_newlines(&out.head);
     let stderr = normalize_newlines(&err.head);
     let total_bytes = out.total + err.total;

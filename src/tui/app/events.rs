@@ -138,17 +138,18 @@ impl App {
         n
     }
 
-    /// Handles at most `n` queued messages without waiting; true when `n`
-    /// were handled (more may be queued). The terminal loop calls it in
-    /// slices so it can look at input in between and draw on time.
-    pub fn drain_some(&mut self, n: usize) -> bool {
-        for _ in 0..n {
+    /// Handles at most `n` queued messages without waiting; returns how
+    /// many were handled (`n`: more may be queued). The terminal loop
+    /// calls it in slices so it can look at input in between and draw on
+    /// time.
+    pub fn drain_some(&mut self, n: usize) -> usize {
+        for i in 0..n {
             match self.rx.try_recv() {
                 Ok(m) => self.on_msg(m),
-                Err(_) => return false,
+                Err(_) => return i,
             }
         }
-        true
+        n
     }
 
     /// Waits for the next message (for the loop's `select!`).

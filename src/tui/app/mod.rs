@@ -245,6 +245,7 @@ impl App {
                 state_until: None,
             },
             clock: opts.clock.clone(),
+            output_time: crate::tui::pane::OUTPUT_FRAME_TIME,
             effects: Vec::new(),
             inflight: Arc::new(AtomicUsize::new(0)),
             sessions: Vec::new(),

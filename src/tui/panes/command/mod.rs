@@ -197,6 +197,9 @@ pub struct CommandPane {
     search: crate::tui::widgets::search::Search,
     /// Ring sequence number of the output line the search found.
     mark: Option<u64>,
+    /// Output bytes parsed from the merges since the pane was made
+    /// ([`CommandPane::parsed_bytes`]).
+    parsed: u64,
 }
 
 fn new_prompt() -> PromptField {
@@ -236,6 +239,7 @@ impl CommandPane {
             skipped: 0,
             search: Default::default(),
             mark: None,
+            parsed: 0,
         }
     }
 

@@ -97,6 +97,7 @@ impl CommandPane {
             while at < c.data.len() {
                 let end = (at + PULL_SLICE).min(c.data.len());
                 self.feed(c.stream, &c.data[at..end], err_style);
+                self.parsed += (end - at) as u64;
                 at = end;
                 if until.is_some_and(|t| Instant::now() >= t) {
                     // Out of time: the rest waits for the next frame.
@@ -125,6 +126,14 @@ impl CommandPane {
     /// for a message (new output wakes it anyway).
     pub fn has_deferred_output(&self) -> bool {
         self.running.as_ref().is_some_and(|r| r.deferred)
+    }
+
+    /// Bytes of command output taken from the runs' merges and parsed
+    /// into the rings since the pane was made (skipped bytes are not
+    /// counted): what a frame's output work cost, for tests and
+    /// benchmarks.
+    pub fn parsed_bytes(&self) -> u64 {
+        self.parsed
     }
 
     /// Bytes waiting in the running command's merge (tests).
@@ -295,9 +304,11 @@ pub enum Pull {
 pub const PULL_SLICE: usize = 16 << 10;
 
 /// Time a frame spends parsing command output at most (plus one
-/// [`PULL_SLICE`]); the rest is deferred to the next frame. Small enough
-/// that a key pressed during a flood is answered within the frame.
-pub const PULL_FRAME_TIME: std::time::Duration = std::time::Duration::from_millis(4);
+/// [`PULL_SLICE`]) unless the loop says otherwise
+/// ([`crate::tui::pane::Ctx::output_time`]); the rest is deferred to the
+/// next frame. Small enough that a key pressed during a flood is answered
+/// within the frame.
+pub const PULL_FRAME_TIME: std::time::Duration = crate::tui::pane::OUTPUT_FRAME_TIME;
 
 /// Newest output shown after the user stopped a command ([`Pull::Tail`]):
 /// a few screens, parsed in a few milliseconds even in a debug build.

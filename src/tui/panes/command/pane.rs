@@ -385,8 +385,9 @@ impl Pane for CommandPane {
 
     fn render(&mut self, f: &mut Frame<'_>, area: Rect, focused: bool, cx: &Ctx) {
         // Output is taken once a frame, here: however fast a command
-        // prints, the pane parses at most `output_frame_bytes` per frame.
-        let until = std::time::Instant::now() + super::PULL_FRAME_TIME;
+        // prints, the pane parses at most `output_frame_bytes` per frame,
+        // for at most the frame's output time (one slice at least).
+        let until = std::time::Instant::now() + cx.output_time;
         self.pull(cx.theme.warn, cx.theme.muted, super::Pull::Until(until));
         let t = &cx.theme;
         let mut note = String::new();
