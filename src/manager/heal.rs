@@ -109,7 +109,9 @@ impl Recovery {
             _ => " by the service",
         };
         let happened = match (self.cause, self.kind) {
-            (Health::Stopped, _) => format!("{thing} was stopped or paused{by}"),
+            // Reported stopped, but what was found was no sandbox at all
+            // (a container removed while it was being stopped): deleted.
+            (Health::Stopped, _) if self.reattached => format!("{thing} was stopped or paused{by}"),
             (_, K::Local | K::Bubblewrap) => format!("{thing} was removed"),
             // The provider still had a Pod, but one that no longer runs
             // (evicted, Failed, Succeeded): it was replaced; with the PVC
@@ -613,6 +615,15 @@ mod tests {
                 false,
                 true,
                 "the container was deleted outside wsbench; a new one was created; files kept",
+            ),
+            // Seen stopped (exec 409 while `docker rm -f` ran), then found
+            // removed: a new one, and the notice says deleted.
+            (
+                K::Docker,
+                Stopped,
+                false,
+                false,
+                "the container was deleted outside wsbench; a new one was created; files from the old one are lost",
             ),
             // A Pod deleted with its PVC kept comes back with the files.
             (

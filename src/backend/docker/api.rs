@@ -31,6 +31,8 @@ pub(super) fn api_error(context: &str, e: bollard::errors::Error) -> BackendErro
 ///
 /// * 404 `No such container` → [`BackendError::gone`] (`docker rm -f`);
 ///   on an endpoint that only names the container (exec create), any 404.
+/// * `Removal In Progress` / `marked for removal` (409 or 500, `docker rm
+///   -f` while an exec runs) → [`BackendError::gone`].
 /// * 409 `… is paused` or `… is not running` → [`BackendError::stopped`]
 ///   (`docker pause`, `docker stop`); on a container-only endpoint any 409
 ///   but `… is restarting`, which is [`BackendError::unreachable`]: the
@@ -54,6 +56,13 @@ pub(super) fn container_health(
     let detail = || format!("container {container}: {message}");
     match status_code {
         404 if container_only || lower.contains("no such container") => {
+            Some(BackendError::gone(detail()))
+        }
+        // `docker rm -f` of a container with an exec running: the daemon
+        // answers 409 or 500 `… is not running: Removal In Progress` (or
+        // `marked for removal`) until it is gone. It is gone already for
+        // us: a start cannot bring it back.
+        _ if lower.contains("removal in progress") || lower.contains("marked for removal") => {
             Some(BackendError::gone(detail()))
         }
         409 if lower.contains("restarting") => Some(BackendError::unreachable(detail())),
@@ -146,6 +155,23 @@ mod tests {
                 true
             ),
             Some(Health::Unreachable)
+        );
+        // `docker rm -f` while an exec ran (seen in the issue 15 trial).
+        assert_eq!(
+            health(
+                500,
+                "Container c1 is not running: Removal In Progress",
+                false
+            ),
+            Some(Health::Gone)
+        );
+        assert_eq!(
+            health(
+                409,
+                "container c1 is marked for removal and cannot be started",
+                false
+            ),
+            Some(Health::Gone)
         );
         // A path-scoped 404 is about the path, not the container.
         assert_eq!(

@@ -42,6 +42,10 @@ pub(super) fn host_ids() -> Option<(u32, u32)> {
 /// short: a removed one answers 404 for good and recovery should not wait.
 const ATTACH_WAIT: Duration = Duration::from_secs(5);
 
+/// How long `find` waits for a container the daemon is removing to be
+/// gone (see [`DockerProvisioner::find`]).
+const REMOVAL_WAIT: Duration = Duration::from_secs(15);
+
 /// Provisions one container per workspace; finds them again by label.
 pub struct DockerProvisioner {
     pub(super) opts: DockerOptions,
@@ -678,11 +682,33 @@ impl Provisioner for DockerProvisioner {
         Self::reported(&sink, "create", self.create_to(spec, &sink).await)
     }
 
+    /// A container in the daemon's `removing` state counts as gone: a
+    /// `docker rm -f` while an exec ran leaves it there for a moment (the
+    /// issue 15 trial saw `Removal In Progress`), and starting it fails
+    /// with a 404. `find` waits up to [`REMOVAL_WAIT`] for the removal to
+    /// end and then reports no container, so the manager makes a new one
+    /// (and says the old one's files are lost) instead of failing on a
+    /// start. A removal that takes longer is an `unreachable` error: the
+    /// next call looks again.
     async fn find(&self, workspace_id: &str) -> BackendResult<Option<SandboxInfo>> {
-        Ok(self
-            .find_summary(workspace_id)
-            .await?
-            .map(|s| Self::info_of(&s)))
+        use bollard::models::ContainerSummaryStateEnum as S;
+        let deadline = tokio::time::Instant::now() + REMOVAL_WAIT;
+        loop {
+            match self.find_summary(workspace_id).await? {
+                Some(s) if s.state == Some(S::REMOVING) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(BackendError::unreachable(format!(
+                            "container {} of workspace {workspace_id} is still being removed \
+                             after {}s; try again when the daemon has removed it",
+                            s.id.as_deref().unwrap_or("?"),
+                            REMOVAL_WAIT.as_secs()
+                        )));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                found => return Ok(found.map(|s| Self::info_of(&s))),
+            }
+        }
     }
 
     async fn attach(&self, info: &SandboxInfo) -> BackendResult<Arc<dyn Sandbox>> {
