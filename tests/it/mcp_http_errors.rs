@@ -168,7 +168,14 @@ async fn a_plain_http_error_names_the_status_and_the_next_success_clears_it() {
         "{}",
         st.servers[0].summary()
     );
+    // The server is back. Using it as the pane's Enter does (listing its
+    // tools, no call) brings it back to `ready`: a failed server whose
+    // session still looks alive is connected again, not trusted (issue 15
+    // trial 2: Enter did nothing until R).
     server.calls(Calls::Answer);
+    let tools = no_hang(ws.mcp().server_tools(AGENT, SESSION, "ev")).await;
+    assert!(tools.is_ok(), "{tools:?}");
+    assert!(state(&ws).await.is_ready(), "{:?}", state(&ws).await);
     assert_eq!(echo(&ws, "ok").await.state, ToolState::Success);
     assert!(state(&ws).await.is_ready());
     ws.close().await;

@@ -95,7 +95,14 @@ impl McpInstance {
             )));
         }
         let ready = if self.decl.is_stateful {
-            inner.conn.as_ref().is_some_and(|c| c.alive()) && inner.tools.is_some()
+            // A transport failure (`transport_failed`) marks the server
+            // failed but may leave its connection looking alive (an HTTP
+            // session whose server went away): that is not ready, so the
+            // next use connects again instead of trusting it (issue 15
+            // trial: Enter on such a server did nothing).
+            inner.conn.as_ref().is_some_and(|c| c.alive())
+                && inner.tools.is_some()
+                && !matches!(inner.state, McpState::Failed { .. })
         } else {
             inner.tools.is_some() && inner.state.is_ready()
         };
