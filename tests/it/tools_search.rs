@@ -26,8 +26,12 @@ use wsbench::engine::{EventBus, ToolCall, Workspace, WorkspaceConfig};
 
 /// A sandbox on a host directory that pretends to have no host view, so
 /// Glob and Grep take their `rg`-in-the-sandbox route. The second field
-/// renames the `rg` program (to simulate a sandbox without ripgrep).
+/// renames the `rg` program (to simulate a sandbox without ripgrep); as
+/// [`LOST`], every `stat` fails as a lost sandbox does.
 struct NoHostView(LocalSandbox, &'static str);
+
+/// [`NoHostView`]'s second field for a sandbox that is gone.
+const LOST: &str = "(lost)";
 
 #[async_trait]
 impl Sandbox for NoHostView {
@@ -82,6 +86,11 @@ impl Sandbox for NoHostView {
         self.0.list(path).await
     }
     async fn stat(&self, path: &str) -> BackendResult<FileStat> {
+        if self.1 == LOST {
+            return Err(wsbench::backend::BackendError::gone(
+                "container c1: No such container: c1",
+            ));
+        }
         self.0.stat(path).await
     }
     async fn remove(&self, path: &str, recursive: bool) -> BackendResult<()> {
@@ -1042,6 +1051,42 @@ async fn a_sandbox_without_rg_gets_a_clear_error() {
             "{}",
             r.text()
         );
+    }
+}
+
+/// A sandbox lost under Glob and Grep is said as it is, not as a missing
+/// directory (issue 15 trial 2: Glob said `Directory not found:
+/// /workspace` after `docker rm -f`).
+#[tokio::test]
+async fn a_lost_sandbox_is_not_a_missing_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every stat fails as gone (opening the workspace uses none).
+    let ws = Workspace::open(
+        Arc::new(NoHostView(LocalSandbox::open(dir.path()).unwrap(), LOST)),
+        WorkspaceConfig::default(),
+        EventBus::default(),
+    )
+    .await
+    .unwrap();
+    for (tool, args) in [
+        (&Grep as &dyn Tool, json!({"pattern": "needle"})),
+        (&Glob as &dyn Tool, json!({"pattern": "*.txt"})),
+    ] {
+        let r = call(&ws, tool, args).await;
+        assert_eq!(r.state, ToolState::Error, "{}", r.text());
+        assert!(
+            r.text().contains("cannot search"),
+            "{}: {}",
+            tool.name(),
+            r.text()
+        );
+        assert!(
+            r.text().contains("No such container"),
+            "{}: {}",
+            tool.name(),
+            r.text()
+        );
+        assert!(!r.text().contains("Directory not found"), "{}", r.text());
     }
 }
 

@@ -277,7 +277,17 @@ async fn search_exec(
     let sb = ctx.env.sandbox.as_ref();
     match sb.stat(&plan.base).await {
         Ok(st) if st.is_dir_like() => {}
-        _ => return Ok(Found::NotADir),
+        Ok(_) => return Ok(Found::NotADir),
+        Err(e) if e.is_not_found() => return Ok(Found::NotADir),
+        // A lost sandbox (with the recovery's notice), a daemon that does
+        // not answer: said as it is, not as a missing directory (issue 15
+        // trial 2), the way Grep says it.
+        Err(e) => {
+            return Err(ToolResult::error(format!(
+                "Error: cannot search {}: {e}",
+                plan.base
+            )));
+        }
     }
     match sb.stat(&plan.walk_dir).await {
         Ok(st) if st.is_dir_like() => {}
