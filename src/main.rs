@@ -119,6 +119,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         no_mouse: cli.tui.no_mouse,
     };
     let code = wsbench::tui::run(&ctx, options).await;
+    ctx.close_at_exit().await;
     ctx.report_at_exit();
     code
 }

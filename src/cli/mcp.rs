@@ -424,9 +424,13 @@ async fn run_on(
             // Each call leases the workspace; between calls it may idle
             // and be evicted like any other.
             ctx.root.release_run_lease();
-            WorkspaceServer::with_source(ws.clone(), source, agent, session)
+            let served = WorkspaceServer::with_source(ws.clone(), source, agent, session)
                 .serve_stdio()
-                .await?;
+                .await;
+            // Its client is gone: suspend what it held (unless another
+            // process holds it), as a TUI does when it quits.
+            ctx.root.close_at_exit().await;
+            served?;
         }
     }
     Ok(0)

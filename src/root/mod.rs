@@ -337,6 +337,25 @@ impl Context {
             .take();
     }
 
+    /// Closes what this run's manager holds open, at the exit of a
+    /// long-lived holder (the TUI, `mcp serve`): each sandbox is suspended
+    /// where the backend can, unless another wsbench process of this host
+    /// still holds it (the manager's shared hold), as the README promises.
+    /// One-shot commands do not call it: they leave the sandbox as it is,
+    /// so the next command starts at once; a later process's TTL sweep or
+    /// `workspaces gc` suspends it. A failure is a warning in the log.
+    pub async fn close_at_exit(&self) {
+        self.release_run_lease();
+        if let Some(m) = self.manager.get()
+            && let Err(e) = m.close_all().await
+        {
+            tracing::warn!(
+                "closing the workspaces of profile {} at exit: {e}",
+                m.profile()
+            );
+        }
+    }
+
     /// Where a long-lived holder (`mcp serve`, the agent loop) gets `ws`
     /// for each call ([`crate::engine::activity`]): the selected profile's
     /// manager, which leases it per call (so calls keep it from eviction
