@@ -93,6 +93,20 @@ impl Inner {
             .flatten()
     }
 
+    /// Whether a process of this host other than this one's manager
+    /// holds workspace `id` open right now (its shared hold), looked at
+    /// without waiting and without stamping. False when holds are not
+    /// used (close action `Keep`) or cannot be looked at.
+    pub(super) async fn held_elsewhere(&self, id: &str) -> bool {
+        if self.opts.close_action != CloseAction::Suspend {
+            return false;
+        }
+        match HostHold::acquire(SCOPE, &self.hold_key(id), Duration::ZERO).await {
+            Ok(Some(h)) => h.try_sole().is_none(),
+            _ => false,
+        }
+    }
+
     /// The hold of a workspace id just minted (a claimed pre-warmed one):
     /// no other process can be suspending it, so no waiting.
     pub(super) fn hold_now(&self, id: &str) -> Option<HostHold> {

@@ -96,6 +96,15 @@ impl Inner {
                     SandboxState::Running => ("running", None),
                     // A closed host directory (local, bubblewrap) is
                     // not suspended, just no longer open anywhere.
+                    // Closed by one process while another of this host
+                    // still works in it (a TUI after a CLI `close`): it
+                    // is in use, not closed (issue 15 trial 2).
+                    SandboxState::Suspended
+                        if matches!(self.kind, BackendKind::Local | BackendKind::Bubblewrap)
+                            && self.held_elsewhere(&info.workspace_id).await =>
+                    {
+                        ("running", None)
+                    }
                     SandboxState::Suspended
                         if matches!(self.kind, BackendKind::Local | BackendKind::Bubblewrap) =>
                     {

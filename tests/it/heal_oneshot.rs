@@ -141,6 +141,42 @@ fn a_closed_bubblewrap_workspace_lists_as_closed() {
             .any(|l| l.starts_with(&id) && l.contains(" closed ")),
         "{table}"
     );
+
+    // Closed from the CLI while a long-lived process of this host works
+    // in it: listed as running while it holds it, closed once it quits
+    // (it suspends at exit).
+    let mut serve = wsbench(home.path(), &["mcp", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while list()["workspaces"][0]["state"] != "running" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mcp serve never opened it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = wsbench(home.path(), &["workspaces", "close", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = list();
+    assert_eq!(
+        v["workspaces"][0]["state"], "running",
+        "held by mcp serve: {v}"
+    );
+    // Its client goes away (before any handshake: exit 1, which is
+    // beside the point here); it closes what it held either way.
+    drop(serve.stdin.take());
+    serve.wait().unwrap();
+    let v = list();
+    assert_eq!(
+        v["workspaces"][0]["state"], "closed",
+        "after mcp serve quit: {v}"
+    );
 }
 
 /// A one-shot command whose workspace lost its sandbox (the bubblewrap
