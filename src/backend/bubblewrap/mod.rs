@@ -40,7 +40,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
+use super::child::{exit_code_of, start_io, wait_or_kill};
 use super::host::{HostDir, child_start};
 use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
@@ -51,15 +51,14 @@ use super::{
 
 mod argfd;
 mod isolation;
-mod process;
 mod provision;
 mod pty;
 mod setup;
 mod tmpdir;
 mod wrapper;
 
+use super::host::tree_process::TreeProcess;
 use isolation::isolation_args;
-use process::BwrapProcess;
 pub use provision::BubblewrapProvisioner;
 pub(crate) use setup::diagnose_setup_failure;
 use setup::missing_bwrap;
@@ -529,12 +528,16 @@ impl Sandbox for BubblewrapSandbox {
         };
         let stdin = child.stdin.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
-        let control = Arc::new(BwrapProcess {
+        // bwrap's PID namespace ends with it: nothing to sweep after.
+        let control = Arc::new(TreeProcess::<()>::new(
+            "bwrap pid",
+            child,
             pid,
-            start: process_tree::start_time(pid),
             marker,
-            child: Some(ChildStatus::new(child)),
-        });
+            KILL_GRACE,
+            false,
+            None,
+        ));
         Ok(Process {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),

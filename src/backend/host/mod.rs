@@ -14,6 +14,7 @@ pub mod names;
 pub(crate) mod pty;
 pub mod sweep;
 pub mod task;
+pub(crate) mod tree_process;
 pub mod watch;
 
 pub use fs::{

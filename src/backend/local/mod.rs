@@ -13,23 +13,23 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::io::AsyncRead;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use super::append_check::{CheckedAppend, TrackedRecord};
-use super::child::{ChildStatus, exit_code_of, start_io, wait_or_kill};
+use super::child::{exit_code_of, start_io, wait_or_kill};
 use super::host::checked_append::append_checked_host;
 use super::host::child_start;
 use super::host::fs::{finish_atomic, resolve_link_target};
+use super::host::tree_process::TreeProcess;
 use super::host::{
     append_host, atomic_write_host, blocking, create_new_host, join_io_error, read_host,
     remove_host, stat_host, stream_to_temp, watch_host, with_bytes,
 };
-use super::process_tree;
 use super::shell::marker::{MARKER_VAR, new_marker};
 use super::{
     BackendError, BackendKind, BackendResult, ByteRange, Capabilities, ExecOutcome, ExecRequest,
-    FileStat, OutputSink, Process, ProcessControl, PtyRequest, PtySession, Sandbox, SpawnRequest,
-    Watch, path as bpath,
+    FileStat, OutputSink, Process, PtyRequest, PtySession, Sandbox, SpawnRequest, Watch,
+    path as bpath,
 };
 
 mod provision;
@@ -227,7 +227,14 @@ impl Sandbox for LocalSandbox {
         let stderr = child.stderr.take().expect("piped");
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
         let reaper = reaper::Reaper::watch(pid, &marker);
-        let control = Arc::new(LocalProcess::new(child, pid, marker, reaper));
+        // The reaper's watch goes with a dropped process's kill and is
+        // withdrawn only once the tree is gone: `kill_tree` stops the tree
+        // before it kills it, and a wsbench that exits in between would
+        // otherwise leave it stopped for good; with the watch still
+        // announced, the reaper's watcher finishes the kill.
+        let control = Arc::new(TreeProcess::new(
+            "pid", child, pid, marker, KILL_GRACE, true, reaper,
+        ));
         Ok(Process {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
@@ -382,96 +389,6 @@ impl Sandbox for LocalSandbox {
 
     async fn pty(&self, req: PtyRequest) -> BackendResult<PtySession> {
         pty::start(self, req)
-    }
-}
-
-/// Control of a local long-lived process.
-struct LocalProcess {
-    pid: i32,
-    /// The root's start time, read right after the spawn (see
-    /// [`process_tree::kill_tree_of`]): a kill after the root was reaped
-    /// must not signal a new process group that got the same pid.
-    start: Option<u64>,
-    marker: String,
-    /// `None` only inside `Drop`, which moves the child to the kill thread
-    /// so the root stays unreaped (its pid reserved) until the kill ends.
-    child: Option<ChildStatus>,
-    /// Kills the tree if wsbench dies while the process runs, or while a
-    /// kill of it is under way (see `Drop`).
-    reaper: Option<reaper::Reaper>,
-}
-
-impl LocalProcess {
-    fn new(child: Child, pid: i32, marker: String, reaper: Option<reaper::Reaper>) -> Self {
-        LocalProcess {
-            pid,
-            start: process_tree::start_time(pid),
-            marker,
-            child: Some(ChildStatus::new(child)),
-            reaper,
-        }
-    }
-
-    fn status(&self) -> &ChildStatus {
-        self.child
-            .as_ref()
-            .expect("the child is taken only in Drop")
-    }
-}
-
-#[async_trait]
-impl ProcessControl for LocalProcess {
-    fn id(&self) -> String {
-        format!("pid {}", self.pid)
-    }
-
-    async fn wait(&self) -> BackendResult<Option<i32>> {
-        self.status().wait(&self.id()).await
-    }
-
-    fn try_status(&self) -> Option<Option<i32>> {
-        self.status().try_status()
-    }
-
-    async fn kill(&self) -> BackendResult<()> {
-        if self.try_status().is_some() {
-            // The leader is gone; still sweep anything it left behind.
-            // Reaped: its pid may name another process by now, so the
-            // start time keeps the sweep to the marker then.
-            let (pid, start, marker) = (self.pid, self.start, self.marker.clone());
-            process_tree::kill_tree_of_async(pid, start, marker, Duration::ZERO).await;
-            return Ok(());
-        }
-        // A `wait` in another task may reap the root during the kill.
-        process_tree::kill_tree_of_async(self.pid, self.start, self.marker.clone(), KILL_GRACE)
-            .await;
-        let _ = self.wait().await;
-        Ok(())
-    }
-}
-
-impl Drop for LocalProcess {
-    fn drop(&mut self) {
-        if self.try_status().is_none() {
-            let (pid, start, marker) = (self.pid, self.start, self.marker.clone());
-            // The child goes with the kill and is dropped (handed to
-            // tokio's orphan reaping) only after it: unreaped, the root
-            // keeps its pid, so no new process group can take the number
-            // the group signals use (issue 15: a reused pid was killed).
-            let child = self.child.take();
-            // The watch goes with the kill and is withdrawn only once the
-            // tree is gone: `kill_tree` stops the tree before it kills it,
-            // and a wsbench that exits in between (this thread is not
-            // waited for) would otherwise leave it stopped for good. With
-            // the watch still announced, the reaper's watcher finishes the
-            // kill when wsbench's pipe closes.
-            let reaper = self.reaper.take();
-            std::thread::spawn(move || {
-                process_tree::kill_tree_of(pid, start, &marker, Duration::from_millis(200));
-                drop(child);
-                drop(reaper);
-            });
-        }
     }
 }
 
